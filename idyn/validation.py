@@ -1,0 +1,40 @@
+"""Shape and finiteness checks shared by every public entry point.
+
+These run on every control step, so they are cheap: one ``np.asarray`` (no copy when the input
+is already a float64 array), a shape comparison and one ``isfinite`` reduction.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import NonFiniteError, ShapeError
+
+
+def vector(x, n: int | None, name: str) -> np.ndarray:
+    """Return ``x`` as a finite float64 vector of length ``n`` (any length if ``n`` is None)."""
+    a = np.asarray(x, dtype=float)
+    if a.ndim != 1 or (n is not None and a.shape[0] != n):
+        want = f"({n},)" if n is not None else "a 1-D vector"
+        raise ShapeError(f"{name} must have shape {want}, got {a.shape}")
+    if not np.isfinite(a).all():
+        raise NonFiniteError(f"{name} contains NaN or infinite values")
+    return a
+
+
+def matrix(x, shape: tuple[int | None, int | None], name: str) -> np.ndarray:
+    """Return ``x`` as a finite float64 2-D array; ``None`` in ``shape`` accepts any size."""
+    a = np.asarray(x, dtype=float)
+    if a.ndim != 2 or any(s is not None and s != d for s, d in zip(shape, a.shape)):
+        want = "(" + ", ".join("n" if s is None else str(s) for s in shape) + ")"
+        raise ShapeError(f"{name} must have shape {want}, got {a.shape}")
+    if not np.isfinite(a).all():
+        raise NonFiniteError(f"{name} contains NaN or infinite values")
+    return a
+
+
+def square(x, name: str) -> np.ndarray:
+    """Return ``x`` as a finite square float64 matrix."""
+    a = matrix(x, (None, None), name)
+    if a.shape[0] != a.shape[1]:
+        raise ShapeError(f"{name} must be square, got {a.shape}")
+    return a
