@@ -1,0 +1,9 @@
+"""Robot descriptions (URDF assets) and testbeds.
+
+``robots.quadruped_urdf()`` and ``robots.quadruped()`` give the LINKS quadruped of the paper (or
+another known quadruped by name); the PyBullet testbeds live in :mod:`robots.pybullet`, which is
+imported only when used so that planners and controllers never pull in a simulator.
+"""
+from .quadruped import KNOWN as QUADRUPEDS, Quadruped, QuadrupedFacts, build, quadruped, quadruped_urdf
+
+__all__ = ["QUADRUPEDS", "Quadruped", "QuadrupedFacts", "build", "quadruped", "quadruped_urdf"]
