@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import NonFiniteError, ShapeError
+from .errors import NonFiniteError, ShapeError  # noqa: F401  (re-exported for callers)
 
 
 def vector(x, n: int | None, name: str) -> np.ndarray:

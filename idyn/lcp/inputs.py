@@ -1,0 +1,37 @@
+"""Validation of LCP data at the public entry points of :mod:`idyn.lcp`."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import validation
+from ..errors import ShapeError
+
+
+def check_lcp(M, q) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(M, q)`` as finite float arrays with ``M`` square and ``q`` of matching length.
+
+    Raises :class:`idyn.errors.ShapeError` or :class:`idyn.errors.NonFiniteError`.
+    """
+    M = validation.square(M, "M")
+    q = validation.vector(q, None, "q")
+    if q.shape[0] != M.shape[0]:
+        raise ShapeError(f"q has length {q.shape[0]} but M is {M.shape[0]} x {M.shape[1]}")
+    return M, q
+
+
+def check_indices(indices, n: int, name: str) -> np.ndarray:
+    """Return ``indices`` as a sorted array of distinct integers in ``[0, n)``."""
+    if indices is None:
+        return np.empty(0, dtype=np.intp)
+    a = np.asarray(indices)
+    if a.size == 0:
+        return np.empty(0, dtype=np.intp)
+    if a.dtype == bool:
+        if a.shape != (n,):
+            raise ShapeError(f"{name} as a mask must have shape ({n},), got {a.shape}")
+        return np.flatnonzero(a)
+    if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+        raise ShapeError(f"{name} must be a 1-D array of integer indices or a boolean mask")
+    if a.min() < 0 or a.max() >= n:
+        raise ShapeError(f"{name} has indices outside [0, {n})")
+    return np.unique(a).astype(np.intp)

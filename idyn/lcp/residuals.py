@@ -1,0 +1,84 @@
+"""Residuals of a candidate LCP solution, scaled to the problem.
+
+Every solver in :mod:`idyn.lcp` accepts its answer only through :func:`lcp_residuals`, and the
+tests and benchmarks use the same check, so "solved" means one thing everywhere.
+
+For the LCP ``w = M z + q, z >= 0, w >= 0, z . w = 0`` (paper eq. 115) the residuals are made
+dimensionless with the magnitudes that produce them:
+
+* ``scale_z = max|z|`` and ``scale_w = max|q| + ||M||_inf max|z|`` (the size of the terms
+  that are summed to form ``w``);
+* ``negative_z = max(0, -min z) / scale_z``, ``negative_w = max(0, -min w) / scale_w``;
+* ``complementarity = sum_i |z_i w_i| / (scale_z scale_w)`` (the absolute value of every
+  product, so positive and negative products cannot cancel);
+* ``equation = max|w - (M z + q)| / scale_w``.
+
+A solution passes when all four are at most ``tol`` (default ``1e-9``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .inputs import check_lcp
+
+#: Relative tolerance of :meth:`LCPResiduals.ok` unless told otherwise.
+DEFAULT_TOL = 1e-9
+_TINY = np.finfo(float).tiny
+
+
+@dataclass(frozen=True)
+class LCPResiduals:
+    """Dimensionless residuals of ``(z, w)`` for the LCP ``(q, M)``; see the module docstring."""
+
+    negative_z: float
+    negative_w: float
+    complementarity: float
+    equation: float
+
+    @property
+    def worst(self) -> float:
+        return max(self.negative_z, self.negative_w, self.complementarity, self.equation)
+
+    def ok(self, tol: float = DEFAULT_TOL) -> bool:
+        return self.worst <= tol
+
+
+def residuals_from_parts(z: np.ndarray, w: np.ndarray, q_norm: float, m_norm: float,
+                         equation_error: float = 0.0) -> LCPResiduals:
+    """Residuals when ``w`` is already known to equal ``M z + q`` up to ``equation_error``.
+
+    Solvers that never form ``M`` (:func:`idyn.lcp.ppm_contact`) use this with ``m_norm`` an
+    upper bound of ``||M||_inf``.
+    """
+    zmax = float(np.max(np.abs(z), initial=0.0))
+    scale_z = max(zmax, _TINY)
+    scale_w = max(q_norm + m_norm * zmax, _TINY)
+    return LCPResiduals(
+        negative_z=max(0.0, -float(np.min(z, initial=0.0))) / scale_z,
+        negative_w=max(0.0, -float(np.min(w, initial=0.0))) / scale_w,
+        complementarity=float(np.abs(z) @ np.abs(w)) / (scale_z * scale_w),
+        equation=equation_error / scale_w,
+    )
+
+
+def lcp_residuals(M, q, z, w=None) -> LCPResiduals:
+    """Residuals of ``(z, w)`` for the LCP ``(q, M)``; ``w`` defaults to ``M z + q``."""
+    M, q = check_lcp(M, q)
+    z = np.asarray(z, dtype=float)
+    w_exact = M @ z + q
+    if w is None:
+        w = w_exact
+    w = np.asarray(w, dtype=float)
+    if z.shape != q.shape or w.shape != q.shape:
+        from ..errors import ShapeError
+        raise ShapeError(f"z and w must have shape {q.shape}, got {z.shape} and {w.shape}")
+    return residuals_from_parts(
+        z, w, float(np.max(np.abs(q), initial=0.0)), float(np.max(np.abs(M).sum(axis=1), initial=0.0)),
+        float(np.max(np.abs(w - w_exact), initial=0.0)))
+
+
+def is_lcp_solution(M, q, z, w=None, tol: float = DEFAULT_TOL) -> bool:
+    """True when ``(z, w)`` solves the LCP ``(q, M)`` to relative tolerance ``tol``."""
+    return lcp_residuals(M, q, z, w).ok(tol)

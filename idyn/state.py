@@ -1,0 +1,44 @@
+"""Plain state containers shared by testbeds, planners and controllers (SPEC section 3).
+
+They live in the core so that a testbed (PyBullet, idyn.sim, hardware) can produce a
+:class:`RobotState` without importing any controller; ``controllers`` re-exports them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import validation
+
+
+@dataclass(frozen=True)
+class RobotState:
+    """Measured generalized state in pinocchio conventions: q (nq), v (nv), time t (s)."""
+
+    q: np.ndarray
+    v: np.ndarray
+    t: float = 0.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "q", validation.vector(self.q, None, "state.q"))
+        object.__setattr__(self, "v", validation.vector(self.v, None, "state.v"))
+        if not np.isfinite(self.t):
+            raise validation.NonFiniteError("state.t must be finite")
+
+
+@dataclass(frozen=True)
+class Desired:
+    """Desired positions, velocities and accelerations of the actuated joints (each na)."""
+
+    q: np.ndarray
+    v: np.ndarray
+    vdot: np.ndarray
+
+    def __post_init__(self):
+        for name in ("q", "v", "vdot"):
+            object.__setattr__(self, name, validation.vector(getattr(self, name), None, f"desired.{name}"))
+        n = {self.q.size, self.v.size, self.vdot.size}
+        if len(n) != 1:
+            raise validation.ShapeError(
+                f"desired q, v, vdot must have equal lengths, got {self.q.size}, {self.v.size}, {self.vdot.size}")
