@@ -62,9 +62,20 @@ class RobotModel:
         self.actuated_v = np.flatnonzero(~passive)
         #: velocity indices of the unactuated coordinates (floating base, free bodies)
         self.unactuated_v = np.flatnonzero(passive)
+        #: configuration indices of the actuated coordinates (actuated joints are 1-DOF)
+        self.actuated_q = np.array([self._q_index(i) for i in self.actuated_v], dtype=int)
         self._P = np.zeros((self.actuated_v.size, self._model.nv))
         self._P[np.arange(self.actuated_v.size), self.actuated_v] = 1.0
         self._P.setflags(write=False)
+
+    def _q_index(self, iv: int) -> int:
+        for j in self._model.joints[1:]:
+            if j.idx_v <= iv < j.idx_v + j.nv:
+                if j.nq != j.nv:
+                    raise InvalidInputError(
+                        f"actuated joint {j.shortname()} has nq != nv; only 1-DOF actuated joints are supported")
+                return j.idx_q + (iv - j.idx_v)
+        raise InvalidInputError(f"velocity index {iv} belongs to no joint")
 
     # ------------------------------------------------------------------ construction
     @classmethod

@@ -1,0 +1,105 @@
+"""Metrics of SPEC section 6 computed from a :class:`~experiments.trace.Trace`.
+
+* ``pos_error``, ``vel_error``: E[|q - q_des|], E[|qd - qd_des|] over actuated joints and time
+  (paper Table 3);
+* ``torque_rate``, ``torque_mean``: E[|d tau/dt|] (finite differences at the control rate) and
+  E[|tau|] over joints and time (Table 4);
+* ``force_error_abs``: E[|sum predicted normal force - sum simulator normal force|] in N, and
+  ``force_error_rel`` = force_error_abs / E[sum simulator normal force] in percent (Table 5; a
+  ratio of means, so flight phases with zero force do not divide by zero);
+* ``fell`` and ``fall_time``: base height below half its nominal value or |roll|, |pitch| > 1 rad;
+* solve-time statistics: p50, p95, max (microseconds) and misses of the 1 kHz deadline.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .trace import Trace
+
+
+def _rpy(quat_xyzw: np.ndarray) -> np.ndarray:
+    """Roll, pitch, yaw of unit quaternions (x, y, z, w), shape (n, 3)."""
+    x, y, z, w = quat_xyzw.T
+    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
+    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return np.stack((roll, pitch, yaw), axis=1)
+
+
+def fall_index(trace: Trace, nominal_height: float, max_tilt: float = 1.0) -> int | None:
+    """First step at which a floating-base robot has fallen, or None."""
+    q = trace.q
+    if q.shape[1] < 7 or q.shape[0] == 0:
+        return None
+    rpy = _rpy(q[:, 3:7])
+    bad = (q[:, 2] < 0.5 * nominal_height) | (np.abs(rpy[:, 0]) > max_tilt) | (np.abs(rpy[:, 1]) > max_tilt)
+    idx = np.flatnonzero(bad)
+    return int(idx[0]) if idx.size else None
+
+
+def tracking_errors(trace: Trace, actuated_q: np.ndarray, actuated_v: np.ndarray) -> tuple[float, float]:
+    """(E|q - q_des|, E|qd - qd_des|) over actuated joints and time."""
+    if trace.n == 0:
+        return float("nan"), float("nan")
+    eq = np.abs(trace.q[:, actuated_q] - trace.q_des)
+    ev = np.abs(trace.v[:, actuated_v] - trace.v_des)
+    return float(eq.mean()), float(ev.mean())
+
+
+def torque_statistics(trace: Trace, dt: float) -> tuple[float, float]:
+    """(E|d tau/dt|, E|tau|) over joints and time."""
+    tau = trace.tau
+    if tau.shape[0] < 2:
+        return float("nan"), float("nan")
+    rate = np.abs(np.diff(tau, axis=0)) / dt
+    return float(rate.mean()), float(np.abs(tau).mean())
+
+
+def force_prediction_error(trace: Trace) -> tuple[float, float]:
+    """(absolute error in N, relative error in %) of the summed normal force."""
+    pred, sensed = trace.pred_normal, trace.sensed_normal
+    ok = np.isfinite(pred) & np.isfinite(sensed)
+    if not ok.any():
+        return float("nan"), float("nan")
+    err = np.abs(pred[ok] - sensed[ok])
+    denom = sensed[ok].mean()
+    return float(err.mean()), float(100.0 * err.mean() / denom) if denom > 0 else float("nan")
+
+
+def solve_time_statistics(trace: Trace, deadline: float = 1e-3) -> dict:
+    st = trace.solve_time
+    st = st[np.isfinite(st)]
+    if st.size == 0:
+        return {"solve_time_p50_us": float("nan"), "solve_time_p95_us": float("nan"),
+                "solve_time_max_us": float("nan"), "deadline_misses": 0}
+    return {
+        "solve_time_p50_us": float(np.percentile(st, 50) * 1e6),
+        "solve_time_p95_us": float(np.percentile(st, 95) * 1e6),
+        "solve_time_max_us": float(st.max() * 1e6),
+        "deadline_misses": int((st > deadline).sum()),
+    }
+
+
+def summarize(trace: Trace, *, dt: float, actuated_q, actuated_v, nominal_height: float | None,
+              wall_time: float | None = None) -> dict:
+    """All scalar metrics of one run, as a JSON-ready dict."""
+    pos, vel = tracking_errors(trace, np.asarray(actuated_q), np.asarray(actuated_v))
+    rate, mean = torque_statistics(trace, dt)
+    fabs, frel = force_prediction_error(trace)
+    fall = fall_index(trace, nominal_height) if nominal_height else None
+    out = {
+        "steps": int(trace.n),
+        "duration": float(trace.n * dt),
+        "fell": fall is not None,
+        "fall_time": None if fall is None else float(trace.t[fall]),
+        "pos_error": pos, "vel_error": vel,
+        "torque_rate": rate, "torque_mean": mean,
+        "force_error_abs": fabs, "force_error_rel": frel,
+        "realtime_factor": float(trace.n * dt / wall_time) if wall_time else float("nan"),
+    }
+    out.update(solve_time_statistics(trace, deadline=dt))
+    if trace.n:
+        counts = np.bincount(trace.status[np.isfinite(trace.status)].astype(int),
+                             minlength=len(trace.status_names))
+        out["status_counts"] = {name: int(c) for name, c in zip(trace.status_names, counts)}
+    return out
