@@ -1,0 +1,94 @@
+"""Experiments as data: one :class:`Scenario` per run, and the paper's sweeps (Sec. 7, SPEC 6).
+
+A scenario names everything a run depends on (robot, terrain, friction, controller, duration,
+seed, physics backend), so a run is reproducible from its scenario alone and a sweep is a list
+of scenarios that a process pool or a Ray cluster can execute in any order.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+
+from idyn.errors import InvalidInputError
+
+#: The paper's controllers (SPEC section 6), in the order of its tables.
+PAPER_CONTROLLERS = ("qp-coulomb", "qp-noslip", "lcp-coulomb", "lcp-noslip", "pid", "sensed-1", "sensed-2")
+
+#: Named terrains: the four planar cases of paper Sec. 7.5 and the rough heightmap.
+TERRAINS = {
+    "rigid-low": ("rigid", 0.1),
+    "rigid-high": ("rigid", math.inf),
+    "compliant-low": ("compliant", 0.1),
+    "compliant-high": ("compliant", math.inf),
+    "rough": ("rough", math.nan),          # per-cell mu ~ U(0.1, 1.5)
+}
+
+ROBOTS = ("quadruped", "manipulator")
+BACKENDS = ("pybullet", "idyn")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything one closed-loop run depends on."""
+
+    controller: str = "qp-coulomb"
+    robot: str = "quadruped"
+    terrain: str = "rigid"        #: rigid | compliant | rough (manipulator: ignored)
+    mu: float = math.inf          #: ground friction (quadruped) or fingertip-box friction (manipulator)
+    duration: float = 30.0
+    seed: int = 0
+    backend: str = "pybullet"
+    dt: float = 1e-3
+    quadruped: str = "links"      #: which quadruped model (robots.QUADRUPEDS)
+    torque_limits: bool = False   #: the paper's runs used unlimited torque
+
+    def __post_init__(self):
+        if self.robot not in ROBOTS:
+            raise InvalidInputError(f"unknown robot {self.robot!r}; choose from {ROBOTS}")
+        if self.backend not in BACKENDS:
+            raise InvalidInputError(f"unknown backend {self.backend!r}; choose from {BACKENDS}")
+        if self.terrain not in ("rigid", "compliant", "rough"):
+            raise InvalidInputError(f"unknown terrain {self.terrain!r}; choose rigid, compliant or rough")
+        if not (self.duration > 0 and math.isfinite(self.duration)):
+            raise InvalidInputError(f"duration must be positive, got {self.duration}")
+        if not (0 < self.dt <= 0.01):
+            raise InvalidInputError(f"dt must be in (0, 0.01] s, got {self.dt}")
+        if not (math.isnan(self.mu) or self.mu >= 0):
+            raise InvalidInputError(f"mu must be >= 0 (or inf), got {self.mu}")
+
+    @property
+    def terrain_label(self) -> str:
+        """The paper's name of this terrain (rigid-low, ..., rough) or terrain/mu."""
+        for name, (terrain, mu) in TERRAINS.items():
+            if terrain == self.terrain and (terrain == "rough" or mu == self.mu or
+                                            (math.isinf(mu) and self.mu >= 100)):
+                return name
+        return f"{self.terrain}/mu={self.mu:g}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def with_(self, **changes) -> "Scenario":
+        return replace(self, **changes)
+
+
+def terrain_scenario(label: str, **kw) -> Scenario:
+    """A quadruped scenario on a named terrain (see :data:`TERRAINS`)."""
+    if label not in TERRAINS:
+        raise InvalidInputError(f"unknown terrain {label!r}; choose from {sorted(TERRAINS)}")
+    terrain, mu = TERRAINS[label]
+    return Scenario(robot="quadruped", terrain=terrain, mu=mu, **kw)
+
+
+def paper_sweep(controllers=PAPER_CONTROLLERS, terrains=tuple(TERRAINS), *, duration=30.0,
+                seed=0, backend="pybullet") -> list[Scenario]:
+    """Controllers x terrains, the grid behind the paper's Tables 3-5."""
+    return [terrain_scenario(t, controller=c, duration=duration, seed=seed, backend=backend)
+            for t in terrains for c in controllers]
+
+
+def manipulator_sweep(controllers=("qp-coulomb", "pid", "sensed-1"), mus=(100.0, 1.0), *,
+                      duration=3.0, seed=0, backend="pybullet") -> list[Scenario]:
+    """The grasping experiment of paper Sec. 8.4.1 (Fig. 18)."""
+    return [Scenario(controller=c, robot="manipulator", mu=mu, duration=duration, seed=seed,
+                     backend=backend) for mu in mus for c in controllers]
