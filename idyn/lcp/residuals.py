@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ShapeError
 from .inputs import check_lcp
 
 #: Relative tolerance of :meth:`LCPResiduals.ok` unless told otherwise.
@@ -72,7 +73,6 @@ def lcp_residuals(M, q, z, w=None) -> LCPResiduals:
         w = w_exact
     w = np.asarray(w, dtype=float)
     if z.shape != q.shape or w.shape != q.shape:
-        from ..errors import ShapeError
         raise ShapeError(f"z and w must have shape {q.shape}, got {z.shape} and {w.shape}")
     return residuals_from_parts(
         z, w, float(np.max(np.abs(q), initial=0.0)), float(np.max(np.abs(M).sum(axis=1), initial=0.0)),

@@ -1,0 +1,144 @@
+"""Algorithm 2: the modified PPM I for contact LCPs, in O(m^3 + n m^2) (paper Sec. 4.6-4.7).
+
+Solves the LCP ``(r, Q)`` with ``Q = N W N^T`` and ``r = N f* + offset``, where ``N`` (n x m)
+holds the contact normal wrenches, ``f*`` is the contact-free velocity at the end of the step,
+and ``W`` is the inverse inertia: ``W = M^-1``, or, when the velocity is also subject to
+equality constraints ``J v = b`` (the no-slip model of Sec. 4.4 with ``J = [P; S; T]`` rows
+chosen by :func:`idyn.lcp.find_indices`), the constrained inverse inertia
+``W = M^-1 - M^-1 J^T (J M^-1 J^T)^-1 J M^-1`` (the upper-left block of ``A^-1`` in eq. 44).
+The contact impulses ``z`` then give the velocity ``v+ = f* + W N^T z`` and ``w = N v+ + offset``.
+
+What makes it linear in the number of contacts ``n`` for a fixed number of degrees of freedom
+``m`` (Sec. 4.7):
+
+* ``N M^-1 N^T`` is never formed.  With ``M = L L^T`` we form ``G = L^-1 N^T`` (and, with
+  constraints, project it onto the orthogonal complement of ``L^-1 J^T``), once, in
+  ``O(m^2 n)``; then ``Q = G^T G``.
+* By Appendix F at most ``rank(N) <= m`` impulses need be positive, so the active set
+  (Algorithm 2's non-basic set B-bar) has at most ``m`` members.  The Cholesky factor of
+  ``Q_aa = G_a^T G_a`` (Alg. 2 line 11, an at most m x m system) is updated by one ``O(m^2)``
+  Givens step per pivot (:class:`idyn.lcp.gram.GramFactor`), never refactorised.
+* Lines 12-14 cost ``O(m n)``: ``w = r + G^T (G_a z_a)``.
+* Duplicated or linearly dependent contacts: an index whose column of ``G`` lies in the span of
+  the active columns cannot enter (``Q_aa`` would be singular); Appendix F (Theorem 2) shows its
+  ``w`` equals a combination of the active ``w``, which are zero, so skipping it loses nothing.
+
+Warm start (Sec. 4.6, Alg. 2 line 6): pass ``result.basis`` of the previous control step as
+``warm_start``; the solver then predicts forces at the same contacts whenever such a solution
+exists, which is the paper's remedy for torque chatter from indeterminate contact.
+
+Alg. 2 as printed (PDF conversion) reads ``r <- N f*`` on line 2 but "LCP (N M^-1 f*, ...)" in
+its caption; lines 13-14 (``a = M^-1 N^T z + f*``, ``w = N a``) fix ``f*`` as a velocity, which
+is what we implement.  ``offset`` adds the ``phi / dt`` term of eq. 45.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import lapack, qr
+
+from .. import validation
+from ..errors import InvalidInputError
+from .gram import DEFAULT_DEPENDENCE_TOL, GramFactor
+from .inputs import check_indices
+from .principal_pivoting import principal_pivoting
+from .residuals import DEFAULT_TOL, residuals_from_parts
+from .result import LCPResult, LCPStatus
+
+
+def contact_factor(N, M, constraints=None) -> np.ndarray:
+    """Return ``G`` with ``G^T G = N W N^T`` (see the module docstring), in ``O(m^2 n)``.
+
+    Raises :class:`idyn.errors.InvalidInputError` if ``M`` is not symmetric positive definite.
+    """
+    M = validation.square(M, "M")
+    m = M.shape[0]
+    N = validation.matrix(N, (None, m), "N")
+    L, info = lapack.dpotrf(M, lower=1, clean=1)
+    if info != 0:
+        raise InvalidInputError("M must be symmetric positive definite")
+    G = _lower_solve(L, N.T)
+    if constraints is None:
+        return G
+    J = validation.matrix(constraints, (None, m), "constraints")
+    if J.shape[0] == 0:
+        return G
+    H = _lower_solve(L, J.T)
+    U, R, _ = qr(H, pivoting=True, check_finite=False)
+    diag = np.abs(np.diag(R))
+    rank = int(np.count_nonzero(diag > DEFAULT_DEPENDENCE_TOL * diag.max(initial=0.0)))
+    return U[:, rank:].T @ G  # component of G outside span(L^-1 J^T)
+
+
+def _lower_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
+    X, info = lapack.dtrtrs(L, np.asfortranarray(B), lower=1)
+    return X
+
+
+class _ContactSystem:
+    """Active set and updated Cholesky factor of ``G_a^T G_a`` for :func:`principal_pivoting`."""
+
+    def __init__(self, G: np.ndarray, r: np.ndarray, dependence_tol: float):
+        self.GT = np.ascontiguousarray(G.T)  # row i is column i of G
+        self.r = r
+        self.gram = GramFactor(G.shape[0], dependence_tol)
+        self.active: list[int] = []
+
+    def add(self, i: int) -> bool:
+        if self.gram.append(self.GT[i]):
+            self.active.append(i)
+            return True
+        return False
+
+    def remove(self, position: int) -> None:
+        self.gram.delete(position)
+        del self.active[position]
+
+    def solve(self) -> np.ndarray:
+        return -self.gram.solve(self.r[self.active])
+
+    def residual(self, z_active: np.ndarray) -> np.ndarray:
+        return self.GT @ (z_active @ self.gram.columns[:len(self.active)]) + self.r
+
+    def exchange(self, i: int, z_active: np.ndarray) -> None:
+        return None  # Appendix F: a dependent contact is skipped, see module docstring
+
+
+def ppm_contact(N, M, f_star, warm_start=None, *, constraints=None, offset=None,
+                max_pivots: int | None = None, dependence_tol: float = DEFAULT_DEPENDENCE_TOL,
+                tol: float = DEFAULT_TOL) -> LCPResult:
+    """Solve the contact LCP ``(N f* + offset, N W N^T)`` by Algorithm 2 (module docstring).
+
+    Args:
+        N: (n, m) contact normal wrenches (one row per contact).
+        M: (m, m) symmetric positive definite generalized inertia.
+        f_star: (m,) contact-free velocity (must satisfy ``constraints`` if given).
+        warm_start: indices of contacts active at the previous solve (``result.basis``).
+        constraints: optional (c, m) equality-constraint rows ``J`` (``J v = const``).
+        offset: optional (n,) added to ``r`` (``phi / dt`` of eq. 45).
+        max_pivots: pivot limit (default ``max(100, 4 n)``).
+        dependence_tol: sine of the angle below which a contact counts as dependent.
+        tol: relative residual tolerance of the acceptance check.
+
+    Returns:
+        :class:`LCPResult` with ``z`` the normal impulses, ``w = N v+ + offset`` and ``basis``
+        the active contacts (at most ``m``) to warm-start the next call.
+    """
+    G = contact_factor(N, M, constraints)
+    n = G.shape[1]
+    r = np.asarray(N, dtype=float) @ validation.vector(f_star, np.shape(M)[0], "f_star")
+    if offset is not None:
+        r = r + validation.vector(offset, n, "offset")
+    warm = check_indices(warm_start, n, "warm_start")
+    limit = max(100, 4 * n) if max_pivots is None else int(max_pivots)
+    system = _ContactSystem(G, r, dependence_tol)
+    out = principal_pivoting(system, r, warm, limit)
+    status = out.status
+    w = system.residual(out.z[system.active]) if system.active else r.copy()
+    if status is LCPStatus.SOLVED:
+        norms = np.linalg.norm(G, axis=0)  # ||G^T G||_inf <= max_i |g_i| sum_j |g_j|
+        res = residuals_from_parts(out.z, w, float(np.abs(r).max(initial=0.0)),
+                                   float(norms.max(initial=0.0) * norms.sum()))
+        if not res.ok(tol):
+            status = LCPStatus.NUMERICAL_FAILURE
+    return LCPResult(out.z, w, status, out.pivots, 0.0,
+                     np.array(sorted(system.active), dtype=np.intp))

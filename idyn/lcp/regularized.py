@@ -1,0 +1,40 @@
+"""Lemke's method with the regularisation fallback the paper's implementation relies on.
+
+When Lemke's method fails on ``(q, M)`` (secondary ray from round-off on a degenerate or nearly
+singular problem, pivot limit, or an answer that fails the residual check), it is re-run on
+``(q, M + eps I)`` for ``eps`` in :data:`REGULARIZATION_SCHEDULE`, smallest first.  A candidate
+is accepted only if it passes the residual check (:func:`idyn.lcp.lcp_residuals`) *for the
+regularised problem it solved*; the result then carries ``regularization = eps`` and
+``w = (M + eps I) z + q``, so the caller knows it got the solution of a perturbed problem
+(physically: a small compliance added to every contact).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .inputs import check_lcp
+from .lemke import lemke
+from .result import LCPResult
+
+#: The regularisation values, tried in this order after the unregularised attempt.
+REGULARIZATION_SCHEDULE = (1e-20, 1e-16, 1e-12, 1e-8, 1e-4, 1.0)
+
+
+def lemke_regularized(M, q, *, schedule=REGULARIZATION_SCHEDULE, **opts) -> LCPResult:
+    """Solve the LCP ``(q, M)`` by :func:`idyn.lcp.lemke`, regularising on failure.
+
+    ``opts`` are passed to :func:`idyn.lcp.lemke`.  ``pivots`` in the result counts every
+    attempt.  If no candidate passes, the unregularised attempt is returned with its status.
+    """
+    M, q = check_lcp(M, q)
+    first = lemke(M, q, **opts)
+    if first.solved:
+        return first
+    pivots = first.pivots
+    eye = np.eye(q.shape[0])
+    for eps in schedule:
+        res = lemke(M + eps * eye, q, **opts)
+        pivots += res.pivots
+        if res.solved:
+            return LCPResult(res.z, res.w, res.status, pivots, float(eps), res.basis)
+    return LCPResult(first.z, first.w, first.status, pivots, 0.0, first.basis)
