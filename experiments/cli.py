@@ -15,6 +15,7 @@ from idyn.errors import IdynError
 #: Command modules, in the order ``idyn --help`` lists them.
 COMMANDS = (
     "demo",
+    "bench",
 )
 
 

@@ -16,10 +16,11 @@ and, given its solution ``z``, the unconstrained variables are ``x = -A^-1 (C z 
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve
+from scipy.linalg import LinAlgWarning, lu_factor, lu_solve
 
 from .. import validation
 from ..errors import InvalidInputError
@@ -62,7 +63,9 @@ def mlcp_to_lcp(A, B, C, D, g, h) -> ReducedLCP:
     D = validation.matrix(D, (t, s), "D")
     g = validation.vector(g, s, "g")
     h = validation.vector(h, t, "h")
-    lu = lu_factor(A, check_finite=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LinAlgWarning)  # singularity is checked just below
+        lu = lu_factor(A, check_finite=False)
     piv = np.abs(np.diag(lu[0]))
     if s and piv.min() <= s * np.finfo(float).eps * piv.max():
         raise InvalidInputError("A is singular: the MLCP cannot be reduced to an LCP")

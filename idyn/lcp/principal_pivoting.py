@@ -65,8 +65,11 @@ class PivotingOutcome:
 
 
 def principal_pivoting(system: PivotingSystem, r: np.ndarray, warm: np.ndarray, max_pivots: int,
-                       rel_tol: float = 1e-11) -> PivotingOutcome:
-    """Run the principal pivoting loop (module docstring) from ``warm`` (may be empty)."""
+                       rel_tol: float = 1e-11, cycle_guard: bool = True) -> PivotingOutcome:
+    """Run the principal pivoting loop (module docstring) from ``warm`` (may be empty).
+
+    ``cycle_guard=False`` keeps the greedy rule forever (only to demonstrate cycling in tests).
+    """
     n = r.shape[0]
     w_tol = rel_tol * max(float(np.abs(r).max(initial=0.0)), _TINY)
     i0 = int(np.argmin(r)) if n else 0
@@ -120,7 +123,7 @@ def principal_pivoting(system: PivotingSystem, r: np.ndarray, warm: np.ndarray, 
             blocked[:] = False
             pivots += 1
         key = frozenset(system.active)
-        if key in seen:
+        if key in seen and cycle_guard:
             least_index = True
         seen.add(key)
     z = np.zeros(n)

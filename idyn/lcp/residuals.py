@@ -59,7 +59,7 @@ def residuals_from_parts(z: np.ndarray, w: np.ndarray, q_norm: float, m_norm: fl
     return LCPResiduals(
         negative_z=max(0.0, -float(np.min(z, initial=0.0))) / scale_z,
         negative_w=max(0.0, -float(np.min(w, initial=0.0))) / scale_w,
-        complementarity=float(np.abs(z) @ np.abs(w)) / (scale_z * scale_w),
+        complementarity=float(np.abs(z) @ np.abs(w)) / max(scale_z * scale_w, _TINY),
         equation=equation_error / scale_w,
     )
 

@@ -1,0 +1,1 @@
+"""Benchmark suites behind ``idyn bench``: each module runs one suite and writes JSON."""

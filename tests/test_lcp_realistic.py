@@ -1,0 +1,89 @@
+"""idyn.lcp on LCPs from real robot states (LINKS and a1, standing and mid-trot, 4-64 contacts)."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from idyn.lcp import contact_factor, lcp_residuals, lemke, lemke_regularized, ppm, ppm_contact
+from tests.lcp_problems import cached_problem, contact_problems
+
+SETTINGS = settings(max_examples=20, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def assert_solution(Q, r, res):
+    assert res.solved, res.status
+    assert res.z.min() >= 0.0
+    assert lcp_residuals(Q, r, res.z).ok(1e-9)
+
+
+@SETTINGS
+@given(contact_problems)
+def test_noslip_lcp_all_solvers(problem):
+    Q, r = problem.noslip_lcp
+    results = {"ppm_contact": ppm_contact(**problem.noslip_algorithm2()), "ppm": ppm(Q, r),
+               "lemke": lemke(Q, r)}
+    for name, res in results.items():
+        assert_solution(Q, r, res)
+        # the velocity the impulses produce is unique even when the impulses are not
+        x = problem.noslip_mlcp.unconstrained(res.z)
+        x_ref = problem.noslip_mlcp.unconstrained(results["ppm"].z)
+        m = problem.M.shape[0]
+        assert np.allclose(x[:m], x_ref[:m], atol=1e-7 * max(1.0, np.abs(x_ref[:m]).max())), name
+    # Appendix F: at most m impulses are positive
+    assert results["ppm_contact"].basis.size <= problem.M.shape[0]
+    if problem.state == "standing":  # no-slip standing robot: sum f_N dt = m g dt
+        for res in results.values():
+            assert res.z.sum() == pytest.approx(problem.weight * problem.dt, rel=1e-8)
+
+
+@SETTINGS
+@given(contact_problems)
+def test_friction_lcp_lemke(problem):
+    Q, r = problem.friction_lcp
+    res = lemke_regularized(Q, r)
+    assert_solution(Q + res.regularization * np.eye(len(r)), r, res)
+    n = problem.n
+    f_n, f_d = res.z[:n], res.z[n:5 * n]
+    # friction pyramid: each contact's edge impulses sum to at most mu f_N (eq. 56)
+    edges = f_d.reshape(4, n).sum(axis=0)
+    assert np.all(edges <= problem.mu * f_n + 1e-9 * max(1.0, f_n.max()))
+    if problem.state == "standing" and res.regularization == 0.0:
+        assert f_n.sum() == pytest.approx(problem.weight * problem.dt, rel=1e-8)
+
+
+@pytest.mark.parametrize("robot", ["links", "a1"])
+def test_ppm_contact_matches_dense_ppm_and_warm_starts(robot):
+    problem = cached_problem(robot, "trot", 24, 1.0, 1, 1e-3)
+    args = problem.noslip_algorithm2()
+    G = contact_factor(args["N"], args["M"], args["constraints"])
+    Q = G.T @ G
+    Qd, rd = problem.noslip_lcp
+    assert np.allclose(Q, Qd, atol=1e-9 * np.abs(Qd).max())  # eq. 44 two ways
+    cold = ppm_contact(**args)
+    dense = ppm(Qd, rd)
+    assert np.allclose(cold.w, dense.w, atol=1e-8 * max(1.0, np.abs(rd).max()))
+    warm = ppm_contact(**args, warm_start=cold.basis)
+    assert warm.solved and warm.pivots == 0 and np.array_equal(warm.basis, cold.basis)
+
+
+def test_exact_duplicates_are_skipped_not_fatal():
+    """Appendix F: duplicated (zero jitter) contacts are linearly dependent; Algorithm 2 must
+    skip them and still solve, with at most rank(N) active contacts."""
+    problem = cached_problem("links", "standing", 64, 1.0, 0, 0.0)
+    res = ppm_contact(**problem.noslip_algorithm2())
+    Q, r = problem.noslip_lcp
+    assert_solution(Q, r, res)
+    assert res.basis.size <= np.linalg.matrix_rank(problem.N)
+    assert res.z.sum() == pytest.approx(problem.weight * problem.dt, rel=1e-8)
+
+
+def test_ppm_contact_active_set_independent_of_contact_count():
+    """Fixed m: the work per pivot is O(m n) and the pivots do not grow with n (the benchmark
+    measures the time; here the pivot counts and active-set sizes)."""
+    pivots, sizes = [], []
+    for n in (8, 16, 32, 64):
+        res = ppm_contact(**cached_problem("a1", "standing", n, 1.0, 0, 1e-3).noslip_algorithm2())
+        assert res.solved
+        pivots.append(res.pivots)
+        sizes.append(res.basis.size)
+    assert max(sizes) <= 18 and max(pivots) <= 2 * 18
