@@ -1,11 +1,10 @@
 """Principal Pivoting Method I on a dense LCP matrix (paper Appendix D).
 
-Appendix D: keep the index sets of basic ``z`` (alpha) and basic ``w`` (beta); set the basic
-variables to zero... (the text calls the variables that may be non-zero "non-basic"); the
-values of the others follow from eq. 123, ``z_a = -M_aa^-1 q_a`` and
-``w = M_{:,a} z_a + q``; find an infeasible (negative) variable, exchange it with its complement,
-repeat.  The pivoting strategy (greedy as in Algorithm 2, Murty's least-index rule on a repeated
-set) is :func:`idyn.lcp.principal_pivoting.principal_pivoting`.
+Appendix D: partition the indices by which of ``z_i``, ``w_i`` is allowed to be non-zero;
+the other variable of each pair is zero, which fixes the rest by eq. 123:
+``z_a = -M_aa^-1 q_a`` and ``w = M_{:,a} z_a + q``.  Find a negative variable, exchange it with
+its complement, repeat.  The pivoting strategy (greedy as in Algorithm 2, Murty's least-index
+rule once an index set repeats) is :func:`idyn.lcp.principal_pivoting.principal_pivoting`.
 
 Here ``M_aa^-1`` is kept explicitly and updated by bordering when an index enters and by the
 inverse partition formula when one leaves: ``O(k^2)`` per pivot, no refactorisation.  The final
