@@ -6,11 +6,19 @@ one readable line with exit status 2, never as a traceback.
 """
 from __future__ import annotations
 
-import argparse
-import importlib
-import sys
+import os
 
-from idyn.errors import IdynError
+# One BLAS thread: the problems here are small, and a multi-threaded BLAS competing with the
+# simulator for two cores makes a millisecond solve take tens of milliseconds. Must be set
+# before numpy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import sys  # noqa: E402
+
+from idyn.errors import IdynError  # noqa: E402
 
 #: Command modules, in the order ``idyn --help`` lists them.
 COMMANDS = (
