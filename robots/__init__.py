@@ -4,6 +4,8 @@
 another known quadruped by name); the PyBullet testbeds live in :mod:`robots.pybullet`, which is
 imported only when used so that planners and controllers never pull in a simulator.
 """
+from .manipulator import Manipulator, manipulator, manipulator_urdf
 from .quadruped import KNOWN as QUADRUPEDS, Quadruped, QuadrupedFacts, build, quadruped, quadruped_urdf
 
-__all__ = ["QUADRUPEDS", "Quadruped", "QuadrupedFacts", "build", "quadruped", "quadruped_urdf"]
+__all__ = ["QUADRUPEDS", "Quadruped", "QuadrupedFacts", "build", "quadruped", "quadruped_urdf",
+           "Manipulator", "manipulator", "manipulator_urdf"]
