@@ -1,0 +1,406 @@
+"""Shared PyBullet machinery: one physics client per testbed, state conversion, contact geometry.
+
+Every call passes ``physicsClientId``, so several testbeds coexist in one process.
+
+State conversion (the part that is easy to get wrong, and is tested by a round trip):
+
+* PyBullet's base pose is that of the base's *inertial* frame (centre of mass, principal axes),
+  not of the URDF link frame; the two differ when the URDF base ``<inertial>`` has an origin or a
+  non-diagonal inertia (PyBullet diagonalises it). The local inertial frame comes from
+  ``getDynamicsInfo``: ``T_link = T_com * T_inertial^-1``.
+* PyBullet's base velocity is the world-frame velocity of that centre of mass and the world
+  angular velocity; pinocchio's free-flyer velocity is the linear velocity of the base frame
+  origin and the angular velocity, both in the base frame:
+  ``v = R^T (v_com - w x (c - o))``, ``w_b = R^T w``.
+* Joints are mapped to pinocchio's actuated order by name.
+
+Contact forces: ``getContactPoints`` filtered by body swaps A and B when needed and flips the
+normal but *not* the lateral friction directions (checked on PyBullet 3.2.x), so forces are read
+from the unfiltered list, in which ``normal * f_n + f_1 d_1 + f_2 d_2`` is consistently the force
+on body A, and negated when the robot is body B.
+"""
+from __future__ import annotations
+
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pybullet as pb
+
+from idyn import validation
+from idyn.contact import Contact
+from idyn.errors import InvalidInputError, ModelLoadError
+from idyn.model import RobotModel
+from idyn.state import RobotState
+
+#: Physics engine settings used by every testbed (see :func:`configure_engine`).
+SOLVER_ITERATIONS = 150
+#: standard gravity (m/s^2), pinocchio's default, also given to PyBullet
+GRAVITY = 9.81
+
+
+def connect(gui: bool) -> int:
+    """A new physics client (GUI or DIRECT); raises InvalidInputError if it cannot start."""
+    client = pb.connect(pb.GUI if gui else pb.DIRECT)
+    if client < 0:
+        raise InvalidInputError("cannot start a PyBullet client (only one GUI per process)")
+    return client
+
+
+def configure_engine(client: int, dt: float) -> None:
+    """Engine parameters for accurate contact forces at dt = 1 ms.
+
+    * ``numSolverIterations`` 150 (default 50): the projected Gauss-Seidel solver converges the
+      normal forces of four simultaneous foot contacts to well below 1 % of the weight;
+    * split impulse on (PyBullet's default) for rigid contacts: penetration is corrected by a
+      separate position-level impulse that is *not* included in the reported normal force and
+      adds no momentum, so sensed forces are the forces that act on the velocities;
+      contacts with contactStiffness/Damping (compliant ground) bypass it and use ERP/CFM;
+    * cone friction (``enableConeFriction``): the Coulomb cone rather than a pyramid;
+    * ``deterministicOverlappingPairs`` for reproducible runs; no sub-steps; restitution is
+      zeroed per body.
+    """
+    pb.setPhysicsEngineParameter(
+        fixedTimeStep=dt, numSubSteps=0, numSolverIterations=SOLVER_ITERATIONS,
+        useSplitImpulse=1, enableConeFriction=1, deterministicOverlappingPairs=1,
+        restitutionVelocityThreshold=0.0, physicsClientId=client)
+    pb.setGravity(0.0, 0.0, -GRAVITY, physicsClientId=client)
+
+
+def check_dt(dt) -> float:
+    dt = float(dt)
+    if not (np.isfinite(dt) and 0.0 < dt <= 0.1):
+        raise InvalidInputError(f"time step dt must be in (0, 0.1] s, got {dt}")
+    return dt
+
+
+def _se3(pos, quat_xyzw) -> pin.SE3:
+    return pin.XYZQUATToSE3(np.concatenate((pos, quat_xyzw)))
+
+
+def pybullet_urdf(urdf) -> Path:
+    """A URDF PyBullet reads with the same masses as pinocchio.
+
+    The URDF standard (and pinocchio) gives a link without ``<inertial>`` zero mass; PyBullet
+    gives it 1 kg. Such links get an explicit zero inertial in a temporary copy (relative mesh
+    paths made absolute); URDFs where every link has an inertial are used as they are.
+    """
+    urdf = Path(urdf)
+    try:
+        tree = ET.parse(str(urdf))
+    except (OSError, ET.ParseError) as exc:
+        raise ModelLoadError(f"cannot read URDF {urdf}: {exc}") from exc
+    bare = [link for link in tree.getroot().findall("link") if link.find("inertial") is None]
+    if not bare:
+        return urdf
+    for link in bare:
+        inertial = ET.SubElement(link, "inertial")
+        ET.SubElement(inertial, "mass", value="0")
+        ET.SubElement(inertial, "inertia", ixx="0", ixy="0", ixz="0", iyy="0", iyz="0", izz="0")
+    for mesh in tree.getroot().iter("mesh"):
+        name = mesh.get("filename", "")
+        if name and "://" not in name and not Path(name).is_absolute():
+            mesh.set("filename", str((urdf.parent / name).resolve()))
+    out = Path(tempfile.mkdtemp(prefix="idyn_urdf_")) / urdf.name
+    tree.write(str(out))
+    return out
+
+
+class MultiBodyMap:
+    """A URDF multibody in PyBullet mapped onto a pinocchio :class:`RobotModel`.
+
+    Loads the URDF with inertias from the file and fixed links merged (pinocchio merges them too,
+    so a foot sphere belongs to its shank's PyBullet link), maps joints by name, turns the default
+    velocity motors off (pure torque control), and zeroes damping, joint friction and restitution.
+    """
+
+    def __init__(self, client: int, model: RobotModel, urdf, base_position=(0.0, 0.0, 0.0)):
+        self.client = client
+        self.model = model
+        flags = pb.URDF_USE_INERTIA_FROM_FILE | pb.URDF_MERGE_FIXED_LINKS
+        try:
+            self.body = pb.loadURDF(str(pybullet_urdf(urdf)), basePosition=list(base_position),
+                                    useFixedBase=not model.floating_base, flags=flags,
+                                    physicsClientId=client)
+        except pb.error as exc:
+            raise ModelLoadError(f"PyBullet cannot load {urdf}: {exc}") from exc
+        self.floating = model.floating_base
+        self.link_of_joint: dict[str, int] = {}
+        for j in range(pb.getNumJoints(self.body, physicsClientId=client)):
+            info = pb.getJointInfo(self.body, j, physicsClientId=client)
+            self.link_of_joint[info[1].decode()] = j
+        missing = [n for n in model.actuated_joint_names if n not in self.link_of_joint]
+        if missing:
+            raise ModelLoadError(f"joints {missing} of the model are not in PyBullet's {urdf}")
+        #: PyBullet joint indices in pinocchio's actuated order
+        self.joints = [self.link_of_joint[n] for n in model.actuated_joint_names]
+        for link in [-1] + list(range(pb.getNumJoints(self.body, physicsClientId=client))):
+            pb.changeDynamics(self.body, link, linearDamping=0.0, angularDamping=0.0,
+                              jointDamping=0.0, restitution=0.0, lateralFriction=1.0,
+                              spinningFriction=0.0, rollingFriction=0.0, physicsClientId=client)
+        pb.setJointMotorControlArray(self.body, self.joints, pb.VELOCITY_CONTROL,
+                                     forces=[0.0] * len(self.joints), physicsClientId=client)
+        info = pb.getDynamicsInfo(self.body, -1, physicsClientId=client)
+        #: base link frame -> base inertial frame (PyBullet's base pose)
+        self.base_inertial = _se3(info[3], info[4])
+        self.mass = sum(pb.getDynamicsInfo(self.body, k, physicsClientId=client)[0]
+                        for k in [-1] + list(range(pb.getNumJoints(self.body, physicsClientId=client))))
+        pm = model.pinocchio_model
+        idx = [pm.joints[pm.getJointId(n)] for n in model.actuated_joint_names]
+        if any(j.nq != 1 or j.nv != 1 for j in idx):
+            raise ModelLoadError(f"only 1-DOF actuated joints are supported in {urdf}")
+        self._iq = np.array([j.idx_q for j in idx])
+        self._iv = np.array([j.idx_v for j in idx])
+        self._na = len(self.joints)
+
+    # ---------------------------------------------------------------- frames and links
+    def link_index(self, frame: str) -> int:
+        """PyBullet link index that carries a pinocchio frame (-1: the base)."""
+        pm = self.model.pinocchio_model
+        jid = pm.frames[self.model.frame_id(frame)].parentJoint
+        name = pm.names[jid]
+        if jid == 0 or name == "root_joint":
+            return -1
+        return self.link_of_joint[name]
+
+    # ---------------------------------------------------------------- state
+    def read(self) -> tuple[np.ndarray, np.ndarray]:
+        """(q, v) of the robot coordinates in pinocchio conventions."""
+        c = self.client
+        q = np.empty(self.model.nq)
+        v = np.empty(self.model.nv)
+        js = pb.getJointStates(self.body, self.joints, physicsClientId=c)
+        q[self._iq] = [s[0] for s in js]
+        v[self._iv] = [s[1] for s in js]
+        if self.floating:
+            pos, orn = pb.getBasePositionAndOrientation(self.body, physicsClientId=c)
+            lin, ang = pb.getBaseVelocity(self.body, physicsClientId=c)
+            q[:7], v[:6] = free_flyer_from_com(_se3(pos, orn), np.array(lin), np.array(ang),
+                                               self.base_inertial)
+        return q, v
+
+    def write(self, q, v) -> None:
+        """Set PyBullet's state from pinocchio (q, v)."""
+        c = self.client
+        for j, qi, vi in zip(self.joints, q[self._iq], v[self._iv]):
+            pb.resetJointState(self.body, j, float(qi), float(vi), physicsClientId=c)
+        if self.floating:
+            com, lin, ang = com_from_free_flyer(q[:7], v[:6], self.base_inertial)
+            xyzquat = pin.SE3ToXYZQUAT(com)
+            pb.resetBasePositionAndOrientation(self.body, xyzquat[:3].tolist(), xyzquat[3:].tolist(),
+                                               physicsClientId=c)
+            pb.resetBaseVelocity(self.body, lin.tolist(), ang.tolist(), physicsClientId=c)
+
+    def apply_torques(self, tau: np.ndarray) -> None:
+        pb.setJointMotorControlArray(self.body, self.joints, pb.TORQUE_CONTROL, forces=tau.tolist(),
+                                     physicsClientId=self.client)
+
+    def check_tau(self, tau) -> np.ndarray:
+        return validation.vector(tau, self._na, "tau")
+
+
+def _cross(a, b) -> np.ndarray:
+    """a x b for 3-vectors (np.cross costs ~20 us per call, this ~1 us)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def free_flyer_from_com(com: pin.SE3, lin, ang, inertial: pin.SE3) -> tuple[np.ndarray, np.ndarray]:
+    """Pinocchio free-flyer (q[:7], v[:6]) from PyBullet's COM pose and world COM velocity."""
+    base = com * inertial.inverse()
+    R = base.rotation
+    r = com.translation - base.translation
+    v_origin = lin - _cross(ang, r)
+    return pin.SE3ToXYZQUAT(base), np.concatenate((R.T @ v_origin, R.T @ ang))
+
+
+def com_from_free_flyer(q7, v6, inertial: pin.SE3) -> tuple[pin.SE3, np.ndarray, np.ndarray]:
+    """Inverse of :func:`free_flyer_from_com`: (COM pose, world COM velocity, world angular)."""
+    base = pin.XYZQUATToSE3(np.asarray(q7, dtype=float))
+    com = base * inertial
+    R = base.rotation
+    ang = R @ v6[3:]
+    lin = R @ v6[:3] + _cross(ang, com.translation - base.translation)
+    return com, lin, ang
+
+
+# -------------------------------------------------------------------- contact geometry
+@dataclass(frozen=True)
+class ClosestPoint:
+    """Closest points between a probe shape (A) and a body (B)."""
+
+    point_on_a: np.ndarray
+    point_on_b: np.ndarray
+    normal: np.ndarray    #: unit, from B towards A (direction of the force on A)
+    distance: float       #: signed gap, negative when overlapping
+    link_b: int
+
+
+class SphereProbe:
+    """A collision-only sphere used to query the closest point of a body to a sphere."""
+
+    def __init__(self, client: int, radius: float):
+        self.client = client
+        self.radius = float(radius)
+        self.shape = pb.createCollisionShape(pb.GEOM_SPHERE, radius=self.radius, physicsClientId=client)
+
+    def closest(self, centre, body: int, margin: float) -> ClosestPoint | None:
+        """The nearest point of ``body`` within ``margin`` of the sphere at ``centre``."""
+        pts = pb.getClosestPoints(-1, body, float(margin), collisionShapeA=self.shape,
+                                  collisionShapePositionA=list(map(float, centre)),
+                                  physicsClientId=self.client)
+        if not pts:
+            return None
+        best = min(pts, key=lambda cp: cp[8])
+        return ClosestPoint(np.array(best[5]), np.array(best[6]), np.array(best[7]),
+                            float(best[8]), int(best[4]))
+
+
+# -------------------------------------------------------------------- sensed forces
+@dataclass(frozen=True)
+class BodyLink:
+    """A PyBullet (body, link) pair; link None matches every link of the body."""
+
+    body: int
+    link: int | None = None
+
+    def matches(self, body: int, link: int) -> bool:
+        return body == self.body and (self.link is None or link == self.link)
+
+
+def contact_wrenches(client: int) -> list[tuple]:
+    """Every contact point as (body A, link A, body B, link B, point on B, force on A), newtons.
+
+    The point on B is where B's surface is; a terrain or box contact point lies there.
+    """
+    out = []
+    for cp in pb.getContactPoints(physicsClientId=client):
+        f = (cp[9] * np.asarray(cp[7]) + cp[10] * np.asarray(cp[11]) + cp[12] * np.asarray(cp[13]))
+        out.append((cp[1], cp[3], cp[2], cp[4], np.asarray(cp[6]), f))
+    return out
+
+
+def attribute_forces(wrenches, contacts: list[Contact], owners: list[tuple[BodyLink, BodyLink]],
+                     radius: float) -> np.ndarray:
+    """Sum PyBullet contact forces per Contact and express them as [normal, s, t] (n x 3).
+
+    ``owners[i]`` gives the PyBullet (A, B) of ``contacts[i]``. A PyBullet point between the same
+    pair is assigned to the nearest such Contact if it lies within ``radius`` of its point.
+    """
+    forces = np.zeros((len(contacts), 3))
+    points = np.array([c.point for c in contacts]).reshape(-1, 3)
+    for body_a, link_a, body_b, link_b, at, f in wrenches:
+        best, best_d = -1, radius
+        for i, (oa, ob) in enumerate(owners):
+            if oa.matches(body_a, link_a) and ob.matches(body_b, link_b):
+                sign = 1.0
+            elif oa.matches(body_b, link_b) and ob.matches(body_a, link_a):
+                sign = -1.0
+            else:
+                continue
+            d = float(np.linalg.norm(points[i] - at))
+            if d <= best_d:
+                best, best_d, best_sign = i, d, sign
+        if best >= 0:
+            forces[best] += best_sign * f
+    frames = np.array([c.frame() for c in contacts]).reshape(-1, 3, 3)
+    return np.einsum("mij,mj->mi", frames, forces)
+
+
+# -------------------------------------------------------------------- testbed skeleton
+class Testbed:
+    """What every PyBullet testbed shares: its client, time, torque input and stepping.
+
+    Subclasses set ``self.robot`` (a :class:`MultiBodyMap`) and implement ``state``,
+    ``contacts`` and ``sensed_contact_forces``. Torques are pure motor torques (the default
+    velocity motors are off) held constant until the next :meth:`apply`.
+    """
+
+    def __init__(self, dt: float, gui: bool):
+        self.dt = check_dt(dt)
+        self.client = connect(gui)
+        configure_engine(self.client, self.dt)
+        self.t = 0.0
+        self._state: RobotState | None = None
+        self._tau: np.ndarray | None = None
+        self._stepped = False        # contact forces exist only after a step since reset
+        self._contacts: list[Contact] = []
+        self._owners: list[tuple[BodyLink, BodyLink]] = []
+
+    # subclasses call this after loading the robot
+    def _start(self, robot: MultiBodyMap) -> None:
+        self.robot = robot
+        self._tau = np.zeros(len(robot.joints))
+
+    @property
+    def na(self) -> int:
+        return len(self.robot.joints)
+
+    def apply(self, tau) -> None:
+        """Set the actuated joint torques (pinocchio actuated order), held until changed."""
+        self._tau = self.robot.check_tau(tau).copy()
+
+    def step(self) -> None:
+        """Advance the simulation by dt with the held torques."""
+        self._before_step()
+        self.robot.apply_torques(self._tau)
+        pb.stepSimulation(physicsClientId=self.client)
+        self._stepped = True
+        self._state = None
+        self.t += self.dt
+
+    def state(self) -> RobotState:
+        """The measured state (q, v) in pinocchio conventions at the current time (cached per step)."""
+        if self._state is None:
+            self._state = RobotState(*self._read(), self.t)
+        return self._state
+
+    def _read(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.robot.read()
+
+    def _before_step(self) -> None:
+        """Hook for per-step updates (friction fields)."""
+
+    def _reset_time(self) -> None:
+        self.t = 0.0
+        self._stepped = False
+        self._state = None
+        self._tau = np.zeros(self.na)
+
+    def _sensed(self, contacts, owners, radius: float) -> np.ndarray:
+        if not contacts:
+            return np.zeros((0, 3))
+        if not self._stepped:
+            return np.zeros((len(contacts), 3))
+        return attribute_forces(contact_wrenches(self.client), contacts, owners, radius)
+
+    def _normal_total(self, a: BodyLink, b: BodyLink) -> float:
+        """Sum of PyBullet normal forces between everything matching ``a`` and ``b`` (N)."""
+        if not self._stepped:
+            return 0.0
+        total = 0.0
+        for cp in pb.getContactPoints(physicsClientId=self.client):
+            if ((a.matches(cp[1], cp[3]) and b.matches(cp[2], cp[4]))
+                    or (b.matches(cp[1], cp[3]) and a.matches(cp[2], cp[4]))):
+                total += cp[9]
+        return total
+
+    def close(self) -> None:
+        """Disconnect the physics client (idempotent)."""
+        if getattr(self, "client", None) is not None:
+            try:
+                pb.disconnect(physicsClientId=self.client)
+            except pb.error:
+                pass
+            self.client = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()

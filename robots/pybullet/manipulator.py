@@ -1,0 +1,126 @@
+"""PyBullet testbed of the fixed-base manipulator grasping a heavy box (paper Sec. 8.4.1).
+
+The arm is loaded from ``robots/assets/manipulator.urdf`` (fixed base); the box is a separate
+PyBullet body. Friction: PyBullet multiplies the two bodies' coefficients, so the fingertip
+links carry ``mu_grasp`` and the box, arm links and ground carry 1; fingertip-box contacts then
+have mu_grasp, box-ground and arm-ground contacts 1 (SPEC section 4). Bullet clamps a combined
+coefficient at 10, so mu_grasp = 100 acts as 10 in the simulator (no slip in practice).
+
+The state is that of the combined model ``Manipulator.model_with_box``: the 11 arm and finger
+joints, then the box free-flyer (pinocchio conventions).
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pinocchio as pin
+import pybullet as pb
+
+from idyn.contact import Contact
+from idyn.errors import InvalidInputError
+
+from ..manipulator import BOX_FRAME, manipulator
+from .base import BodyLink, MultiBodyMap, SphereProbe, Testbed, free_flyer_from_com, com_from_free_flyer
+from .terrain import Terrain, simulated_mu
+
+#: default margin (m) within which a fingertip or box corner is a contact candidate
+CONTACT_MARGIN = 0.005
+#: box and arm against the ground (SPEC section 4)
+GROUND_MU = 1.0
+
+
+class ManipulatorTestbed(Testbed):
+    """The 11-DOF manipulator and its box in their own PyBullet client, torque controlled."""
+
+    def __init__(self, mu_grasp=100.0, dt: float = 0.001, gui: bool = False):
+        self.mu_grasp = simulated_mu(mu_grasp)
+        self.description = manipulator()
+        super().__init__(dt, gui)
+        try:
+            d = self.description
+            self._start(MultiBodyMap(self.client, d.model, d.urdf))
+            self.ground = Terrain(self.client, "rigid", GROUND_MU)
+            half = d.box_side / 2
+            shape = pb.createCollisionShape(pb.GEOM_BOX, halfExtents=[half] * 3, physicsClientId=self.client)
+            self.box = pb.createMultiBody(d.box_mass, shape, physicsClientId=self.client)
+        except Exception:
+            self.close()
+            raise
+        pb.changeDynamics(self.box, -1, lateralFriction=1.0, restitution=0.0, linearDamping=0.0,
+                          angularDamping=0.0, localInertiaDiagonal=np.diag(d.box_inertia).tolist(),
+                          physicsClientId=self.client)
+        self.model = d.model_with_box
+        self._tips = list(d.fingertips.values())
+        self._tip_links = [self.robot.link_index(t.link) for t in self._tips]
+        for link in self._tip_links:
+            pb.changeDynamics(self.robot.body, link, lateralFriction=self.mu_grasp, physicsClientId=self.client)
+        self._tip_ids = [d.model.frame_id(t.link) for t in self._tips]
+        self._data = d.model.pinocchio_model.createData()
+        self._probes = {r: SphereProbe(self.client, r) for r in {t.radius for t in self._tips}}
+        self._corners = np.array(list(itertools.product((-half, half), repeat=3)))
+        self._na_q = d.model.nq
+        self.reset()
+
+    # ---------------------------------------------------------------- state
+    def reset(self, q=None, v=None):
+        """Set the combined state (default: reference pose q0 holding the box, at rest)."""
+        d = self.description
+        q = d.combined_q(d.q0) if q is None else self.model.check_q(q).copy()
+        v = np.zeros(self.model.nv) if v is None else self.model.check_v(v).copy()
+        n = self._na_q
+        self.robot.write(q[:n], v[:n])
+        com, lin, ang = com_from_free_flyer(q[n:], v[n:], pin.SE3.Identity())
+        xyzquat = pin.SE3ToXYZQUAT(com)
+        pb.resetBasePositionAndOrientation(self.box, xyzquat[:3].tolist(), xyzquat[3:].tolist(),
+                                           physicsClientId=self.client)
+        pb.resetBaseVelocity(self.box, lin.tolist(), ang.tolist(), physicsClientId=self.client)
+        self._reset_time()
+        return self.state()
+
+    def _read(self):
+        qa, va = self.robot.read()
+        pos, orn = pb.getBasePositionAndOrientation(self.box, physicsClientId=self.client)
+        lin, ang = pb.getBaseVelocity(self.box, physicsClientId=self.client)
+        qb, vb = free_flyer_from_com(pin.XYZQUATToSE3(np.concatenate((pos, orn))), np.array(lin),
+                                     np.array(ang), pin.SE3.Identity())
+        return np.concatenate((qa, qb)), np.concatenate((va, vb))
+
+    # ---------------------------------------------------------------- contacts
+    def contacts(self, margin: float = CONTACT_MARGIN) -> list[Contact]:
+        """Fingertip spheres against the box faces (body_b = "box"), then box corners near the
+        ground (body_a = "box", body_b = None), each with its signed gap phi.
+
+        Fingertip contacts: point = the closest point on the box, normal = from the box towards
+        the fingertip (the direction of the box's force on the fingertip), mu = mu_grasp.
+        """
+        margin = float(margin)
+        if not (np.isfinite(margin) and margin >= 0):
+            raise InvalidInputError(f"margin must be finite and >= 0, got {margin}")
+        q = self.state().q
+        pin.framesForwardKinematics(self.description.model.pinocchio_model, self._data, q[:self._na_q])
+        out, owners = [], []
+        for tip, fid, link in zip(self._tips, self._tip_ids, self._tip_links):
+            centre = self._data.oMf[fid].act(tip.offset)
+            cp = self._probes[tip.radius].closest(centre, self.box, margin)
+            if cp is not None:
+                out.append(Contact(tip.link, BOX_FRAME, cp.point_on_b, cp.normal, self.mu_grasp, cp.distance))
+                owners.append((BodyLink(self.robot.body, link), BodyLink(self.box)))
+        box = pin.XYZQUATToSE3(q[self._na_q:])
+        for corner in self._corners:
+            p = box.act(corner)
+            if p[2] <= margin:
+                out.append(Contact(BOX_FRAME, None, [p[0], p[1], 0.0], [0.0, 0.0, 1.0], GROUND_MU, p[2]))
+                owners.append((BodyLink(self.box), BodyLink(self.ground.body)))
+        self._contacts, self._owners = out, owners
+        return list(out)
+
+    def sensed_contact_forces(self) -> np.ndarray:
+        """(n, 3) forces [normal, s, t] in N on body A of each contact of the last
+        :meth:`contacts` list, from PyBullet's normal and friction forces of the last step."""
+        return self._sensed(self._contacts, self._owners, 0.02)
+
+    def sensed_normal_total(self) -> float:
+        """Sum of PyBullet normal forces between the fingertips and the box (N)."""
+        return sum(self._normal_total(BodyLink(self.robot.body, link), BodyLink(self.box))
+                   for link in self._tip_links)

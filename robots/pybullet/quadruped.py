@@ -1,0 +1,187 @@
+"""PyBullet testbed for any point-footed quadruped on rigid, compliant or rough terrain.
+
+Nothing here is specific to LINKS: the robot is a :class:`robots.Quadruped` (from its URDF), the
+feet are its leaf sphere links, and PyBullet joints are mapped to pinocchio's order by name.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+import pybullet as pb
+
+from idyn.contact import Contact
+from idyn.errors import InvalidInputError
+from idyn.state import RobotState
+
+from ..quadruped import Quadruped, quadruped
+from .base import GRAVITY, BodyLink, MultiBodyMap, SphereProbe, Testbed
+from .terrain import Terrain
+
+#: default margin (m) within which a foot is a contact candidate
+CONTACT_MARGIN = 0.01
+#: height (m) above the terrain's top from which reset() lowers the standing robot
+PLACEMENT_CLEARANCE = 0.01
+#: rough terrain: feet within this distance (m) get their cell's friction before a step
+FRICTION_LOOKAHEAD = 0.02
+
+
+def resolve_quadruped(robot) -> Quadruped:
+    if isinstance(robot, Quadruped):
+        return robot
+    if isinstance(robot, str):
+        return quadruped(robot)
+    raise InvalidInputError(f"robot must be a quadruped name or a robots.Quadruped, got {robot!r}")
+
+
+class QuadrupedTestbed(Testbed):
+    """A quadruped in its own PyBullet client, torque controlled, on one terrain.
+
+    Parameters
+    ----------
+    robot: ``"links"``, ``"a1"`` or a :class:`robots.Quadruped`.
+    terrain: ``"rigid"``, ``"compliant"`` or ``"rough"`` (see :mod:`robots.pybullet.terrain`).
+    mu: Coulomb friction of the planar terrains (``math.inf`` = no slip, simulated as 100);
+        ignored on rough terrain, whose friction is per cell.
+    seed: seed of the rough terrain (heights and frictions).
+    """
+
+    def __init__(self, robot="links", terrain: str = "rigid", mu=math.inf, seed: int = 0,
+                 dt: float = 0.001, gui: bool = False):
+        self.quadruped = resolve_quadruped(robot)
+        super().__init__(dt, gui)
+        try:
+            model = self.quadruped.model
+            self._start(MultiBodyMap(self.client, model, self.quadruped.urdf))
+            self.terrain = Terrain(self.client, terrain, mu, seed, load=self.weight)
+        except Exception:
+            self.close()
+            raise
+        self.model = model
+        self.legs = list(self.quadruped.feet)
+        self._feet = [self.quadruped.feet[leg] for leg in self.legs]
+        self._foot_links = [self.robot.link_index(f.link) for f in self._feet]
+        self._foot_ids = [model.frame_id(f.link) for f in self._feet]
+        self._data = model.pinocchio_model.createData()  # the testbed's own kinematics workspace
+        self._probes = {r: SphereProbe(self.client, r) for r in {f.radius for f in self._feet}}
+        self.reset()
+
+    # ---------------------------------------------------------------- state
+    @property
+    def weight(self) -> float:
+        """Robot weight (N) from the PyBullet masses."""
+        return self.robot.mass * GRAVITY
+
+    def reset(self, q=None, v=None) -> RobotState:
+        """Put the robot at ``q`` (default: standing on the terrain) with velocity ``v`` (0).
+
+        The default stance is the description's ``q_stand`` moved vertically so the lowest foot
+        touches the terrain; on compliant ground it is lowered further by the static sink
+        m g / (k n) of the n feet then touching, so the robot starts at rest on its springs.
+        """
+        model = self.model
+        stand = q is None
+        q = self.quadruped.q_stand.copy() if stand else model.check_q(q).copy()
+        v = np.zeros(model.nv) if v is None else model.check_v(v).copy()
+        self._reset_time()
+        if stand:
+            # start above the highest terrain point, then lower until the first foot touches
+            # (iterated: on a slope, lowering by the gap closes only its vertical part)
+            q[2] += self.terrain.max_height + PLACEMENT_CLEARANCE
+            for _ in range(50):
+                gaps = np.array([self._gap(i, q) for i in range(len(self._feet))])
+                q[2] -= gaps.min()
+                if abs(gaps.min()) < 1e-9:
+                    break
+            if self.terrain.kind == "compliant":
+                down = int(np.sum(gaps - gaps.min() < 1e-6))
+                q[2] -= self.weight / (self.terrain.stiffness * down)
+        self.robot.write(q, v)
+        self._update_foot_friction(q)
+        return self.state()
+
+
+    # ---------------------------------------------------------------- contacts
+    def _gap(self, i: int, q) -> float:
+        cp = self._closest(i, q, 2.0 * PLACEMENT_CLEARANCE + self.terrain.max_height)
+        if cp is None:
+            raise InvalidInputError(f"foot {self._feet[i].link} is not over the terrain")
+        return cp.distance
+
+    def _foot_centres(self, q) -> np.ndarray:
+        """(4, 3) world centres of the foot spheres by one forward-kinematics pass."""
+        pm = self.model.pinocchio_model
+        pin.framesForwardKinematics(pm, self._data, q)
+        return np.array([self._data.oMf[fid].act(f.offset) for fid, f in zip(self._foot_ids, self._feet)])
+
+    def _closest(self, i: int, q, margin: float, centres=None):
+        foot = self._feet[i]
+        centre = (self._foot_centres(q) if centres is None else centres)[i]
+        return self._probes[foot.radius].closest(centre, self.terrain.body, margin)
+
+    def contacts(self, margin: float = CONTACT_MARGIN) -> list[Contact]:
+        """Geometric contact candidates: every foot whose sphere is within ``margin`` of the terrain.
+
+        Each :class:`idyn.Contact` has body_a = the foot frame, body_b = None (terrain), point =
+        the closest terrain point, normal = the terrain normal there, mu = the terrain friction
+        there and phi = the signed gap (negative when the sphere penetrates). Feet are in the
+        order LF, RF, LH, RH among those present. The list is remembered for
+        :meth:`sensed_contact_forces`.
+        """
+        margin = float(margin)
+        if not (np.isfinite(margin) and margin >= 0):
+            raise InvalidInputError(f"margin must be finite and >= 0, got {margin}")
+        q = self.state().q
+        centres = self._foot_centres(q)
+        out, owners = [], []
+        for i, foot in enumerate(self._feet):
+            cp = self._closest(i, q, margin, centres)
+            if cp is None:
+                continue
+            out.append(Contact(foot.link, None, cp.point_on_b, cp.normal,
+                               self.terrain.friction_at(cp.point_on_b), cp.distance))
+            owners.append((BodyLink(self.robot.body, self._foot_links[i]), BodyLink(self.terrain.body)))
+        self._contacts, self._owners = out, owners
+        return list(out)
+
+    def sensed_contact_forces(self, contacts=None) -> np.ndarray:
+        """(n, 3) forces [normal, s, t] in N on each foot from the terrain in the last step.
+
+        Aligned with ``contacts`` (default: the list last returned by :meth:`contacts`): the
+        PyBullet normal force and both lateral friction forces of every PyBullet contact point of
+        that foot are summed and projected onto the Contact's (normal, s, t) frame. Zero rows
+        where PyBullet reports no contact.
+        """
+        if contacts is None:
+            contacts, owners = self._contacts, self._owners
+        else:
+            contacts = list(contacts)
+            index = {f.link: i for i, f in enumerate(self._feet)}
+            unknown = [c.body_a for c in contacts if c.body_a not in index]
+            if unknown:
+                raise InvalidInputError(f"contacts on unknown feet {unknown}")
+            owners = [(BodyLink(self.robot.body, self._foot_links[index[c.body_a]]),
+                       BodyLink(self.terrain.body)) for c in contacts]
+        radius = 2.0 * max(f.radius for f in self._feet) + CONTACT_MARGIN
+        return self._sensed(contacts, owners, radius)
+
+    def sensed_normal_total(self) -> float:
+        """Sum of all PyBullet normal forces between the robot and the terrain (N)."""
+        return self._normal_total(BodyLink(self.robot.body), BodyLink(self.terrain.body))
+
+    # ---------------------------------------------------------------- per-cell friction
+    def _update_foot_friction(self, q) -> None:
+        """Rough terrain: give each foot link the friction of the cell under it (terrain.py)."""
+        if not self.terrain.per_cell_friction:
+            return
+        centres = self._foot_centres(q)
+        for i, link in enumerate(self._foot_links):
+            cp = self._closest(i, q, FRICTION_LOOKAHEAD, centres)
+            if cp is not None:  # a foot further away cannot touch in this step
+                pb.changeDynamics(self.robot.body, link, lateralFriction=self.terrain.friction_at(cp.point_on_b),
+                                  physicsClientId=self.client)
+
+    def _before_step(self) -> None:
+        if self.terrain.per_cell_friction:
+            self._update_foot_friction(self.state().q)

@@ -1,0 +1,147 @@
+"""Terrains of the quadruped experiments (paper Sec. 7.5, SPEC section 6).
+
+* ``rigid``: a plane, restitution 0, Coulomb friction mu (mu = inf is simulated as 100).
+* ``compliant``: the same plane with a spring-damper contact (PyBullet ``contactStiffness`` and
+  ``contactDamping``, which Bullet integrates implicitly through ERP/CFM) tuned so the standing
+  robot sinks 1 mm: the per-contact stiffness is k = W / (4 * 1 mm) for the robot's weight W
+  (LINKS: 1.18e4 N/m, SPEC's "about 1.2e4 N/m per foot"), so every robot sinks the paper's 1 mm;
+  the damping is critical for a quarter of the robot's mass on one spring,
+  c = 2 sqrt(k W / (4 g)) (LINKS: 238 N s/m): no bounce, settling in about 20 ms.
+* ``rough``: a rigid heightfield of 1000 Gaussian bumps on a 3 x 3 m grid at 0.02 m resolution,
+  scaled to a 0.03 m maximum, with friction drawn per grid cell from U(0.1, 1.5); both seeded.
+
+Per-cell friction. A PyBullet body carries one friction coefficient, and the friction of a contact
+is the *product* of the two bodies' coefficients. Tiling a 150 x 150 cell terrain into one body
+per cell would be 22,500 bodies, and coarser tiles would not be per cell. Instead the terrain's
+own coefficient is 1 and, before every step, the testbed sets the friction of each foot link to
+the coefficient of the cell under that foot (:meth:`Terrain.friction_at` at the foot's closest
+terrain point). Every foot contact thus gets exactly its cell's mu, and ``contacts()`` reports the
+same value to the controller. (Bullet also clamps a combined friction at 10, so mu = 100 acts as
+10 in the simulator: for these robots that is no-slip in practice.)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pybullet as pb
+
+from idyn.errors import InvalidInputError
+
+from .base import GRAVITY
+
+TERRAINS = ("rigid", "compliant", "rough")
+#: mu = inf (no slip) is simulated with this coefficient (SPEC section 6)
+NO_SLIP_MU = 100.0
+#: compliant ground: static sink (m) of a robot standing on four contacts (paper Sec. 7.5)
+COMPLIANT_SINK = 0.001
+COMPLIANT_CONTACTS = 4
+#: rough terrain (SPEC section 6)
+ROUGH_SIZE = 3.0
+ROUGH_RESOLUTION = 0.02
+ROUGH_BUMPS = 1000
+ROUGH_MAX_HEIGHT = 0.03
+ROUGH_MU_RANGE = (0.1, 1.5)
+
+
+def simulated_mu(mu) -> float:
+    """The Coulomb coefficient given to the simulator (inf -> 100); InvalidInputError if bad."""
+    mu = float(mu)
+    if math.isnan(mu) or mu < 0:
+        raise InvalidInputError(f"friction coefficient must be >= 0 (inf for no slip), got {mu}")
+    return NO_SLIP_MU if math.isinf(mu) else mu
+
+
+def rough_heightmap(seed: int, size: float = ROUGH_SIZE, resolution: float = ROUGH_RESOLUTION,
+                    bumps: int = ROUGH_BUMPS, max_height: float = ROUGH_MAX_HEIGHT) -> np.ndarray:
+    """Heights (m) at the grid nodes, shape (n, n) indexed [iy, ix], from ``seed``.
+
+    Sum of ``bumps`` isotropic Gaussians with centres uniform over the square, widths
+    sigma ~ U(0.02, 0.1) m and amplitudes ~ U(0, 1), then scaled so the maximum is
+    ``max_height`` (the minimum stays >= 0).
+    """
+    rng = np.random.default_rng(seed)
+    n = int(round(size / resolution)) + 1
+    axis = np.linspace(-size / 2, size / 2, n)
+    centres = rng.uniform(-size / 2, size / 2, (bumps, 2))
+    sigma = rng.uniform(0.02, 0.1, bumps)
+    amp = rng.uniform(0.0, 1.0, bumps)
+    h = np.zeros((n, n))
+    for (cx, cy), s, a in zip(centres, sigma, amp):
+        gx = np.exp(-0.5 * ((axis - cx) / s) ** 2)
+        gy = np.exp(-0.5 * ((axis - cy) / s) ** 2)
+        h += a * np.outer(gy, gx)
+    return h * (max_height / h.max())
+
+
+class Terrain:
+    """A terrain body in one PyBullet client and its friction field."""
+
+    def __init__(self, client: int, kind: str, mu, seed: int = 0, load: float = 47.0882):
+        if kind not in TERRAINS:
+            raise InvalidInputError(f"unknown terrain {kind!r}; known: {list(TERRAINS)}")
+        self.client = client
+        self.kind = kind
+        self.seed = int(seed)
+        self.heights: np.ndarray | None = None
+        self.cell_mu: np.ndarray | None = None
+        if kind == "rough":
+            self.mu = None
+            self.body = self._heightfield()
+            surface_mu = 1.0
+        else:
+            self.mu = simulated_mu(mu)
+            shape = pb.createCollisionShape(pb.GEOM_PLANE, physicsClientId=client)
+            self.body = pb.createMultiBody(0.0, shape, physicsClientId=client)
+            surface_mu = self.mu
+        pb.changeDynamics(self.body, -1, lateralFriction=surface_mu, restitution=0.0,
+                          spinningFriction=0.0, rollingFriction=0.0, physicsClientId=client)
+        self.stiffness = self.damping = None
+        if kind == "compliant":
+            # ``load``: the weight (N) the ground carries at rest, shared by four contacts
+            self.stiffness = load / (COMPLIANT_CONTACTS * COMPLIANT_SINK)
+            self.damping = 2.0 * np.sqrt(self.stiffness * load / (COMPLIANT_CONTACTS * GRAVITY))
+            pb.changeDynamics(self.body, -1, contactStiffness=self.stiffness,
+                              contactDamping=self.damping, physicsClientId=client)
+
+    @property
+    def max_height(self) -> float:
+        """Highest terrain point (m); the planes are at z = 0."""
+        return 0.0 if self.heights is None else float(self.heights.max())
+
+    @property
+    def per_cell_friction(self) -> bool:
+        return self.cell_mu is not None
+
+    def _heightfield(self) -> int:
+        self.heights = rough_heightmap(self.seed)
+        n = self.heights.shape[0]
+        # an independent stream for friction, still determined by the seed
+        self.cell_mu = np.random.default_rng([self.seed, 1]).uniform(*ROUGH_MU_RANGE, (n - 1, n - 1))
+        # PyBullet centres a heightfield on its origin, vertically at the middle of its range
+        shape = pb.createCollisionShape(
+            pb.GEOM_HEIGHTFIELD, meshScale=[ROUGH_RESOLUTION, ROUGH_RESOLUTION, 1.0],
+            heightfieldData=self.heights.ravel().tolist(), numHeightfieldRows=n,
+            numHeightfieldColumns=n, physicsClientId=self.client)
+        z = 0.5 * (self.heights.min() + self.heights.max())
+        return pb.createMultiBody(0.0, shape, basePosition=[0.0, 0.0, z], physicsClientId=self.client)
+
+    def friction_at(self, point) -> float:
+        """Coulomb coefficient of the terrain at a world point (per cell on rough terrain)."""
+        if self.cell_mu is None:
+            return self.mu
+        n = self.cell_mu.shape[0]
+        ix = int(np.clip((point[0] + ROUGH_SIZE / 2) // ROUGH_RESOLUTION, 0, n - 1))
+        iy = int(np.clip((point[1] + ROUGH_SIZE / 2) // ROUGH_RESOLUTION, 0, n - 1))
+        return float(self.cell_mu[iy, ix])
+
+    def height_at(self, x: float, y: float) -> float:
+        """Terrain height at (x, y) by a vertical ray through any bodies above it."""
+        top = self.max_height + 1.0
+        while True:
+            hit = pb.rayTest([x, y, top], [x, y, -1.0], physicsClientId=self.client)[0]
+            if hit[0] < 0:
+                raise InvalidInputError(f"({x}, {y}) is outside the terrain")
+            if hit[0] == self.body:
+                return float(hit[3][2])
+            top = hit[3][2] - 1e-9  # a robot link is above: continue below it

@@ -1,0 +1,232 @@
+"""PyBullet quadruped testbed: state conversion, contact geometry, sensed forces, terrains.
+
+Every test runs for LINKS and for a1 (shipped with pybullet_data): nothing may be LINKS-specific.
+"""
+import math
+
+import numpy as np
+import pinocchio as pin
+import pybullet as pb
+import pytest
+
+import robots
+from idyn import Contact, contact_jacobians
+from idyn.errors import IdynError, InvalidInputError, NonFiniteError, ShapeError
+from robots.pybullet import QuadrupedTestbed, rough_heightmap
+
+ROBOTS = ["links", "a1"]
+
+
+@pytest.fixture(scope="module", params=ROBOTS)
+def rigid(request):
+    with QuadrupedTestbed(request.param, "rigid", mu=math.inf) as tb:
+        yield tb
+
+
+def random_state(tb, rng):
+    """A random floating-base state: any base pose and twist, joints around the stance."""
+    model = tb.model
+    q = tb.quadruped.q_stand.copy()
+    q[:3] = rng.uniform(-0.5, 0.5, 3) + [0, 0, 1.0]
+    q[3:7] = pin.Quaternion(pin.exp3(rng.uniform(-np.pi, np.pi, 3))).coeffs()
+    q[model.actuated_v + 1] += rng.uniform(-0.5, 0.5, model.na)
+    v = rng.normal(0.0, 2.0, model.nv)
+    return q, v
+
+
+def pybullet_foot(tb, leg):
+    """World centre and velocity of a foot sphere from PyBullet's own link state."""
+    foot = tb.quadruped.feet[leg]
+    link = tb.robot.link_index(foot.link)
+    ls = pb.getLinkState(tb.robot.body, link, computeLinkVelocity=1, computeForwardKinematics=1,
+                         physicsClientId=tb.client)
+    # the foot's offset in its PyBullet link frame (the URDF frame of the link it was merged into)
+    pm = tb.model.pinocchio_model
+    f = pm.frames[tb.model.frame_id(foot.link)]
+    link_name = pm.names[f.parentJoint]
+    joint_to_foot = f.placement  # foot frame in the parent *joint* frame = link frame in URDF
+    centre_in_link = joint_to_foot.act(foot.offset)
+    R = np.array(pb.getMatrixFromQuaternion(ls[5])).reshape(3, 3)
+    centre = np.array(ls[4]) + R @ centre_in_link
+    com, w = np.array(ls[0]), np.array(ls[7])
+    vel = np.array(ls[6]) + np.cross(w, centre - com)
+    assert link_name in tb.robot.link_of_joint
+    return centre, vel
+
+
+def test_round_trip_state_feet_positions_and_velocities(rigid):
+    """Write random states to PyBullet, read them back with state(), and compare pinocchio's
+    foot positions and contact-Jacobian velocities with PyBullet's link states (1e-6)."""
+    tb = rigid
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        q, v = random_state(tb, rng)
+        tb.reset(q, v)
+        s = tb.state()
+        assert np.allclose(tb.model.difference(q, s.q), 0.0, atol=1e-9)
+        assert np.allclose(s.v, v, atol=1e-9)
+        centres = tb.quadruped.foot_centres(s.q)
+        contacts = []
+        for leg, c in zip(tb.quadruped.feet, centres):
+            pb_c, pb_v = pybullet_foot(tb, leg)
+            assert np.abs(c - pb_c).max() < 1e-6, leg
+            contacts.append((tb.quadruped.feet[leg].link, c, pb_v))
+        # velocities through the contact Jacobians N, S, T (random normals)
+        cs = [Contact(f, None, c, rng.normal(size=3), 1.0) for f, c, _ in contacts]
+        J = contact_jacobians(tb.model, s.q, cs)
+        for i, (c, (_, _, pb_v)) in enumerate(zip(cs, contacts)):
+            assert abs(J.N[i] @ s.v - c.normal @ pb_v) < 1e-6
+            assert abs(J.S[i] @ s.v - c.tangents[0] @ pb_v) < 1e-6
+            assert abs(J.T[i] @ s.v - c.tangents[1] @ pb_v) < 1e-6
+
+
+def test_masses_match_pinocchio(rigid):
+    assert rigid.robot.mass == pytest.approx(rigid.model.total_mass, rel=1e-9)
+
+
+def test_reset_stands_with_feet_touching(rigid):
+    s = rigid.reset()
+    assert np.allclose(s.v, 0.0) and s.t == 0.0
+    cs = rigid.contacts()
+    assert [c.body_a for c in cs] == rigid.quadruped.foot_frames
+    for c in cs:
+        assert abs(c.phi) < 1e-6
+        assert np.allclose(c.normal, [0, 0, 1]) and c.body_b is None
+        assert c.mu == 100.0  # mu = inf is simulated as 100
+        assert abs(c.point[2]) < 1e-9
+
+
+def test_contacts_include_near_and_exclude_far(rigid):
+    q = rigid.quadruped.q_stand.copy()
+    q[2] += 0.005
+    rigid.reset(q)
+    cs = rigid.contacts(margin=0.01)
+    assert len(cs) == 4 and all(abs(c.phi - 0.005) < 1e-6 for c in cs)
+    assert rigid.contacts(margin=0.004) == []
+    assert np.allclose(rigid.sensed_contact_forces(cs), 0.0)
+
+
+def hold_stance(tb, steps):
+    """Stand under pure torque control: static gravity compensation through the contacts
+    (min-norm contact forces balancing the base) plus a stiff joint PD. Returns the forces
+    of the last step."""
+    s = tb.reset()
+    model = tb.model
+    cs = tb.contacts()
+    J = contact_jacobians(model, s.q, cs).stacked()
+    g = model.gravity_forces(s.q)
+    lam = np.linalg.lstsq(J[:, :6].T, g[:6], rcond=None)[0]
+    tau0 = (g - J.T @ lam)[model.actuated_v]
+    ia, iq = model.actuated_v, model.actuated_v + 1
+    Md = np.diag(model.mass_matrix(s.q))[ia]
+    kp, kd = 2500.0 * Md, 100.0 * Md
+    forces = []
+    for _ in range(steps):
+        s = tb.state()
+        tb.apply(tau0 + kp * (tb.quadruped.q_stand[iq] - s.q[iq]) - kd * s.v[ia])
+        tb.step()
+        forces.append(tb.sensed_contact_forces()[:, 0].sum())
+    return np.array(forces)
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+@pytest.mark.parametrize("terrain", ["rigid", "compliant"])
+def test_standing_normal_forces_equal_weight(robot, terrain):
+    with QuadrupedTestbed(robot, terrain, mu=math.inf) as tb:
+        normals = hold_stance(tb, 300)
+        weight = tb.model.total_mass * 9.81
+        assert abs(normals[-1] - weight) < 0.01 * weight
+        assert abs(normals[-50:].mean() - weight) < 0.01 * weight
+        assert tb.sensed_normal_total() == pytest.approx(normals[-1], rel=1e-9)
+        f = tb.sensed_contact_forces()
+        assert f.shape == (4, 3) and np.all(f[:, 0] > 0)
+        if terrain == "compliant":
+            sink = -np.array([c.phi for c in tb.contacts()])
+            assert np.all(np.abs(sink - 1e-3) < 0.5e-3), sink
+
+
+def test_compliant_ground_is_not_bouncy():
+    """Dropped from 2 mm, the robot settles without leaving the ground again."""
+    with QuadrupedTestbed("links", "compliant") as tb:
+        q = tb.quadruped.q_stand.copy()
+        q[2] += 0.002
+        tb.reset(q)
+        tb.apply(np.zeros(tb.na))
+        heights = []
+        for _ in range(60):
+            tb.step()
+            heights.append(tb.state().q[2])
+        first_touch = int(np.argmax(np.array(heights) < q[2] - 0.002))
+        assert np.all(np.diff(heights[first_touch:first_touch + 20]) < 1e-5)
+
+
+def test_sliding_foot_friction_opposes_motion():
+    """Low friction: a foot pushed sideways slides; sensed friction opposes its velocity and
+    lies on the cone |f_t| = mu f_n."""
+    with QuadrupedTestbed("links", "rigid", mu=0.1) as tb:
+        s = tb.reset()
+        v = np.zeros(tb.model.nv)
+        v[0] = 0.3  # the whole robot slides along +x (base frame = world at the stance)
+        tb.reset(s.q, v)
+        tb.step()
+        tb.contacts()
+        tb.step()
+        f = tb.sensed_contact_forces()
+        assert np.all(f[:, 1] < 0)
+        assert np.allclose(np.hypot(f[:, 1], f[:, 2]), 0.1 * f[:, 0], rtol=1e-3)
+
+
+def test_rough_terrain_is_seeded_and_per_cell_friction():
+    h1, h2, h3 = rough_heightmap(3), rough_heightmap(3), rough_heightmap(4)
+    assert h1.shape == (151, 151) and np.array_equal(h1, h2) and not np.array_equal(h1, h3)
+    assert h1.max() == pytest.approx(0.03) and h1.min() >= 0.0
+    with QuadrupedTestbed("links", "rough", seed=3) as tb:
+        t = tb.terrain
+        assert t.cell_mu.shape == (150, 150)
+        assert 0.1 <= t.cell_mu.min() and t.cell_mu.max() <= 1.5
+        # the PyBullet heightfield matches the generated heights at the grid nodes
+        for ix, iy in [(75, 75), (10, 140), (120, 33)]:
+            x, y = -1.5 + 0.02 * ix, -1.5 + 0.02 * iy
+            assert t.height_at(x, y) == pytest.approx(h1[iy, ix], abs=1e-6)
+        cs = tb.contacts()
+        assert cs and min(c.phi for c in cs) == pytest.approx(0.0, abs=1e-6)
+        for c in cs:
+            assert c.mu == t.friction_at(c.point)
+            link = tb.robot.link_index(c.body_a)
+            assert pb.getDynamicsInfo(tb.robot.body, link, physicsClientId=tb.client)[1] == \
+                pytest.approx(c.mu)
+        tb.apply(np.zeros(tb.na))
+        for _ in range(5):
+            tb.step()
+
+
+def test_several_testbeds_coexist():
+    with QuadrupedTestbed("links") as a, QuadrupedTestbed("a1", "compliant") as b:
+        assert a.client != b.client
+        a.apply(np.zeros(a.na))
+        a.step()
+        assert b.t == 0.0 and a.t == pytest.approx(0.001)
+        assert b.state().q.size == b.model.nq
+
+
+def test_bad_inputs_raise_typed_errors(rigid):
+    with pytest.raises(ShapeError):
+        rigid.apply(np.zeros(rigid.na + 1))
+    tau = np.zeros(rigid.na)
+    tau[3] = np.nan
+    with pytest.raises(NonFiniteError):
+        rigid.apply(tau)
+    with pytest.raises(ShapeError):
+        rigid.reset(np.zeros(3))
+    with pytest.raises(InvalidInputError):
+        rigid.contacts(margin=-1.0)
+    with pytest.raises(InvalidInputError):
+        QuadrupedTestbed("no-such-robot")
+    with pytest.raises(InvalidInputError):
+        QuadrupedTestbed("links", terrain="lava")
+    with pytest.raises(InvalidInputError):
+        QuadrupedTestbed("links", mu=-1.0)
+    with pytest.raises(InvalidInputError):
+        QuadrupedTestbed("links", dt=0.0)
+    with pytest.raises(IdynError):
+        QuadrupedTestbed(42)
