@@ -1,0 +1,344 @@
+"""Contact models of the simulator: contact impulses for one velocity-level time step.
+
+Every model sees the same :class:`ContactProblem`, the discretized dynamics of paper eq. 37
+
+    M (v+ - v) = N^T f_N + S^T f_S + T^T f_T + dt (P^T tau - h(q, v)),
+
+with M, h and the contact Jacobians evaluated at the start of the step, so that
+v+ = v* + M^-1 J^T f with the free velocity v* = v + dt M^-1 (P^T tau - h) and J = [N; S; T].
+Everything a model needs lives in contact space: the Delassus matrix W = J M^-1 J^T (3m x 3m)
+and the free contact velocities u* = J v*. A model returns impulses f = [f_N, f_S, f_T] per
+contact; forces are f / dt. Restitution is zero in every model.
+
+Models (the names the simulator and CLI accept):
+
+* ``ap-lcp``: Stewart-Trinkle / Anitescu-Potra, the friction-pyramid LCP of paper eqs. 52-56 and
+  64 (the simulation form: v is unknown instead of tau) solved by our lexicographic Lemke with
+  the regularisation fallback. Contacts with mu >= :data:`NO_SLIP_MU` are no-slip (as the
+  authors' simulator did, Sec. 7.5 "infinity ... simulated as 100").
+* ``noslip``: every contact no-slip (paper Sec. 2.3.2, 4.4: S v+ = T v+ = 0).
+* ``qp``: the complementarity-free, maximally dissipative model of paper Sec. 2.3.4 (eqs. 29-33)
+  with the pyramid of eqs. 69-72, the model of the QP controllers.
+* ``compliant``: the L-stable constraint solver of the second paper with a true friction cone
+  (:mod:`idyn.constraint_solver`).
+* ``penalty``: a spring-damper ground (compliant terrain, paper Sec. 7.5) with Coulomb friction.
+
+No-slip in the simulator. The controller's no-slip model (eqs. 40-42) constrains the tangential
+velocity of every contact it is given. A simulator must not glue a contact that carries no load
+(a foot lifting off would drag the ground along), so here the no-slip equality holds at contacts
+that are loaded or kept closed, and is released at contacts that separate with zero normal
+impulse: the limit mu -> inf of the Coulomb pyramid (tangential impulse <= mu f_N). This is
+found by a small active-set loop (rarely more than one solve); dependent tangential rows are
+removed by Algorithm 1 (:func:`idyn.lcp.find_indices`), which leaves the solution unchanged
+(paper Appendix E).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+from ..errors import InvalidInputError
+from ..lcp import LCPResult, LCPStatus, find_indices, is_lcp_solution, lemke_regularized
+from ..qp import solve_qp
+
+#: Friction coefficients at or above this value mean no slip (SPEC section 6; paper Sec. 7.5).
+NO_SLIP_MU = 100.0
+
+
+@dataclass
+class ContactProblem:
+    """The data of one step (paper eq. 37) in generalized and in contact space.
+
+    ``J`` stacks [N; S; T] (3m x nv, normal rows first); ``W = J M^-1 J^T``; ``u_free = J v*``.
+    """
+
+    M: np.ndarray
+    v: np.ndarray
+    f: np.ndarray           #: non-contact generalized force P^T tau - h
+    dt: float
+    J: np.ndarray
+    phi: np.ndarray
+    mu: np.ndarray
+    chol: tuple = field(init=False, repr=False)
+    v_free: np.ndarray = field(init=False, repr=False)
+    Minv_JT: np.ndarray = field(init=False, repr=False)
+    W: np.ndarray = field(init=False, repr=False)
+    u_free: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.chol = cho_factor(self.M)
+        self.v_free = self.v + self.dt * cho_solve(self.chol, self.f)
+        self.Minv_JT = cho_solve(self.chol, self.J.T)
+        self.W = self.J @ self.Minv_JT
+        self.W = 0.5 * (self.W + self.W.T)
+        self.u_free = self.J @ self.v_free
+
+    @property
+    def m(self) -> int:
+        return self.phi.shape[0]
+
+    def velocity(self, impulses: np.ndarray) -> np.ndarray:
+        """v+ = v* + M^-1 J^T f for impulses (m, 3) ordered [normal, s, t]."""
+        return self.v_free + self.Minv_JT @ impulses.T.reshape(-1)
+
+
+@dataclass
+class ContactSolution:
+    """Impulses (m, 3) [normal, s, t] in N s, and how the solver fared."""
+
+    impulses: np.ndarray
+    status: str = "solved"
+    pivots: int = 0
+    regularization: float = 0.0
+    iterations: int = 0
+
+
+class ContactModel:
+    """Interface: ``solve(problem) -> ContactSolution``; ``name`` is the CLI name."""
+
+    name = "abstract"
+
+    def solve(self, problem: ContactProblem) -> ContactSolution:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        """Forget anything carried between steps (warm starts); called by Simulator.reset."""
+
+
+def _from_blocks(m: int, flat: np.ndarray) -> np.ndarray:
+    """Flat [f_N; f_S; f_T] (3m) to per-contact rows (m, 3)."""
+    return flat.reshape(3, m).T.copy()
+
+
+class AnitescuPotra(ContactModel):
+    """Friction-pyramid LCP (paper eqs. 52-56, 64), no-slip for mu >= ``no_slip_mu``.
+
+    With z = [f_N, f_F, lambda] (f_F >= 0 along the pyramid edges D = [S; -S; T; -T]):
+
+        w_N      = N v+ + b_N + C f_N        >= 0  _|_  f_N    >= 0
+        w_F      = D v+ + E lambda           >= 0  _|_  f_F    >= 0
+        w_lambda = mu f_N - E^T f_F          >= 0  _|_  lambda >= 0
+
+    For rigid contact b_N = phi / dt and C = 0 (eq. 54, the stabilized non-penetration constraint
+    of eq. 36). No-slip contacts' tangential rows are equalities, eliminated by a Schur complement
+    before the LCP is formed.
+    """
+
+    name = "ap-lcp"
+
+    def __init__(self, no_slip_mu: float = NO_SLIP_MU, all_no_slip: bool = False):
+        self.no_slip_mu = float(no_slip_mu)
+        self.all_no_slip = bool(all_no_slip)
+        self._warm: dict[tuple, np.ndarray] = {}
+
+    def reset(self) -> None:
+        self._warm = {}
+
+    def normal_terms(self, problem: ContactProblem) -> tuple[np.ndarray, np.ndarray]:
+        """(b_N, C): the constant and the compliance of the normal rows (rigid: phi/dt, 0)."""
+        return problem.phi / problem.dt, np.zeros(problem.m)
+
+    def solve(self, problem: ContactProblem) -> ContactSolution:
+        m = problem.m
+        if m == 0:
+            return ContactSolution(np.zeros((0, 3)))
+        no_slip = np.ones(m, bool) if self.all_no_slip else problem.mu >= self.no_slip_mu
+        b, C = self.normal_terms(problem)
+        sticky = no_slip.copy()
+        pivots, out = 0, None
+        for _ in range(2 * m + 2):
+            out, w_n = self._solve_set(problem, no_slip, sticky, b, C)
+            pivots += out.pivots
+            fn = out.impulses[:, 0]
+            f_tol = 1e-12 + 1e-9 * np.max(fn)
+            w_tol = 1e-12 + 1e-9 * np.max(np.abs(problem.u_free))
+            release = sticky & (fn <= f_tol) & (w_n > w_tol)        # separating, unloaded
+            restore = no_slip & ~sticky & (fn > f_tol)              # loaded but released
+            if not release.any() and not restore.any():
+                break
+            sticky = (sticky & ~release) | restore
+        else:
+            out.status = "active_set_not_converged"
+        out.pivots = pivots
+        return out
+
+    def _solve_set(self, problem, no_slip, sticky, b, C) -> tuple[ContactSolution, np.ndarray]:
+        """Solve with tangential equalities at ``sticky`` contacts and no friction at the other
+        no-slip contacts; returns the solution and the normal slacks w_N."""
+        m, W, u = problem.m, problem.W, problem.u_free
+        coulomb = np.flatnonzero(~no_slip)
+        mc = coulomb.size
+        R = np.concatenate((np.arange(m), m + coulomb, 2 * m + coulomb))
+        G = self._independent_tangent_rows(problem, np.flatnonzero(sticky))
+        if G.size:
+            A = cho_factor(W[np.ix_(G, G)])
+            W_RG = W[np.ix_(R, G)]
+            Wr = W[np.ix_(R, R)] - W_RG @ cho_solve(A, W_RG.T)
+            ur = u[R] - W_RG @ cho_solve(A, u[G])
+        else:
+            Wr, ur = W[np.ix_(R, R)], u[R]
+        # H maps R-space [N, S_c, T_c] to [N, D] with D = [S_c; -S_c; T_c; -T_c] (Sec. 5.1)
+        nF = 4 * mc
+        H = np.zeros((m + nF, m + 2 * mc))
+        H[:m, :m] = np.eye(m)
+        eye_c = np.eye(mc)
+        H[m:m + mc, m:m + mc] = eye_c
+        H[m + mc:m + 2 * mc, m:m + mc] = -eye_c
+        H[m + 2 * mc:m + 3 * mc, m + mc:] = eye_c
+        H[m + 3 * mc:, m + mc:] = -eye_c
+        E = np.tile(eye_c, (4, 1))
+        n = m + nF + mc
+        Q = np.zeros((n, n))
+        Q[:m + nF, :m + nF] = H @ Wr @ H.T
+        Q[np.arange(m), np.arange(m)] += C
+        Q[m:m + nF, m + nF:] = E
+        Q[m + nF:, m:m + nF] = -E.T
+        Q[m + nF + np.arange(mc), coulomb] = problem.mu[coulomb]
+        r = np.zeros(n)
+        r[:m + nF] = H @ ur
+        r[:m] += b
+        key = (tuple(no_slip), tuple(sticky))
+        res = _guess(Q, r, self._warm.get(key))
+        if res is None:
+            res = lemke_regularized(Q, r)
+        self._warm = {key: res.basis} if res.solved else {}
+        f_R = H.T @ res.z[:m + nF]
+        flat = np.zeros(3 * m)
+        flat[R] = f_R
+        if G.size:
+            flat[G] = -cho_solve(A, u[G] + W[np.ix_(G, R)] @ f_R)
+        sol = ContactSolution(_from_blocks(m, flat), res.status.value, res.pivots, res.regularization)
+        return sol, res.w[:m]
+
+    @staticmethod
+    def _independent_tangent_rows(problem: ContactProblem, contacts: np.ndarray) -> np.ndarray:
+        """Contact-space indices of the no-slip rows kept by Algorithm 1 (paper Sec. 4.4)."""
+        if contacts.size == 0:
+            return np.zeros(0, dtype=int)
+        m = problem.m
+        rows = np.concatenate((m + contacts, 2 * m + contacts))
+        d = np.linalg.eigvalsh(problem.W[np.ix_(rows, rows)])
+        if d[0] > 1e-9 * d[-1]:          # independent: nothing to remove
+            return rows
+        S, T = problem.J[m + contacts], problem.J[2 * m + contacts]
+        ks, kt = find_indices(problem.M, None, S, T)
+        return np.concatenate((m + contacts[ks], 2 * m + contacts[kt]))
+
+
+def _guess(Q: np.ndarray, r: np.ndarray, basis) -> LCPResult | None:
+    """The LCP solution with the previous step's basic set, if it still is one.
+
+    In steady contact the set of positive impulses does not change from step to step, so one
+    solve of ``Q_aa z_a = -r_a`` usually gives the exact solution; it is accepted only through
+    the residual check every solver uses (:func:`idyn.lcp.is_lcp_solution`), else None and
+    Lemke's method runs from scratch.
+    """
+    if basis is None or basis.size == 0:
+        return None
+    try:
+        za = np.linalg.solve(Q[np.ix_(basis, basis)], -r[basis])
+    except np.linalg.LinAlgError:
+        return None
+    if za.min() < 0.0:
+        return None
+    z = np.zeros(r.shape[0])
+    z[basis] = za
+    w = Q @ z + r
+    if not is_lcp_solution(Q, r, z, w):
+        return None
+    return LCPResult(z, w, LCPStatus.SOLVED, 0, 0.0, basis)
+
+
+class NoSlip(AnitescuPotra):
+    """No-slip at every contact (paper Sec. 2.3.2, eqs. 40-43), whatever its mu."""
+
+    name = "noslip"
+
+    def __init__(self):
+        super().__init__(all_no_slip=True)
+
+
+class Penalty(AnitescuPotra):
+    """Spring-damper normal contact with Coulomb friction (the compliant terrain, Sec. 7.5).
+
+    The normal force is that of a spring (stiffness k) and damper (b) on the *end-of-step* gap,
+    f_N / dt = max(0, -k phi+ - b phi_dot+) with phi+ = phi + dt N v+, i.e. implicit in v+ and so
+    stable for any k, b and dt. In the LCP above this is the normal row
+    w_N = N v+ + k phi / beta + f_N / (dt beta), beta = b + k dt (b_N = k phi / beta,
+    C = 1 / (dt beta)); friction and no-slip are as in ``ap-lcp``.
+    """
+
+    name = "penalty"
+
+    def __init__(self, stiffness: float = 1.2e4, damping: float = 300.0, no_slip_mu: float = NO_SLIP_MU):
+        if not (np.isfinite(stiffness) and stiffness > 0 and np.isfinite(damping) and damping >= 0):
+            raise InvalidInputError(f"penalty needs stiffness > 0 and damping >= 0, got {stiffness}, {damping}")
+        super().__init__(no_slip_mu)
+        self.stiffness, self.damping = float(stiffness), float(damping)
+
+    def normal_terms(self, problem):
+        beta = self.damping + self.stiffness * problem.dt
+        m = problem.m
+        return self.stiffness * problem.phi / beta, np.full(m, 1.0 / (problem.dt * beta))
+
+
+class MaximalDissipation(ContactModel):
+    """Complementarity-free impulses of paper Sec. 2.3.4 / eqs. 69-72 (the QP controllers' model).
+
+        minimize    1/2 v+^T M v+            (= 1/2 f^T W f + f^T u* + const)
+        subject to  N v+ >= -phi / dt,  f_N >= 0,  f_F >= 0,  mu_i f_N,i >= 1^T f_F,i
+
+    over x = [f_N, f_F] with the pyramid edges D = [S; -S; T; -T]. Contacts with
+    mu >= ``no_slip_mu`` have no bound on f_F (no slip). Solved by :func:`idyn.qp.solve_qp`.
+    """
+
+    name = "qp"
+
+    def __init__(self, no_slip_mu: float = NO_SLIP_MU, backend: str = "quadprog"):
+        self.no_slip_mu = float(no_slip_mu)
+        self.backend = backend
+
+    def solve(self, problem: ContactProblem) -> ContactSolution:
+        m = problem.m
+        if m == 0:
+            return ContactSolution(np.zeros((0, 3)))
+        eye = np.eye(m)
+        X = np.zeros((3 * m, 5 * m))    # flat [f_N, f_S, f_T] = X [f_N, f_S+, f_S-, f_T+, f_T-]
+        X[:m, :m] = eye
+        X[m:2 * m, m:2 * m], X[m:2 * m, 2 * m:3 * m] = eye, -eye
+        X[2 * m:, 3 * m:4 * m], X[2 * m:, 4 * m:] = eye, -eye
+        WX = problem.W @ X
+        Hess = X.T @ WX
+        c = X.T @ problem.u_free
+        bounded = np.flatnonzero(problem.mu < self.no_slip_mu)
+        cone = np.zeros((bounded.size, 5 * m))
+        cone[np.arange(bounded.size), bounded] = problem.mu[bounded]
+        for k in range(4):
+            cone[np.arange(bounded.size), (k + 1) * m + bounded] = -1.0
+        A_in = np.vstack((WX[:m], np.eye(5 * m), cone))
+        b_in = np.concatenate((-(problem.u_free[:m] + problem.phi / problem.dt), np.zeros(5 * m + bounded.size)))
+        res = solve_qp(Hess, c, A_in=A_in, b_in=b_in, backend=self.backend)
+        x = res.x if res.solved else np.zeros(5 * m)
+        return ContactSolution(_from_blocks(m, X @ x), res.status.value, 0, res.regularization, res.iterations)
+
+
+#: Model names in the order the CLI lists them.
+MODELS = ("ap-lcp", "noslip", "qp", "compliant", "penalty")
+
+
+def make(name: str, **options) -> ContactModel:
+    """A contact model by name (see :data:`MODELS`); options go to its constructor."""
+    if name == "ap-lcp":
+        return AnitescuPotra(**options)
+    if name == "noslip":
+        return NoSlip(**options)
+    if name == "qp":
+        return MaximalDissipation(**options)
+    if name == "penalty":
+        return Penalty(**options)
+    if name == "compliant":
+        from .compliant import Compliant
+        return Compliant(**options)
+    raise InvalidInputError(f"unknown contact model {name!r}; choose one of {MODELS}")

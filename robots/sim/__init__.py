@@ -1,0 +1,9 @@
+"""idyn.sim testbeds: the PyBullet testbeds' interface on our own simulator (``--backend idyn``).
+
+The simulator's contact models match the controllers' (paper Sec. 8.2), so predicted contact
+forces can be verified exactly; see :mod:`idyn.sim`.
+"""
+from .base import SimTestbed
+from .quadruped import QuadrupedTestbed
+
+__all__ = ["QuadrupedTestbed", "SimTestbed"]

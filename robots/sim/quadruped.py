@@ -1,0 +1,156 @@
+"""idyn.sim testbed for any point-footed quadruped on rigid, compliant or rough terrain.
+
+Same constructor, methods and conventions as :class:`robots.pybullet.QuadrupedTestbed`, with the
+terrains of :mod:`robots.pybullet.terrain` rebuilt as idyn.sim geometry:
+
+* ``rigid``: a plane with friction mu (inf is simulated as 100, i.e. no slip);
+* ``compliant``: the same plane with the ``penalty`` contact model, stiffness and damping
+  computed as for PyBullet (sink of 1 mm under the robot's weight on four feet, critically
+  damped per foot);
+* ``rough``: the same seeded heightmap (:func:`robots.pybullet.terrain.rough_heightmap`) with
+  per-cell friction, bilinear heights and gradient normals.
+
+The contact model defaults to ``ap-lcp`` on rigid terrain (no-slip contacts where mu >= 100, as
+the authors' simulator) and ``penalty`` on compliant terrain; any model of
+:data:`idyn.sim.MODELS` can be chosen with ``contact_model``. Collision shapes are the feet and
+the base's URDF collision boxes (so a fallen robot rests on its body, as in PyBullet).
+"""
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pinocchio as pin
+
+from idyn.errors import InvalidInputError, ModelLoadError
+from idyn.sim import Box, Heightmap, Plane, Simulator, Sphere, World
+from idyn.sim.geometry import sphere_heightmap, sphere_plane
+from idyn.state import RobotState
+
+from ..pybullet.terrain import (COMPLIANT_CONTACTS, COMPLIANT_SINK, ROUGH_MU_RANGE, ROUGH_SIZE, TERRAINS,
+                                rough_heightmap, simulated_mu)
+from ..pybullet.quadruped import resolve_quadruped
+from .base import SimTestbed
+
+
+def collision_boxes(urdf, link: str) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(half extents, rotation, offset) of the box collision geometries of ``link`` in a URDF."""
+    try:
+        root = ET.parse(str(urdf)).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise ModelLoadError(f"cannot read URDF {urdf}: {exc}") from exc
+    out = []
+    for node in root.findall("link"):
+        if node.get("name") != link:
+            continue
+        for col in node.findall("collision"):
+            box = col.find("geometry/box")
+            if box is None:
+                continue
+            origin = col.find("origin")
+            xyz = np.zeros(3) if origin is None else np.array([float(x) for x in origin.get("xyz", "0 0 0").split()])
+            rpy = np.zeros(3) if origin is None else np.array([float(x) for x in origin.get("rpy", "0 0 0").split()])
+            size = np.array([float(x) for x in box.get("size").split()])
+            out.append((0.5 * size, pin.rpy.rpyToMatrix(*rpy), xyz))
+    return out
+
+
+def rough_friction(seed: int, nodes: int) -> np.ndarray:
+    """Per-cell friction of the rough terrain: the stream PyBullet's terrain draws from ``seed``."""
+    return np.random.default_rng([int(seed), 1]).uniform(*ROUGH_MU_RANGE, (nodes - 1, nodes - 1))
+
+
+class QuadrupedTestbed(SimTestbed):
+    """A quadruped in an :class:`idyn.sim.Simulator`, torque controlled, on one terrain.
+
+    Parameters
+    ----------
+    robot: ``"links"``, ``"a1"`` or a :class:`robots.Quadruped`.
+    terrain: ``"rigid"``, ``"compliant"`` or ``"rough"``.
+    mu: Coulomb friction of the planar terrains (``math.inf`` = no slip, simulated as 100);
+        ignored on rough terrain, whose friction is per cell.
+    seed: seed of the rough terrain.
+    dt: time step (s).
+    gui: accepted for parity with PyBullet; idyn.sim has no viewer (must be False).
+    contact_model: a name of :data:`idyn.sim.MODELS`, or None for the terrain's default.
+    """
+
+    def __init__(self, robot="links", terrain: str = "rigid", mu=math.inf, seed: int = 0,
+                 dt: float = 0.001, gui: bool = False, contact_model: str | None = None):
+        if gui:
+            raise InvalidInputError("the idyn backend has no viewer; use --backend pybullet for a GUI")
+        if terrain not in TERRAINS:
+            raise InvalidInputError(f"unknown terrain {terrain!r}; known: {list(TERRAINS)}")
+        self.quadruped = resolve_quadruped(robot)
+        model = self.quadruped.model
+        self.legs = list(self.quadruped.feet)
+        self._feet = [self.quadruped.feet[leg] for leg in self.legs]
+        base = model.pinocchio_model.frames[model.pinocchio_model.getFrameId("root_joint")]
+        base_link = next(f.name for f in model.pinocchio_model.frames
+                         if f.parentJoint == base.parentJoint and f.type == pin.FrameType.BODY)
+        shapes = [Sphere(f.link, f.radius, f.offset) for f in self._feet]
+        shapes += [Box(base_link, half, R, p) for half, R, p in collision_boxes(self.quadruped.urdf, base_link)]
+        self.terrain_kind = terrain
+        self.stiffness = self.damping = None
+        options = {}
+        if terrain == "rough":
+            heights = rough_heightmap(seed)
+            ground = Heightmap.centred(heights, ROUGH_SIZE, rough_friction(seed, heights.shape[0]))
+            self.mu = None
+        else:
+            self.mu = simulated_mu(mu)
+            ground = Plane(mu=self.mu)
+        if terrain == "compliant":
+            # the PyBullet terrain's values: 1 mm sink on four feet, critical damping per foot
+            load = model.total_mass * float(-model.gravity[2])
+            self.stiffness = load / (COMPLIANT_CONTACTS * COMPLIANT_SINK)
+            self.damping = 2.0 * np.sqrt(self.stiffness * model.total_mass / COMPLIANT_CONTACTS)
+            options = {"stiffness": self.stiffness, "damping": self.damping}
+        name = contact_model or ("penalty" if terrain == "compliant" else "ap-lcp")
+        if name != "penalty":
+            options = {}
+        world = World(model, shapes, [ground], self_collision=False)
+        super().__init__(Simulator(model, world, name, dt, **options))
+        self.ground = ground
+        self.reset()
+
+    @property
+    def weight(self) -> float:
+        """Robot weight (N)."""
+        return self.model.total_mass * float(-self.model.gravity[2])
+
+    def reset(self, q=None, v=None) -> RobotState:
+        """Put the robot at ``q`` (default: standing on the terrain) with velocity ``v`` (0).
+
+        As in PyBullet: the default stance is ``q_stand`` moved vertically so the lowest foot
+        touches the terrain, lowered by the static sink m g / (k n) on compliant ground.
+        """
+        model = self.model
+        stand = q is None
+        q = self.quadruped.q_stand.copy() if stand else model.check_q(q).copy()
+        v = np.zeros(model.nv) if v is None else model.check_v(v).copy()
+        if stand:
+            gaps = self.foot_gaps(q)
+            q[2] -= gaps.min()
+            if self.stiffness is not None:
+                down = int(np.sum(gaps - gaps.min() < 1e-6))
+                q[2] -= self.weight / (self.stiffness * down)
+        self._restart(q, v)
+        return self.state()
+
+    def foot_gaps(self, q) -> np.ndarray:
+        """Signed gap of each foot sphere to the terrain, legs in LF, RF, LH, RH order."""
+        gap = sphere_heightmap if isinstance(self.ground, Heightmap) else sphere_plane
+        centres = self.quadruped.foot_centres(q)
+        return np.array([gap(c, f.radius, self.ground).phi for c, f in zip(centres, self._feet)])
+
+    def contacts(self, margin: float | None = None):
+        """The contacts of the next step (feet and base against the terrain), as in PyBullet.
+
+        ``margin`` is accepted for interface parity but must be None: the list is the simulator's
+        own contact set, which is what makes matched-model force verification exact.
+        """
+        if margin is not None:
+            raise InvalidInputError("the idyn backend reports its own contact set; do not pass margin")
+        return super().contacts()
