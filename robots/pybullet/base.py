@@ -24,6 +24,7 @@ from __future__ import annotations
 import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +82,7 @@ def _se3(pos, quat_xyzw) -> pin.SE3:
     return pin.XYZQUATToSE3(np.concatenate((pos, quat_xyzw)))
 
 
+@lru_cache(maxsize=None)
 def pybullet_urdf(urdf) -> Path:
     """A URDF PyBullet reads with the same masses as pinocchio.
 
@@ -104,7 +106,7 @@ def pybullet_urdf(urdf) -> Path:
         name = mesh.get("filename", "")
         if name and "://" not in name and not Path(name).is_absolute():
             mesh.set("filename", str((urdf.parent / name).resolve()))
-    out = Path(tempfile.mkdtemp(prefix="idyn_urdf_")) / urdf.name
+    out = Path(tempfile.mkdtemp(prefix="idyn_urdf_")) / urdf.name  # once per process (cached)
     tree.write(str(out))
     return out
 

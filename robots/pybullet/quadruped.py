@@ -101,7 +101,6 @@ class QuadrupedTestbed(Testbed):
         self._update_foot_friction(q)
         return self.state()
 
-
     # ---------------------------------------------------------------- contacts
     def _gap(self, i: int, q) -> float:
         cp = self._closest(i, q, 2.0 * PLACEMENT_CLEARANCE + self.terrain.max_height)
