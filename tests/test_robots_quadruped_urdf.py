@@ -15,14 +15,20 @@ def test_quadruped_urdf_paths(name):
         robots.quadruped_urdf("no-such-robot")
 
 
-def test_bare_links_get_zero_inertial_for_pybullet():
+def test_bare_links_get_zero_inertial_for_pybullet(tmp_path):
     """URDF (and pinocchio) give a link without <inertial> zero mass; PyBullet would give 1 kg."""
-    src = robots.quadruped_urdf("links")
-    out = pybullet_urdf(src)
-    assert pybullet_urdf(src) == out  # written once per process
-    assert out != src
-    links = ET.parse(str(out)).getroot().findall("link")
-    feet = [link for link in links if link.get("name").endswith("_FOOT")]
-    assert feet and all(float(f.find("inertial/mass").get("value")) == 0.0 for f in feet)
+    bare = tmp_path / "bare.urdf"
+    bare.write_text("""<robot name="bare">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+  <joint name="fix" type="fixed"><parent link="base"/><child link="tip"/></joint>
+  <link name="tip"><collision><geometry><sphere radius="0.01"/></geometry></collision></link>
+</robot>""")
+    out = pybullet_urdf(bare)
+    assert pybullet_urdf(bare) == out  # written once per process
+    assert out != bare
+    tip = [link for link in ET.parse(str(out)).getroot().findall("link") if link.get("name") == "tip"]
+    assert float(tip[0].find("inertial/mass").get("value")) == 0.0
+    links = robots.quadruped_urdf("links")
+    assert pybullet_urdf(links) == links  # LINKS declares its massless feet explicitly
     a1 = robots.quadruped_urdf("a1")
     assert pybullet_urdf(a1) == a1  # every a1 link has an inertial: used as it is
