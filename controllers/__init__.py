@@ -1,0 +1,13 @@
+"""Inverse-dynamics controllers of Zapolsky & Drumwright, the PID baseline and sensed-force ID.
+
+``controllers.make(name, model, **options)`` builds one of ``controllers.available()``;
+every controller honours the contract of :class:`controllers.Controller` (SPEC section 3).
+"""
+from idyn.state import Desired, RobotState
+
+from .base import Controller, ControlOutput, available, make, register
+from .feedback import ErrorFeedback
+from . import lcp_noslip, lcp_coulomb, qp_coulomb, qp_noslip, sensed, pid  # noqa: F401  (registration)
+
+__all__ = ["Controller", "ControlOutput", "Desired", "ErrorFeedback", "RobotState", "available",
+           "make", "register"]

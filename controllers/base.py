@@ -1,0 +1,179 @@
+"""The controller contract (SPEC section 3) and the registry ``make`` / ``available``.
+
+Every controller is built by ``controllers.make(name, model, **options)`` and used as::
+
+    ctrl.reset()
+    out = ctrl.compute(RobotState(q, v, t), Desired(q_des, v_des, vdot_des), contacts)
+    out.tau              # (na,) actuator torques, always finite
+    out.contact_forces   # (len(contacts), 3) [normal, s, t] in newtons, each contact's frame
+    out.info             # status, pivots, fallback, solve_time, predicted v+, ...
+
+A controller imports no simulator: the loop (PyBullet, idyn.sim, MuJoCo, hardware) supplies the
+state and the geometric contact candidates and applies ``tau``.
+
+Common options of every controller: ``dt`` (control period, 1e-3 s), ``feedback`` (True: add the
+shared PID error feedback of :mod:`controllers.feedback` to the desired acceleration; False:
+feed-forward only), ``kp``, ``kv``, ``ki``, ``integral_limit`` (its gains).
+
+``info`` keys (all controllers): ``controller``, ``status`` (str), ``pivots`` (int),
+``fallback`` (None or the name of the fallback that produced ``tau``), ``solve_time`` (s),
+``v_next`` (predicted velocity at the end of the step, None if not predicted).
+"""
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from idyn import Contact, RobotModel, validation
+from idyn.errors import InvalidInputError
+from idyn.state import Desired, RobotState
+
+from .dynamics import Step, StepDynamics
+from .feedback import DEFAULT_GAINS, ErrorFeedback
+
+
+@dataclass(frozen=True)
+class ControlOutput:
+    """What :meth:`Controller.compute` returns."""
+
+    tau: np.ndarray
+    contact_forces: np.ndarray
+    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class Solution:
+    """What a controller's ``_solve`` returns: torques, forces and its own info entries."""
+
+    tau: np.ndarray
+    contact_forces: np.ndarray
+    v_next: np.ndarray | None
+    info: dict = field(default_factory=dict)
+
+
+class Controller(ABC):
+    """Base class: validation, error feedback, timing and the never-non-finite guarantee."""
+
+    #: registry name
+    name: ClassVar[str] = ""
+    #: whether ``contact_forces`` are predictions (False for PID and the sensed-force ID)
+    predicts_contact_forces: ClassVar[bool] = True
+
+    def __init__(self, model: RobotModel, *, dt: float = 1e-3, feedback: bool = True,
+                 kp=DEFAULT_GAINS["kp"], kv=DEFAULT_GAINS["kv"], ki=DEFAULT_GAINS["ki"],
+                 integral_limit: float | None = None):
+        if not isinstance(model, RobotModel):
+            raise InvalidInputError(f"model must be an idyn.RobotModel, got {type(model).__name__}")
+        if not (np.isfinite(dt) and dt > 0):
+            raise InvalidInputError(f"dt must be positive and finite, got {dt}")
+        self.model = model
+        self.dt = float(dt)
+        self.dynamics = StepDynamics(model, self.dt)
+        self.feedback = ErrorFeedback(model, kp, kv, ki, integral_limit) if feedback else None
+
+    # ------------------------------------------------------------------ contract
+    def reset(self) -> None:
+        """Forget all history (integral of the error, warm starts, sensed forces)."""
+        if self.feedback is not None:
+            self.feedback.reset()
+
+    def compute(self, state: RobotState, desired: Desired, contacts: Sequence[Contact] = ()) -> ControlOutput:
+        """Torques for one control step (see the module docstring)."""
+        t0 = time.perf_counter()
+        q, v, contacts = self._check(state, desired, contacts)
+        vdot = self.command(q, v, desired)
+        info: dict = {"controller": self.name, "status": "solved", "pivots": 0, "fallback": None}
+        sol = None
+        try:
+            sol = self._solve(q, v, vdot, contacts)
+        except Exception as exc:  # noqa: BLE001 -- inputs are validated above: any failure here
+            # is numerical (or a solver bug) and must not reach the control loop; it is reported
+            info["status"], info["error"] = "failed", f"{type(exc).__name__}: {exc}"
+        if sol is not None:
+            info.update(sol.info)
+        if sol is None or not (np.all(np.isfinite(sol.tau)) and np.all(np.isfinite(sol.contact_forces))):
+            sol = self._fallback(q, v, vdot, len(contacts))
+            info["fallback"] = "no-contact-id"
+            if info["status"] == "solved":
+                info["status"] = "non-finite"
+        info["v_next"] = sol.v_next
+        info["solve_time"] = time.perf_counter() - t0
+        return ControlOutput(sol.tau, sol.contact_forces, info)
+
+    def command(self, q, v, desired: Desired) -> np.ndarray:
+        """Desired actuated acceleration after the shared error feedback (Sec. 7.3)."""
+        if self.feedback is None:
+            return desired.vdot
+        return self.feedback.acceleration(q, v, desired, self.dt)
+
+    # ------------------------------------------------------------------ for subclasses
+    @abstractmethod
+    def _solve(self, q: np.ndarray, v: np.ndarray, vdot: np.ndarray, contacts: list[Contact]) -> Solution:
+        """Controller-specific work; may raise (idyn.errors.SolverError, ...): the base class then
+        reports the error in ``info`` and falls back."""
+
+    def _fallback(self, q, v, vdot, m: int) -> Solution:
+        """Contact-free inverse dynamics (eqs. 88-90 with no impulses); zero torque if even that
+        is not finite."""
+        step = self.dynamics.update(q, v, vdot, ())
+        tau, v_next = step.resolve(np.zeros(self.model.nv))
+        if not np.all(np.isfinite(tau)):
+            tau, v_next = np.zeros(self.model.na), None
+        return Solution(tau, np.zeros((m, 3)), v_next)
+
+    # ------------------------------------------------------------------ validation
+    def _check(self, state, desired, contacts) -> tuple[np.ndarray, np.ndarray, list[Contact]]:
+        if not isinstance(state, RobotState):
+            raise InvalidInputError(f"state must be a RobotState, got {type(state).__name__}")
+        if not isinstance(desired, Desired):
+            raise InvalidInputError(f"desired must be a Desired, got {type(desired).__name__}")
+        q = self.model.check_q(state.q)
+        v = self.model.check_v(state.v)
+        na = self.model.na
+        for nm in ("q", "v", "vdot"):
+            validation.vector(getattr(desired, nm), na, f"desired.{nm}")
+        contacts = list(contacts)
+        for c in contacts:
+            if not isinstance(c, Contact):
+                raise InvalidInputError(f"contacts must be idyn.Contact objects, got {type(c).__name__}")
+            self.model.frame_id(c.body_a)
+            if c.body_b is not None:
+                self.model.frame_id(c.body_b)
+        return q, v, contacts
+
+    def _step(self, q, v, vdot, contacts) -> Step:
+        return self.dynamics.update(q, v, vdot, contacts)
+
+
+# ---------------------------------------------------------------------- registry
+_REGISTRY: dict[str, type[Controller]] = {}
+
+
+def register(cls: type[Controller]) -> type[Controller]:
+    """Class decorator adding a controller to :func:`make` under ``cls.name``."""
+    if not cls.name or cls.name in _REGISTRY:
+        raise ValueError(f"controller name {cls.name!r} empty or already registered")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def available() -> list[str]:
+    """Names accepted by :func:`make`, in registration order."""
+    return list(_REGISTRY)
+
+
+def make(name: str, model: RobotModel, **options) -> Controller:
+    """Build the controller ``name`` for ``model``; ``options`` are its keyword arguments."""
+    if name not in _REGISTRY:
+        raise InvalidInputError(f"unknown controller {name!r}; available: {', '.join(available())}")
+    try:
+        return _REGISTRY[name](model, **options)
+    except TypeError as exc:  # unknown option
+        raise InvalidInputError(f"controller {name!r}: {exc}") from exc
+
+
+__all__ = ["Controller", "ControlOutput", "Solution", "available", "make", "register"]

@@ -1,0 +1,159 @@
+"""Complementarity-free inverse dynamics (paper Sec. 6): Stage I and Stage II.
+
+**Stage I** (eqs. 69-74, reduced as in Sec. 6.2.1-6.2.2, eqs. 75-101).  Impulses
+``z = [f_N; f_S+; f_S-; f_T+; f_T-] >= 0`` (friction pyramid, Sec. 5.1) along the rows of
+``R = [N; S; -S; T; -T]``.  With the reduced dynamics of :mod:`controllers.dynamics`
+(``v+_u = p + Z z``, ``Z = A^-1 R_u^T``, actuated velocity fixed to ``qd_des``) the kinetic
+energy ``1/2 v+^T M v+`` is, up to a constant (eqs. 95-98),
+
+    1/2 z^T (Z^T A Z) z + z^T (Z^T A p + Z^T B qd_des)
+
+subject to non-interpenetration ``N v+ >= -phi/dt`` (eq. 99), ``z >= 0`` (eq. 100) and, for
+finite friction, ``mu_i f_N,i >= 1^T f_F,i`` (eq. 101; the sum of the four pyramid components,
+the ``c_S + c_T`` of the garbled eq. 101 being re-derived from eq. 72).  ``Z^T A Z = Y^T Y`` with
+``Y = L^-1 R_u^T`` (``A = L L^T``) has rank at most ``nu`` (6 for a quadruped), so Stage I is
+convex, not strictly convex: indeterminate contact.  As the authors do (footnote 1), Stage I
+is solved through its KKT conditions, the LCP ``([c; g], [[H, -G^T], [G, 0]])`` with Lemke's
+method (``stage1_solver="lemke"``, with the regularisation fallback); ``"qp"`` solves the QP
+directly through :func:`idyn.qp.solve_qp` (ridge fallback) instead.
+
+**Stage II** (Sec. 6.2.4, eqs. 102-112).  With ``W`` an orthonormal basis of ``ker(Z^T A Z) =
+ker(Y)`` (from the SVD of ``Y``), every ``z0 + W w`` dissipates the same energy; since
+``Z W = 0`` (the paper's "Z ker(Z^T A Z) = 0"), the energy equality (108) and the
+non-interpenetration rows (109) hold for every ``w`` and drop out.  Then ``dt tau`` changes by
+``-R_a W w`` only, and Stage II is
+
+    minimize_w  1/2 |dt tau0 - R_a W w|^2 + rho/2 |z0 + W w|^2     s.t. (110), (111)
+
+which is eq. 112 scaled by ``dt^2`` (``y = tau``), plus a small ridge ``rho`` on the impulses:
+the paper's Stage II Hessian ``W^T U^T G^-1 G^-1 U W`` is itself singular whenever two impulse
+combinations give equal torques (opposite pyramid edges, duplicated contacts), and the ridge
+picks the least-norm one so the solution is unique and continuous in the data.  ``rho`` is
+relative to the mean eigenvalue of the torque term (default 1e-6).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from idyn.errors import SolverError
+from idyn.lcp import lemke_regularized
+from idyn.qp import solve_qp
+
+from .dynamics import Step
+
+#: relative tolerance of the rank decisions (rows that impulses cannot move, nullspace of Y)
+RANK_TOL = 1e-10
+
+
+@dataclass
+class StageOne:
+    """Stage I data: ``min 1/2 |Y z|^2 + c^T z  s.t.  G z + g >= 0, z >= 0``."""
+
+    R: np.ndarray       #: (k, nv) impulse directions, k = 5 m
+    Y: np.ndarray       #: (nu, k) whitened unactuated impulse map; Hessian H = Y^T Y
+    c: np.ndarray       #: (k,) linear term (eq. 98)
+    G: np.ndarray       #: constraint rows: live non-penetration rows, then cone rows
+    g: np.ndarray
+    cone: np.ndarray    #: (mf, k) cone rows mu f_N - 1^T f_F (eq. 101)
+    unenforceable: int  #: non-penetration rows no impulse can change (dropped)
+
+    @property
+    def k(self) -> int:
+        return self.R.shape[0]
+
+    @property
+    def H(self) -> np.ndarray:
+        return self.Y.T @ self.Y
+
+
+def cone_rows(mu: np.ndarray) -> np.ndarray:
+    """Rows ``mu_i f_N,i - (f_S+ + f_S- + f_T+ + f_T-)_i`` for contacts with finite ``mu``."""
+    m = mu.size
+    finite = np.flatnonzero(np.isfinite(mu))
+    rows = np.zeros((finite.size, 5 * m))
+    for r, i in enumerate(finite):
+        rows[r, i] = mu[i]
+        rows[r, m + i::m] = -1.0
+    return rows
+
+
+def build_stage_one(step: Step, coulomb: bool) -> StageOne:
+    """Assemble Stage I (eqs. 94-101) for ``step``; ``coulomb=False`` drops the cone (mu = inf)."""
+    u, a = step.u, step.a
+    R = step.directions(pyramid=True)
+    Ru = R[:, u].T
+    Y = step.whiten(Ru)
+    c = R[:, u] @ (step.p + step.solve_A(step.B @ step.qd))
+    N = step.jac.N
+    Gn = step.whiten(N[:, u].T).T @ Y                       # N_u A^-1 R_u^T
+    gn = N[:, u] @ step.p + N[:, a] @ step.qd + step.jac.phi / step.dt
+    norms = np.linalg.norm(Gn, axis=1)
+    live = norms > RANK_TOL * max(norms.max(initial=0.0), 1.0)
+    cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, R.shape[0]))
+    G = np.vstack((Gn[live], cone))
+    g = np.concatenate((gn[live], np.zeros(cone.shape[0])))
+    return StageOne(R, Y, c, G, g, cone, int(np.count_nonzero(~live & (gn < 0))))
+
+
+def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
+    """Stage I optimum ``z0`` (any one of them) and solver info."""
+    k, nc = prob.k, prob.G.shape[0]
+    if method == "lemke":
+        Mlcp = np.block([[prob.H, -prob.G.T], [prob.G, np.zeros((nc, nc))]])
+        res = lemke_regularized(Mlcp, np.concatenate((prob.c, prob.g)))
+        info = {"stage1_status": res.status.value, "pivots": res.pivots,
+                "regularization": res.regularization}
+        if res.solved:
+            return res.z[:k], info
+    qp = solve_qp(prob.H, prob.c, A_in=np.vstack((prob.G, np.eye(k))),
+                  b_in=np.concatenate((-prob.g, np.zeros(k))), backend=qp_backend)
+    info = {"stage1_status": qp.status.value, "pivots": qp.iterations,
+            "regularization": qp.regularization,
+            "stage1_solver": "qp" if method == "qp" else "qp (lemke failed)"}
+    if not qp.solved:
+        raise SolverError(f"Stage I failed: {qp.status.value}")
+    return np.maximum(qp.x, 0.0), info
+
+
+def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
+                    qp_backend: str) -> tuple[np.ndarray, dict]:
+    """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112)."""
+    k = prob.k
+    if prob.Y.shape[0]:
+        _, s, Vt = np.linalg.svd(prob.Y, full_matrices=True)
+        rank = int(np.count_nonzero(s > RANK_TOL * max(s.max(initial=0.0), 1e-300)))
+    else:
+        Vt, rank = np.eye(k), 0
+    W = Vt[rank:].T
+    if W.shape[1] == 0:
+        return z0, {"stage2_status": "determinate", "nullity": 0}
+    tau0, _ = step.resolve(prob.R.T @ z0)
+    RW = prob.R[:, step.a].T @ W
+    rho = ridge * max(float(np.einsum("ij,ij->", RW, RW)) / W.shape[1], 1e-12)
+    H2 = RW.T @ RW + rho * np.eye(W.shape[1])
+    c2 = -RW.T @ (step.dt * tau0) + rho * (W.T @ z0)
+    A_in = np.vstack((W, prob.cone @ W))
+    b_in = np.concatenate((-z0, -np.maximum(prob.cone @ z0, 0.0)))
+    qp = solve_qp(H2, c2, A_in=A_in, b_in=b_in, backend=qp_backend)
+    info = {"stage2_status": qp.status.value, "nullity": int(W.shape[1]),
+            "stage2_iterations": qp.iterations}
+    if not qp.solved:
+        return z0, info  # Stage I's answer is still a valid contact model solution
+    return np.maximum(z0 + W @ qp.x, 0.0), info
+
+
+def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> tuple[np.ndarray, dict]:
+    """Sec. 6.1 one-stage variant: Stage I with the Hessian regularised to ``H + eps I``,
+    ``eps = regularization * max(diag H)`` (Todorov 2014), strictly convex hence unique."""
+    H = prob.H
+    k = prob.k
+    eps = regularization * max(float(np.diag(H).max(initial=0.0)), 1e-12)
+    qp = solve_qp(H + eps * np.eye(k), prob.c, A_in=np.vstack((prob.G, np.eye(k))),
+                  b_in=np.concatenate((-prob.g, np.zeros(k))), backend=qp_backend)
+    info = {"stage1_status": qp.status.value, "pivots": qp.iterations,
+            "regularization": eps + qp.regularization}
+    if not qp.solved:
+        raise SolverError(f"one-stage QP failed: {qp.status.value}")
+    return np.maximum(qp.x, 0.0), info

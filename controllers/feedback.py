@@ -1,0 +1,72 @@
+"""The error feedback every controller of the paper shares (Sec. 7.3, SPEC section 5).
+
+"We use the same error-feedback in all cases ... The PID error feedback controller is defined in
+configuration-space ... [it] accumulate[s] error feedback from configuration-space errors into
+the vector of desired acceleration (qdd_des) input into the inverse dynamics controllers."
+
+So the inverse-dynamics controllers receive
+
+    qdd_cmd = qdd_des + kp (q_des - q) + kv (qd_des - qd) + ki * integral (q_des - q) dt
+
+on the actuated joints, with the same gains for every controller (kp 1e3, kv 10, ki 1 by
+default).  The PID baseline (:mod:`controllers.pid`) uses the same law and maps it to torques.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from idyn import RobotModel
+from idyn.errors import InvalidInputError
+
+#: SPEC section 5 defaults.
+DEFAULT_GAINS = {"kp": 1e3, "kv": 10.0, "ki": 1.0}
+
+
+class ErrorFeedback:
+    """Configuration-space PID on the actuated joints, producing an acceleration correction.
+
+    Args:
+        model: the robot (its ``actuated_q`` / ``actuated_v`` select the joints).
+        kp, kv, ki: gains (1/s^2, 1/s, 1/s^3); scalars or one value per actuated joint.
+        integral_limit: optional bound on ``|integral of the error|`` per joint (anti-windup);
+            None (default) leaves the integral unbounded, as the paper's controller does.
+    """
+
+    def __init__(self, model: RobotModel, kp=DEFAULT_GAINS["kp"], kv=DEFAULT_GAINS["kv"],
+                 ki=DEFAULT_GAINS["ki"], integral_limit: float | None = None):
+        na = model.na
+        self.iq = np.asarray(model.actuated_q, dtype=int)
+        self.iv = np.asarray(model.actuated_v, dtype=int)
+        self.kp, self.kv, self.ki = (self._gain(g, na, n) for g, n in ((kp, "kp"), (kv, "kv"), (ki, "ki")))
+        if integral_limit is not None and not integral_limit > 0:
+            raise InvalidInputError(f"integral_limit must be positive, got {integral_limit}")
+        self.integral_limit = integral_limit
+        self.integral = np.zeros(na)
+
+    @staticmethod
+    def _gain(g, na: int, name: str) -> np.ndarray:
+        arr = np.asarray(g, dtype=float)
+        if arr.ndim == 0:
+            arr = np.full(na, float(arr))
+        if arr.shape != (na,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise InvalidInputError(f"{name} must be a non-negative scalar or {na} values, got {g!r}")
+        return arr
+
+    def reset(self) -> None:
+        self.integral[:] = 0.0
+
+    def errors(self, q: np.ndarray, v: np.ndarray, q_des: np.ndarray, v_des: np.ndarray):
+        """(position error, velocity error) on the actuated joints."""
+        return q_des - q[self.iq], v_des - v[self.iv]
+
+    def correction(self, q, v, q_des, v_des, dt: float) -> np.ndarray:
+        """``kp e + kv de + ki int(e)``; advances the integral by ``e dt``."""
+        e, de = self.errors(q, v, q_des, v_des)
+        self.integral += e * dt
+        if self.integral_limit is not None:
+            np.clip(self.integral, -self.integral_limit, self.integral_limit, out=self.integral)
+        return self.kp * e + self.kv * de + self.ki * self.integral
+
+    def acceleration(self, q, v, desired, dt: float) -> np.ndarray:
+        """The commanded actuated acceleration ``qdd_des + correction`` (Sec. 7.3)."""
+        return desired.vdot + self.correction(q, v, desired.q, desired.v, dt)

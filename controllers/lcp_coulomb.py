@@ -1,0 +1,137 @@
+"""ID_LCP,mu (paper Sec. 5, eqs. 52-68): complementarity contact with Coulomb friction.
+
+The MLCP of eq. 59 is written in the reduced form of :mod:`controllers.dynamics`, with the
+unconstrained variables ``x = [v+_u; dt tau]`` and the complementarity variables
+``y = [f_N; f_F; lambda]`` (``f_F`` the four pyramid components of every contact, ordered as
+``D = [S; -S; T; -T]``, ``lambda`` the sliding-speed multipliers)::
+
+    A = [[M_uu, 0], [M_au, -I]]       C = -[[R_u^T, 0], [R_a^T, 0]]
+    g = -[M_uu p; M_au v_u - M_aa (qd_des - v_a) - dt h_a]
+    D = [[N_u, 0], [F_u, 0], [0, 0]]  h = [N_a qd_des + phi/dt; F_a qd_des; 0]
+    B = [[0, 0, 0], [0, 0, E], [mu, -E^T, 0]]
+
+so that ``w_N = N v+ + phi/dt`` (eq. 54), ``w_F = F v+ + E lambda`` (55) and
+``w_lambda = mu f_N - E^T f_F`` (56), with ``E`` the 4m x m block of ones per contact (the LCP
+of eq. 64 is garbled in the text; this is Anitescu & Potra's, which the paper follows).  The
+first row block is the unactuated dynamics, the second the actuated rows that define ``tau``
+(eq. 58).  :func:`idyn.lcp.mlcp_to_lcp` (Appendix C) gives the copositive LCP of eq. 64, solved
+by :func:`idyn.lcp.lemke_regularized` (Lemke, lexicographic, with the regularisation fallback of
+Sec. 8.2).  Contacts with ``mu = inf`` use ``mu_inf`` (100, as SPEC section 6 simulates it).
+
+Every LCP answer is checked in physical units (non-interpenetration and complementarity at
+the predicted velocity); an answer that fails even after regularisation is replaced by the
+prediction of the one-stage complementarity-free model (``info["fallback"]``).
+
+Option ``mindiff=True``: for at most ``mindiff_max_contacts`` contacts (the enumeration is
+``2^(6m)``, Algorithm 3) every LCP solution is enumerated by :func:`idyn.lcp.mindiff` and the
+one whose ``x = [v+_u; dt tau]`` is closest to the previous step's is used (Sec. 5.3); larger
+contact sets use Lemke.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from idyn.errors import InvalidInputError, SolverError
+from idyn.lcp import lemke_regularized, mindiff, mlcp_to_lcp
+
+from .base import Controller, Solution, register
+from .dissipation import build_stage_one, solve_one_stage
+from .dynamics import Step
+
+#: relative tolerance of the physical acceptance check of an LCP answer
+CHECK_TOL = 1e-6
+#: regularisation of the complementarity-free fallback (as ``qp-coulomb-1stage``'s default)
+ONE_STAGE_REGULARIZATION = 1e-6
+
+
+@register
+class LCPCoulomb(Controller):
+    name = "lcp-coulomb"
+
+    def __init__(self, model, *, mindiff: bool = False, mindiff_max_contacts: int = 2,
+                 mu_inf: float = 100.0, **common):
+        super().__init__(model, **common)
+        if not (np.isfinite(mu_inf) and mu_inf > 0):
+            raise InvalidInputError(f"mu_inf must be positive and finite, got {mu_inf}")
+        self.use_mindiff, self.mindiff_max_contacts, self.mu_inf = mindiff, int(mindiff_max_contacts), mu_inf
+        self._x_prev = None
+
+    def reset(self) -> None:
+        super().reset()
+        self._x_prev = None
+
+    def _solve(self, q, v, vdot, contacts) -> Solution:
+        step = self._step(q, v, vdot, contacts)
+        if step.m == 0:
+            tau, v_next = step.resolve(np.zeros(self.model.nv))
+            return Solution(tau, np.zeros((0, 3)), v_next)
+        k = 5 * step.m
+        R = step.directions(pyramid=True)
+        try:
+            z, x, info = self._solve_lcp(step, self._mlcp(step))
+            tau, v_next = step.resolve(R.T @ z[:k])
+            self._check_solution(step, z[:k], v_next)
+        except SolverError as exc:
+            # The paper's implementation regularises (done inside lemke_regularized); when even
+            # that fails we predict with the complementarity-free model of Sec. 6 instead.
+            z, info = solve_one_stage(build_stage_one(step, coulomb=True), ONE_STAGE_REGULARIZATION, "quadprog")
+            info.update(fallback="qp-coulomb-1stage", error=str(exc))
+            tau, v_next = step.resolve(R.T @ z)
+            x = None
+        self._x_prev = x
+        info["lcp_z"] = z
+        return Solution(tau, step.forces_from_impulses(z[:k], pyramid=True), v_next, info)
+
+    @staticmethod
+    def _check_solution(step: Step, z: np.ndarray, v_next: np.ndarray) -> None:
+        """Our own acceptance test in physical units: non-interpenetration (eq. 54) and normal
+        complementarity at the predicted velocity, relative to the contact-free normal speed."""
+        J, m = step.jac, step.m
+        wN = J.N @ v_next + J.phi / step.dt
+        free = J.N[:, step.u] @ step.p + J.N[:, step.a] @ step.qd + J.phi / step.dt
+        tol = CHECK_TOL * (1.0 + float(np.abs(free).max(initial=0.0)))
+        fN = z[:m]
+        if np.any(wN < -tol) or np.any(fN * np.abs(wN) > tol * (1.0 + fN)):
+            raise SolverError(f"the LCP answer violates eq. 54 by {max(-wN.min(), 0.0):.3g} m/s")
+
+    def _mlcp(self, step: Step):
+        """The MLCP blocks ``(A, B, C, D, g, h)`` of the module docstring."""
+        J, u, a, m, na, dt = step.jac, step.u, step.a, step.m, self.model.na, step.dt
+        nu = step.nu
+        R = step.directions(pyramid=True)                      # (5m, nv): [N; F]
+        F = R[m:]
+        E = np.tile(np.eye(m), (4, 1))                         # (4m, m)
+        mu = np.where(np.isfinite(J.mu), J.mu, self.mu_inf)
+        M = step.M
+        A = np.block([[M[np.ix_(u, u)], np.zeros((nu, na))], [M[np.ix_(a, u)], -np.eye(na)]])
+        C = -np.vstack((np.hstack((R[:, u].T, np.zeros((nu, m)))), np.hstack((R[:, a].T, np.zeros((na, m))))))
+        dva = step.qd - step.v[a]
+        g = -np.concatenate((M[np.ix_(u, u)] @ step.p,
+                             M[np.ix_(a, u)] @ step.v[u] - M[np.ix_(a, a)] @ dva - dt * step.h[a]))
+        D = np.zeros((6 * m, nu + na))
+        D[:m, :nu], D[m:5 * m, :nu] = J.N[:, u], F[:, u]
+        h = np.concatenate((J.N[:, a] @ step.qd + J.phi / dt, F[:, a] @ step.qd, np.zeros(m)))
+        B = np.zeros((6 * m, 6 * m))
+        B[m:5 * m, 5 * m:] = E
+        B[5 * m:, :m] = np.diag(mu)
+        B[5 * m:, m:5 * m] = -E.T
+        return A, B, C, D, g, h
+
+    def _solve_lcp(self, step: Step, mlcp):
+        A, B, C, D, g, h = mlcp
+        if self.use_mindiff and step.m <= self.mindiff_max_contacts:
+            x0 = self._x_prev if self._x_prev is not None and self._x_prev.size == A.shape[0] \
+                else np.zeros(A.shape[0])
+            res = mindiff(A, B, C, D, g, h, x0, max_size=6 * self.mindiff_max_contacts)
+            lcp = res.lcp
+            info = {"status": lcp.status.value, "pivots": lcp.pivots, "solver": "mindiff",
+                    "solutions": res.solutions, "regularization": 0.0, "lcp_w": lcp.w}
+            if lcp.solved:
+                return lcp.z, res.x, info
+        red = mlcp_to_lcp(A, B, C, D, g, h)
+        lcp = lemke_regularized(red.Q, red.r)
+        info = {"status": lcp.status.value, "pivots": lcp.pivots, "solver": "lemke",
+                "regularization": lcp.regularization, "lcp_w": lcp.w}
+        if not lcp.solved:
+            raise SolverError(f"Coulomb LCP unsolved: {lcp.status.value}")
+        return lcp.z, red.unconstrained(lcp.z), info

@@ -1,0 +1,152 @@
+"""``idyn bench controllers``: step time of every controller against the dynamics floor.
+
+For each robot (LINKS and a second quadruped) standing on its four feet, every controller of
+``controllers.available()`` is timed on the same slightly perturbed states.  Beside it, the
+**dynamics floor** is timed in the same run: what any model-based controller must compute
+every step through pinocchio, i.e. ``M(q)``, ``h(q, v)`` and the contact Jacobians ``N, S, T``
+(:func:`floor_step`).  The table prints median and p90 step time per controller and the ratio of
+medians to the floor; DIR/bench.json holds all of it.
+
+:func:`standing_problem` (the standing quadruped with k duplicated contacts per foot) is shared
+by :mod:`experiments.benchmarks.contacts` and the controller conformance tests.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import controllers
+import robots
+from idyn import Contact, contact_jacobians
+from idyn.state import Desired, RobotState
+
+#: robots timed by default: the paper's LINKS and a second point-footed quadruped
+ROBOTS = ("links", "a1")
+
+
+@dataclass
+class StandingProblem:
+    """A quadruped standing on flat ground: model, state, desired motion and contacts."""
+
+    robot: robots.Quadruped
+    state: RobotState
+    desired: Desired
+    contacts: list
+
+    @property
+    def model(self):
+        return self.robot.model
+
+
+def foot_contacts(robot: robots.Quadruped, q, mu: float, per_foot: int = 1) -> list[Contact]:
+    """Ground contacts under the spherical feet; ``per_foot > 1`` duplicates each one (the
+    timing experiment of paper Fig. 19 duplicates contacts at the foot-ground interface)."""
+    out = []
+    for foot, centre in zip(robot.feet.values(), robot.foot_centres(q)):
+        point = centre - np.array([0.0, 0.0, foot.radius])
+        out.extend(Contact(foot.link, None, point, (0.0, 0.0, 1.0), mu, phi=float(point[2]))
+                   for _ in range(per_foot))
+    return out
+
+
+def standing_problem(name: str = "links", n_contacts: int = 4, mu: float = 1.0, *,
+                     rng: np.random.Generator | None = None, noise: float = 0.0) -> StandingProblem:
+    """``n_contacts`` (a multiple of 4) ground contacts under a standing quadruped.
+
+    ``noise`` perturbs the joint angles and velocities (radians, rad/s) with ``rng``; the desired
+    motion is to hold the nominal stance.
+    """
+    if n_contacts % 4:
+        raise ValueError(f"n_contacts must be a multiple of 4, got {n_contacts}")
+    robot = robots.quadruped(name)
+    model = robot.model
+    q = robot.q_stand.copy()
+    v = np.zeros(model.nv)
+    if noise:
+        rng = rng or np.random.default_rng(0)
+        q[model.actuated_q] += noise * rng.standard_normal(model.na)
+        v[model.actuated_v] += noise * rng.standard_normal(model.na)
+    na = model.na
+    desired = Desired(robot.q_stand[model.actuated_q], np.zeros(na), np.zeros(na))
+    return StandingProblem(robot, RobotState(q, v), desired, foot_contacts(robot, q, mu, n_contacts // 4))
+
+
+def floor_step(problem: StandingProblem) -> None:
+    """The pinocchio dynamics floor: M, h and the contact Jacobians."""
+    model, s = problem.model, problem.state
+    model.mass_matrix(s.q)
+    model.bias_forces(s.q, s.v)
+    contact_jacobians(model, s.q, problem.contacts)
+
+
+def time_calls(fn, repeats: int) -> np.ndarray:
+    """Wall time of ``repeats`` calls (after one warm-up call), seconds."""
+    fn()
+    out = np.empty(repeats)
+    for i in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out[i] = time.perf_counter() - t0
+    return out
+
+
+def summary(times: np.ndarray) -> dict:
+    return {"median_us": float(np.median(times) * 1e6), "p90_us": float(np.percentile(times, 90) * 1e6),
+            "samples": int(times.size)}
+
+
+def time_controllers(problems: list[StandingProblem], names, repeats: int) -> dict:
+    """Median/p90 of the floor and of each controller over ``problems`` x ``repeats`` steps."""
+    model = problems[0].model
+    floor = np.concatenate([time_calls(lambda p=p: floor_step(p), repeats) for p in problems])
+    result = {"floor": summary(floor), "controllers": {}}
+    for name in names:
+        ctrl = controllers.make(name, model)
+        samples, statuses = [], {}
+        for p in problems:
+            ctrl.reset()
+            if hasattr(ctrl, "observe_contact_forces"):  # sensed ID: give it a measurement
+                w = model.total_mass * np.linalg.norm(model.gravity) / len(p.contacts)
+                forces = np.tile([w, 0.0, 0.0], (len(p.contacts), 1))
+                for _ in range(2):
+                    ctrl.observe_contact_forces(p.contacts, forces)
+            last = {}
+
+            def step(p=p, last=last):
+                last["out"] = ctrl.compute(p.state, p.desired, p.contacts)
+
+            samples.append(time_calls(step, repeats))
+            st = last["out"].info.get("status", "?")
+            statuses[st] = statuses.get(st, 0) + 1
+        t = np.concatenate(samples)
+        entry = summary(t)
+        entry["ratio_to_floor"] = entry["median_us"] / result["floor"]["median_us"]
+        entry["statuses"] = statuses
+        result["controllers"][name] = entry
+    return result
+
+
+def run(out="results/bench", *, counts=None, seeds: int = 2, repeats: int = 15, robots_=ROBOTS) -> dict:
+    """Time every controller with 4 contacts (``counts`` ignored: see ``idyn bench contacts``)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    names = controllers.available()
+    report = {"benchmark": "controllers", "contacts": 4, "seeds": seeds, "repeats": repeats,
+              "python": platform.python_version(), "machine": platform.machine(), "robots": {}}
+    for robot in robots_:
+        rng = np.random.default_rng(1)
+        problems = [standing_problem(robot, 4, 1.0, rng=rng, noise=1e-3) for _ in range(seeds)]
+        res = time_controllers(problems, names, repeats)
+        report["robots"][robot] = res
+        f = res["floor"]
+        print(f"\n{robot} (4 contacts): dynamics floor median {f['median_us']:.1f} us, p90 {f['p90_us']:.1f} us")
+        print(f"  {'controller':20s} {'median us':>10s} {'p90 us':>10s} {'x floor':>8s}")
+        for name, e in res["controllers"].items():
+            print(f"  {name:20s} {e['median_us']:10.1f} {e['p90_us']:10.1f} {e['ratio_to_floor']:8.2f}")
+    (out / "bench.json").write_text(json.dumps(report, indent=2))
+    return report

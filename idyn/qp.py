@@ -1,0 +1,204 @@
+"""One adapter over dense convex QP backends, shared by every controller and planner.
+
+Problem (all arrays dense, float64)::
+
+    minimize    1/2 x^T H x + c^T x
+    subject to  A_eq x  = b_eq
+                A_in x >= b_in
+
+Backends: ``"quadprog"`` (Goldfarb-Idnani dual active set, the default: fast on the small dense
+problems of a control step) and ``"cvxopt"`` (interior point; accepts a merely positive
+semi-definite ``H``).  The adapter adds what a control loop needs around them:
+
+* **Validation** of shapes and finiteness (typed :mod:`idyn.errors` exceptions).
+* **Dependent equalities** are reduced to an independent set by a rank-revealing QR of
+  ``[A_eq | b_eq]``'s rows (quadprog rejects dependent equality rows; duplicated contacts
+  produce them).  Consistent dependent rows lose nothing; inconsistent ones make the problem
+  infeasible and are reported as such.
+* **Regularisation fallback**: quadprog requires ``H`` positive definite.  When it is only
+  semi-definite (the maximal-dissipation Hessian of paper Sec. 6 always is), ``eps I`` is added
+  with ``eps = s * max(diag H, 1)`` for ``s`` in :data:`REGULARIZATION_SCHEDULE`, smallest first;
+  the result records the ``eps`` used (``QPResult.regularization``), mirroring
+  :func:`idyn.lcp.lemke_regularized`.
+* **Status, not exceptions**: a failed solve returns ``QPResult`` with ``status`` INFEASIBLE or
+  FAILED and ``x`` filled with NaN; the caller falls back.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import qr
+
+from . import validation
+from .errors import InvalidInputError
+
+#: Relative ridge values tried, in order, when the backend rejects a singular Hessian.
+REGULARIZATION_SCHEDULE = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4)
+#: Relative tolerance of the rank decision on equality rows.
+EQUALITY_RANK_TOL = 1e-10
+
+BACKENDS = ("quadprog", "cvxopt")
+
+
+class QPStatus(enum.Enum):
+    SOLVED = "solved"
+    INFEASIBLE = "infeasible"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class QPResult:
+    """Answer of :func:`solve_qp`.
+
+    Attributes:
+        x: the minimiser (NaN-filled when not solved).
+        status: :class:`QPStatus`.
+        backend: the backend that produced ``x``.
+        regularization: ``eps`` added to the diagonal of ``H`` (0.0 if none was needed).
+        objective: ``1/2 x^T H x + c^T x`` of the *original* problem.
+        iterations: backend iteration count (active-set changes or interior-point steps).
+        dropped_equalities: number of equality rows removed as linearly dependent.
+    """
+
+    x: np.ndarray
+    status: QPStatus
+    backend: str
+    regularization: float = 0.0
+    objective: float = float("nan")
+    iterations: int = 0
+    dropped_equalities: int = 0
+
+    @property
+    def solved(self) -> bool:
+        return self.status is QPStatus.SOLVED
+
+
+def _rows(A, b, n: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+    if A is None:
+        return np.zeros((0, n)), np.zeros(0)
+    A = validation.matrix(np.atleast_2d(A) if np.size(A) else np.zeros((0, n)), (None, n), f"A_{name}")
+    b = validation.vector(np.asarray(b, dtype=float).reshape(-1), A.shape[0], f"b_{name}")
+    return A, b
+
+
+def independent_equalities(A, b, tol: float = EQUALITY_RANK_TOL) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``(A', b')`` spanning the same constraints as ``A x = b`` with ``A'`` of full row rank.
+
+    Uses a column-pivoted QR of ``A^T``: the pivot order picks a maximal independent subset of
+    the original rows (so the kept constraints are the user's own rows, not combinations).
+    If a dropped row is inconsistent with the kept ones the QP becomes infeasible only through
+    that row being ignored; :func:`solve_qp` checks the residual of *all* rows afterwards.
+    """
+    if A.shape[0] == 0:
+        return A, b
+    _, R, piv = qr(A.T, mode="economic", pivoting=True, check_finite=False)
+    d = np.abs(np.diag(R))
+    rank = int(np.count_nonzero(d > tol * max(d.max(initial=0.0), 1e-300)))
+    keep = np.sort(piv[:rank])
+    return A[keep], b[keep]
+
+
+def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str = "quadprog",
+             regularize: bool = True, feasibility_tol: float = 1e-7) -> QPResult:
+    """Solve the convex QP of the module docstring; never raises on solver failure.
+
+    Args:
+        H: (n, n) symmetric positive (semi-)definite Hessian.
+        c: (n,) linear term.
+        A_eq, b_eq: equality rows (may be dependent, see module docstring).
+        A_in, b_in: inequality rows ``A_in x >= b_in``.
+        backend: ``"quadprog"`` or ``"cvxopt"``.
+        regularize: allow the ridge fallback of :data:`REGULARIZATION_SCHEDULE`.
+        feasibility_tol: relative tolerance of the final constraint check.
+
+    Raises:
+        ShapeError, NonFiniteError: malformed input.
+        InvalidInputError: unknown backend.
+    """
+    if backend not in BACKENDS:
+        raise InvalidInputError(f"unknown QP backend {backend!r}; choose from {BACKENDS}")
+    H = validation.square(H, "H")
+    n = H.shape[0]
+    c = validation.vector(c, n, "c")
+    Ae, be = _rows(A_eq, b_eq, n, "eq")
+    Ai, bi = _rows(A_in, b_in, n, "in")
+    Ae_kept, be_kept = independent_equalities(Ae, be)
+    dropped = Ae.shape[0] - Ae_kept.shape[0]
+    H = 0.5 * (H + H.T)
+    if n == 0:
+        return QPResult(np.zeros(0), QPStatus.SOLVED, backend, objective=0.0, dropped_equalities=dropped)
+    solver = _quadprog if backend == "quadprog" else _cvxopt
+    schedule = (0.0,) + (REGULARIZATION_SCHEDULE if regularize else ())
+    scale = max(float(np.abs(np.diag(H)).max(initial=0.0)), 1.0)
+    status, x, iters, eps = QPStatus.FAILED, None, 0, 0.0
+    for s in schedule:
+        eps = s * scale
+        status, x, iters = solver(H + eps * np.eye(n) if eps else H, c, Ae_kept, be_kept, Ai, bi)
+        if status is not QPStatus.FAILED:
+            break
+    if status is QPStatus.SOLVED and not _feasible(x, Ae, be, Ai, bi, feasibility_tol):
+        status = QPStatus.INFEASIBLE
+    if status is not QPStatus.SOLVED:
+        return QPResult(np.full(n, np.nan), status, backend, eps, iterations=iters, dropped_equalities=dropped)
+    obj = float(0.5 * x @ H @ x + c @ x)
+    return QPResult(x, status, backend, eps, obj, iters, dropped)
+
+
+def _feasible(x, Ae, be, Ai, bi, tol) -> bool:
+    if not np.all(np.isfinite(x)):
+        return False
+    scale = 1.0 + float(np.abs(x).max(initial=0.0))
+    if Ae.shape[0]:
+        sc = scale * (1.0 + np.abs(Ae).max(axis=1)) + np.abs(be)
+        if np.any(np.abs(Ae @ x - be) > tol * sc):
+            return False
+    if Ai.shape[0]:
+        sc = scale * (1.0 + np.abs(Ai).max(axis=1)) + np.abs(bi)
+        if np.any(Ai @ x - bi < -tol * sc):
+            return False
+    return True
+
+
+def _quadprog(H, c, Ae, be, Ai, bi):
+    import quadprog
+
+    C = np.vstack((Ae, Ai)).T
+    b = np.concatenate((be, bi))
+    try:
+        if C.shape[1]:
+            x, _, _, iters, _, _ = quadprog.solve_qp(H, -c, C, b, Ae.shape[0])
+        else:
+            x, _, _, iters, _, _ = quadprog.solve_qp(H, -c)
+    except ValueError as exc:
+        msg = str(exc)
+        if "inconsistent" in msg or "no solution" in msg:
+            return QPStatus.INFEASIBLE, None, 0
+        return QPStatus.FAILED, None, 0  # "matrix G is not positive definite"
+    return QPStatus.SOLVED, np.asarray(x, dtype=float), int(np.asarray(iters).ravel()[0])
+
+
+def _cvxopt(H, c, Ae, be, Ai, bi):
+    import cvxopt
+    from cvxopt import solvers
+
+    M = lambda a: cvxopt.matrix(np.ascontiguousarray(a, dtype=float))  # noqa: E731
+    kwargs = {}
+    if Ai.shape[0]:
+        kwargs.update(G=M(-Ai), h=M(-bi))
+    if Ae.shape[0]:
+        kwargs.update(A=M(Ae), b=M(be))
+    try:
+        sol = solvers.qp(M(H), M(c), options={"show_progress": False}, **kwargs)
+    except (ValueError, ArithmeticError):
+        return QPStatus.FAILED, None, 0
+    if sol["status"] == "optimal":
+        return QPStatus.SOLVED, np.array(sol["x"]).ravel(), int(sol["iterations"])
+    if sol["status"] in ("primal infeasible", "dual infeasible"):
+        return QPStatus.INFEASIBLE, None, int(sol["iterations"])
+    return QPStatus.FAILED, None, int(sol.get("iterations", 0))
+
+
+__all__ = ["QPResult", "QPStatus", "BACKENDS", "REGULARIZATION_SCHEDULE", "independent_equalities",
+           "solve_qp"]
