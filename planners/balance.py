@@ -1,0 +1,102 @@
+"""Balance by virtual compressive contact forces (paper Sec. 7.3, SPEC section 5).
+
+The paper stabilises the base "applying only virtual compressive forces along the contact
+normal" (Sugihara & Nakamura 2003). As in the authors' Pacer (stabilization plugin):
+
+1. a PD law on the base pose error gives a base wrench w (x, y, z, roll, pitch, yaw);
+2. the wrench is mapped through the base columns of the contact normal Jacobian, c_N = N_b w:
+   each contact gets the normal force whose virtual work matches the wrench's;
+3. negative (pulling) normal forces are clipped to zero and tangential forces are zero;
+4. the joints produce those forces against the ground: tau = -N_q^T c_N.
+
+Because c_N = max(0, N_b w) the generalized base force N_b^T c_N never opposes w (its power along
+w is sum max(0, (N_b w)_i)^2 >= 0): the term only pushes the base toward the goal. On flat
+ground vertical normals cannot produce horizontal forces or yaw moments, so x, y and yaw act
+only through tilted contacts; Pacer's trot used roll/pitch damping alone.
+
+Gains act in the goal's heading frame: x forward, y left, z up; roll, pitch, yaw about those
+axes. The output torque is added to the controller's torque by the closed loop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from idyn import RobotModel, validation
+from idyn.contact import contact_jacobians
+from idyn.errors import InvalidInputError
+from idyn.state import RobotState
+
+from .base_motion import rot_z
+
+
+@dataclass(frozen=True)
+class BalanceOutput:
+    """Joint torques (na), the virtual normal forces (one per used contact, N), the indices of
+    the contacts used and the base wrench w in base axes (pinocchio's base velocity dual)."""
+
+    tau: np.ndarray
+    normal_forces: np.ndarray
+    contacts_used: np.ndarray
+    wrench: np.ndarray
+
+
+class BalanceController:
+    """Base PD on (x, y, z, roll, pitch, yaw) through virtual compressive normal forces.
+
+    Parameters
+    ----------
+    model:
+        Floating-base :class:`idyn.RobotModel`.
+    kp, kv:
+        Six gains each, for (x, y, z, roll, pitch, yaw) (N/m, N s/m, N m/rad, N m s/rad). The
+        defaults hold height and keep the base level; Pacer's trot used kp = 0 and
+        kv = (0, 0, 0, 10, 10, 0).
+    """
+
+    def __init__(self, model: RobotModel, kp=(0.0, 0.0, 100.0, 100.0, 100.0, 0.0),
+                 kv=(0.0, 0.0, 10.0, 10.0, 10.0, 0.0)):
+        if not model.floating_base:
+            raise InvalidInputError("balance needs a floating-base model")
+        self.model = model
+        self.kp = validation.vector(kp, 6, "kp")
+        self.kv = validation.vector(kv, 6, "kv")
+        if (self.kp < 0).any() or (self.kv < 0).any():
+            raise InvalidInputError("balance gains must be >= 0")
+        pm = model.pinocchio_model
+        root = pm.joints[pm.getJointId("root_joint")]
+        self._base_v = np.arange(root.idx_v, root.idx_v + 6)
+
+    def wrench(self, state: RobotState, goal) -> np.ndarray:
+        """The PD base wrench, in base axes (dual of pinocchio's base velocity)."""
+        q = self.model.check_q(state.q)
+        v = self.model.check_v(state.v)
+        R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
+        R_goal = pin.rpy.rpyToMatrix(*validation.vector(goal.rpy, 3, "goal.rpy"))
+        H = rot_z(float(goal.rpy[2]))                      # goal heading frame
+        e_p = validation.vector(goal.position, 3, "goal.position") - q[:3]
+        e_r = pin.log3(R_goal @ R.T)                        # world-axes rotation error
+        e_v = validation.vector(goal.linear, 3, "goal.linear") - R @ v[self._base_v[:3]]
+        e_w = validation.vector(goal.angular, 3, "goal.angular") - R @ v[self._base_v[3:]]
+        force = H @ (self.kp[:3] * (H.T @ e_p) + self.kv[:3] * (H.T @ e_v))
+        torque = H @ (self.kp[3:] * (H.T @ e_r) + self.kv[3:] * (H.T @ e_w))
+        return np.concatenate((R.T @ force, R.T @ torque))
+
+    def compute(self, state: RobotState, contacts, goal, stance_bodies=None) -> BalanceOutput:
+        """Torques for the measured ``state``, the current ``contacts`` (``idyn.Contact``) and a
+        base ``goal`` (anything with ``position``, ``rpy``, ``linear``, ``angular``, such as
+        :meth:`QuadrupedPlanner.base_goal`). With ``stance_bodies`` only contacts on those
+        bodies are used (Pacer uses the planned stance feet)."""
+        contacts = list(contacts)
+        used = np.array([i for i, c in enumerate(contacts)
+                         if stance_bodies is None or c.body_a in stance_bodies], dtype=int)
+        na = self.model.na
+        w = self.wrench(state, goal)
+        if used.size == 0:
+            return BalanceOutput(np.zeros(na), np.zeros(0), used, w)
+        N = contact_jacobians(self.model, state.q, [contacts[i] for i in used]).N
+        c_n = np.maximum(N[:, self._base_v] @ w, 0.0)
+        tau = -(N.T @ c_n)[self.model.actuated_v]
+        return BalanceOutput(tau, c_n, used, w)

@@ -1,0 +1,81 @@
+"""Planar base motion: the commanded base twist and the poses it leads to (paper Sec. 7.2.1).
+
+The locomotion planner takes a desired planar base velocity (x_dot, y_dot, theta_dot) in the
+robot's heading frame. :func:`predict` integrates it in closed form (constant twist: a circular
+arc), which is what the planner needs to place a swing foot where the base will be in the
+middle of the next stance phase.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from idyn.errors import InvalidInputError
+
+
+@dataclass(frozen=True)
+class BaseCommand:
+    """Commanded planar base twist: forward ``vx`` and lateral ``vy`` (m/s) in the heading
+    frame, yaw rate ``wz`` (rad/s)."""
+
+    vx: float = 0.0
+    vy: float = 0.0
+    wz: float = 0.0
+
+    def __post_init__(self):
+        for name in ("vx", "vy", "wz"):
+            if not math.isfinite(getattr(self, name)):
+                raise InvalidInputError(f"base command {name} must be finite, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class PlanarPose:
+    """A base pose on the ground plane: position (x, y) and heading ``yaw``."""
+
+    x: float
+    y: float
+    yaw: float
+
+    def transform(self, local) -> np.ndarray:
+        """World coordinates of a point given in this pose's heading frame (z passes through)."""
+        local = np.asarray(local, dtype=float)
+        c, s = math.cos(self.yaw), math.sin(self.yaw)
+        return np.array([self.x + c * local[0] - s * local[1],
+                         self.y + s * local[0] + c * local[1], local[2]])
+
+
+def predict(pose: PlanarPose, command: BaseCommand, duration: float) -> PlanarPose:
+    """The pose reached after ``duration`` seconds of the constant twist ``command``.
+
+    Exact for a constant body-frame twist: the displacement is the twist's heading-frame
+    velocity integrated along the rotating heading (a circular arc; a straight line when the
+    yaw rate is zero).
+    """
+    dyaw = command.wz * duration
+    if abs(dyaw) < 1e-9:     # straight line (second-order term kept for continuity)
+        fx, fy = duration, 0.5 * dyaw * duration
+    else:
+        fx = math.sin(dyaw) / command.wz
+        fy = (1.0 - math.cos(dyaw)) / command.wz
+    # heading-frame displacement: R(fy-term) applied to (vx, vy)
+    dx = fx * command.vx - fy * command.vy
+    dy = fy * command.vx + fx * command.vy
+    c, s = math.cos(pose.yaw), math.sin(pose.yaw)
+    return PlanarPose(pose.x + c * dx - s * dy, pose.y + s * dx + c * dy, pose.yaw + dyaw)
+
+
+def yaw_of(rotation: np.ndarray) -> float:
+    """Heading (yaw about world z) of a rotation matrix: the direction of its x axis in the plane."""
+    return math.atan2(rotation[1, 0], rotation[0, 0])
+
+
+def rot_z(yaw: float) -> np.ndarray:
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def wrap_angle(a: float) -> float:
+    """``a`` wrapped into [-pi, pi)."""
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
