@@ -1,0 +1,122 @@
+"""The closed control loop of the experiments (paper Sec. 7, SPEC section 6).
+
+One place connects a testbed, a reference (planner), a controller and the trace:
+
+    state, contacts  <- testbed
+    desired          <- reference.desired(state, contacts)       (planner, waypoints, arm motion)
+    out              <- controller.compute(state, desired, contacts)
+                        (the shared error feedback of Sec. 7.3 lives in the controller)
+    tau              <- out.tau + reference.extra_torque(...)     (the balance term)
+                        clipped to the torque limits, if any
+    testbed.apply(tau); testbed.step()
+    sensed forces    -> trace, and to sensed-force controllers (observe_contact_forces)
+
+Any object with the testbed methods ``reset()``, ``state()``, ``contacts()``,
+``sensed_contact_forces()`` (aligned with the last ``contacts()``), ``apply(tau)``, ``step()`` and an attribute ``dt`` works
+(PyBullet, idyn.sim, hardware). The trace is :class:`experiments.trace.Trace`, saved as a
+compressed ``.npz``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from idyn import RobotModel
+from idyn.errors import InvalidInputError
+from idyn.state import Desired
+
+from .trace import Trace
+
+
+class Reference(Protocol):
+    """What the loop asks of a planner: desired motion and an optional torque term."""
+
+    def reset(self) -> None: ...
+
+    def desired(self, state, contacts) -> Desired: ...
+
+    def extra_torque(self, state, contacts) -> np.ndarray | None: ...
+
+
+@dataclass
+class LoopResult:
+    trace: Trace
+    wall_time: float                 #: seconds of real time the loop took
+    steps: int
+    info: dict = field(default_factory=dict)
+
+    @property
+    def realtime_factor(self) -> float:
+        return self.trace.t[-1] / self.wall_time if self.steps and self.wall_time > 0 else 0.0
+
+
+def torque_limits(model: RobotModel, limit) -> np.ndarray | None:
+    """``None``/``False``: unlimited (the paper's runs); ``True``/``"model"``: the URDF effort
+    limits; a number or an (na,) array: those limits."""
+    if limit is None or limit is False:
+        return None
+    if limit is True or (isinstance(limit, str) and limit == "model"):
+        lim = model.effort_limits
+    else:
+        lim = np.broadcast_to(np.asarray(limit, dtype=float), (model.na,)).copy()
+    if not (np.all(np.isfinite(lim)) and np.all(lim > 0)):
+        raise InvalidInputError(f"torque limits must be positive and finite, got {lim}")
+    return lim
+
+
+def run_loop(testbed, model: RobotModel, reference: Reference, controller, duration: float, *,
+             limit=None, trace_path=None, meta: dict | None = None, com=None,
+             stop=None, progress=None) -> LoopResult:
+    """Run ``duration`` seconds of closed loop at the testbed's ``dt``; return the trace.
+
+    ``com(q)`` (default ``model.center_of_mass``) fills the trace's centre-of-mass column;
+    ``stop(state)`` may end the run early (a fall); ``progress(k, steps)`` is called every
+    step if given. With ``trace_path`` the trace is saved there (compressed ``.npz``).
+    """
+    dt = float(testbed.dt)
+    if not (np.isfinite(duration) and duration > 0):
+        raise InvalidInputError(f"duration must be positive, got {duration}")
+    steps = int(round(duration / dt))
+    lim = torque_limits(model, limit)
+    com = com or model.center_of_mass
+    trace = Trace.allocate(steps, model.nq, model.nv, model.na, meta=meta)
+    observe = getattr(controller, "observe_contact_forces", None)
+
+    reference.reset()
+    controller.reset()
+    state = testbed.reset()
+    clipped = 0
+    t_start = time.perf_counter()
+    for k in range(steps):
+        state = testbed.state()
+        contacts = testbed.contacts()
+        desired = reference.desired(state, contacts)
+        out = controller.compute(state, desired, contacts)
+        tau = out.tau
+        extra = reference.extra_torque(state, contacts)
+        if extra is not None:
+            tau = tau + extra
+        if lim is not None:
+            clipped += int(np.any(np.abs(tau) > lim))
+            tau = np.clip(tau, -lim, lim)
+        testbed.apply(tau)
+        testbed.step()
+        sensed = testbed.sensed_contact_forces()          # aligned with the last contacts()
+        if observe is not None:
+            observe(contacts, sensed)
+        trace.record(t=state.t, q=state.q, v=state.v, q_des=desired.q, v_des=desired.v, tau=tau,
+                     pred_normal=float(np.sum(out.contact_forces[:, 0])) if len(contacts) else 0.0,
+                     sensed_normal=float(np.sum(sensed[:, 0])) if len(contacts) else 0.0,
+                     n_contacts=len(contacts), status=trace.status_code(str(out.info.get("status"))),
+                     solve_time=float(out.info.get("solve_time", np.nan)), com=com(state.q))
+        if progress is not None:
+            progress(k + 1, steps)
+        if stop is not None and stop(state):
+            break
+    wall = time.perf_counter() - t_start
+    if trace_path is not None:
+        trace.save(trace_path)
+    return LoopResult(trace, wall, trace.n, {"steps_torque_limited": clipped})

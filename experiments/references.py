@@ -1,0 +1,72 @@
+"""Connect robot descriptions to the planners (the factory the dependency rule asks for).
+
+``planners`` know nothing of ``robots``; these adapters pass a :class:`robots.Quadruped` or
+:class:`robots.Manipulator` to them as plain models, frame names and indices, and expose the
+:class:`experiments.loop.Reference` interface the closed loop uses.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from planners import (ArmSinusoid, BalanceController, QuadrupedPlanner, TrotGait,
+                      WaypointFollower)
+
+
+#: a fingertip counts as touching when its gap is below this (m)
+TOUCH_GAP = 1e-4
+
+
+class QuadrupedReference:
+    """The waypoint task driving the trot planner, plus the balance term (paper Sec. 7.2-7.6).
+
+    ``planner_options`` go to :class:`planners.QuadrupedPlanner`; ``balance`` is a
+    :class:`planners.BalanceController` (default gains), ``False`` to switch it off, or a dict of
+    its keyword arguments.
+    """
+
+    def __init__(self, quadruped, *, gait=None, follower: WaypointFollower | None = None,
+                 balance=True, **planner_options):
+        self.gait = gait or TrotGait()
+        feet = {leg: f.link for leg, f in quadruped.feet.items()}
+        self.planner = QuadrupedPlanner(quadruped.model, feet, quadruped.leg_joints,
+                                        quadruped.q_stand, gait=self.gait,
+                                        foot_offsets={leg: f.offset for leg, f in quadruped.feet.items()},
+                                        **planner_options)
+        self.follower = follower or WaypointFollower(gait_period=self.gait.period)
+        self.balance = (None if balance is False else
+                        BalanceController(quadruped.model, **(balance if isinstance(balance, dict) else {})))
+        self._feet = feet
+
+    def reset(self) -> None:
+        self.planner.reset()
+        self.follower.reset()
+
+    def desired(self, state, contacts):
+        return self.planner.plan(state, self.follower.command(state))
+
+    def extra_torque(self, state, contacts):
+        if self.balance is None:
+            return None
+        stance = {self._feet[leg] for leg, down in self.planner.stance.items() if down}
+        return self.balance.compute(state, contacts, self.planner.base_goal(), stance).tau
+
+
+class ArmReference:
+    """The manipulator's sinusoid with the fingers holding (and closing when not touching)."""
+
+    def __init__(self, manipulator, **options):
+        names = manipulator.model.actuated_joint_names
+        fingers = [names.index(j) for j in manipulator.finger_joints]
+        self.arm = ArmSinusoid(manipulator.q0, fingers, manipulator.finger_close_sign, **options)
+        self._tips = [manipulator.fingertips[j].link for j in manipulator.finger_joints]
+
+    def reset(self) -> None:
+        self.arm.reset()
+
+    def desired(self, state, contacts):
+        bodies = {b for c in contacts if c.phi <= TOUCH_GAP for b in (c.body_a, c.body_b)}
+        touching = np.array([tip in bodies for tip in self._tips])
+        return self.arm.desired(state.t, touching)
+
+    def extra_torque(self, state, contacts):
+        return None
