@@ -24,6 +24,7 @@ from idyn.errors import IdynError  # noqa: E402
 COMMANDS = (
     "demo",
     "bench",
+    "constraint_solver",
 )
 
 

@@ -1,0 +1,53 @@
+"""``idyn constraint-solver EXAMPLE``: the five examples of the constraint-solver paper.
+
+Writes DIR/results.json (every number, solver statuses and residuals, timings of our solver
+and of scipy's integrators measured in the same run) and PNG plots to --out, and prints the
+example's table.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+
+from experiments.constraint_solver import EXAMPLES
+
+NAME = "constraint-solver"
+HELP = ("run an example of the L-stable constraint solver paper: "
+        + ", ".join(EXAMPLES))
+
+_MODULES = {"pendulum": "pendulum", "rom-pendulum": "rom_pendulum",
+            "elastic-foundation": "foundation", "incline": "incline",
+            "sphere-stack": "sphere_stack"}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("example", choices=EXAMPLES, metavar="EXAMPLE",
+                        help="one of: " + ", ".join(EXAMPLES))
+    parser.add_argument("--short", action="store_true",
+                        help="smaller sizes / fewer step sizes (seconds instead of minutes)")
+    parser.add_argument("--backend", choices=("clarabel", "cvxopt"), default="clarabel",
+                        help="conic backend (default: %(default)s)")
+    parser.add_argument("--formulation", choices=("auto", "reduced", "lifted"), default="auto",
+                        help="program form (default: %(default)s)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="elastic-foundation: wall-clock seconds allowed per scipy "
+                             "integrator run before it is reported as a timeout")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+
+
+def run(args) -> int:
+    mod = importlib.import_module(f"experiments.constraint_solver.{_MODULES[args.example]}")
+    options = {"backend": args.backend, "formulation": args.formulation}
+    if args.example == "elastic-foundation":
+        options["budget"] = args.budget
+    results = mod.run(short=args.short, **options)
+    results["options"] = {"short": args.short, **options}
+    os.makedirs(args.out, exist_ok=True)
+    if not args.no_plots:
+        results["plots"] = mod.plot(results, args.out)
+    with open(os.path.join(args.out, "results.json"), "w") as fh:
+        json.dump(results, fh, indent=1)
+    print(mod.table(results))
+    print(f"results: {os.path.join(args.out, 'results.json')}")
+    return 0

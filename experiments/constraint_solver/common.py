@@ -1,0 +1,57 @@
+"""Shared helpers for the constraint-solver examples: solver construction, timing, plotting."""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from idyn.constraint_solver import ConstraintSolver
+
+
+def make_solver(options: dict) -> ConstraintSolver:
+    return ConstraintSolver(backend=options.get("backend", "clarabel"),
+                            formulation=options.get("formulation", "auto"))
+
+
+class Stopwatch:
+    """Wall-clock seconds of a ``with`` block (``.seconds``)."""
+
+    def __enter__(self):
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self._t0
+
+
+def solver_stats(infos) -> dict:
+    """Status counts and worst residuals over a run's SolveInfo list."""
+    statuses: dict[str, int] = {}
+    worst: dict[str, float] = {}
+    for info in infos:
+        statuses[info.status] = statuses.get(info.status, 0) + 1
+        for key, val in info.residuals.items():
+            worst[key] = max(worst.get(key, 0.0), float(val))
+    return {"status_counts": statuses, "max_residuals": worst,
+            "fallbacks": int(sum(i.fallback for i in infos)),
+            "methods": sorted({i.method for i in infos})}
+
+
+def figure(path: str, draw) -> str:
+    """Draw into a fresh matplotlib figure (Agg) and save it as PNG at ``path``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(7, 4.5))
+    draw(fig)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def tolist(x):
+    return np.asarray(x, dtype=float).tolist()
