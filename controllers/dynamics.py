@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cholesky, solve_triangular
+from scipy.linalg import lapack
 
 from idyn import RobotModel
 from idyn.contact import ContactJacobians, contact_jacobians
@@ -43,6 +43,9 @@ class Step:
     u: np.ndarray            #: unactuated velocity indices
     a: np.ndarray            #: actuated velocity indices
     M: np.ndarray            #: generalized inertia (nv x nv)
+    A: np.ndarray            #: M_uu (eq. 83)
+    B: np.ndarray            #: M_ua
+    Ma: np.ndarray           #: actuated rows of M, M_a. = [B^T C]
     h: np.ndarray            #: bias forces C v + g (nv)
     L: np.ndarray            #: lower Cholesky factor of A = M_uu
     v: np.ndarray            #: velocity at the start of the step
@@ -59,22 +62,17 @@ class Step:
     def nu(self) -> int:
         return self.u.size
 
-    @property
-    def B(self) -> np.ndarray:
-        return self.M[np.ix_(self.u, self.a)]
-
     def solve_A(self, X: np.ndarray) -> np.ndarray:
-        """``A^-1 X`` by two triangular solves with the Cholesky factor of ``A``."""
+        """``A^-1 X`` from the Cholesky factor of ``A`` (LAPACK potrs; no inverse formed)."""
         if self.nu == 0:
             return np.zeros((0,) + X.shape[1:])
-        Y = solve_triangular(self.L, X, lower=True, check_finite=False)
-        return solve_triangular(self.L, Y, lower=True, trans="T", check_finite=False)
+        return lapack.dpotrs(self.L, X, lower=1)[0]
 
     def whiten(self, X: np.ndarray) -> np.ndarray:
         """``L^-1 X``: then ``X^T A^-1 X = (L^-1 X)^T (L^-1 X)`` (no A^-1 formed)."""
         if self.nu == 0:
             return np.zeros((0,) + X.shape[1:])
-        return solve_triangular(self.L, X, lower=True, check_finite=False)
+        return lapack.dtrtrs(self.L, X, lower=1)[0]
 
     # -------------------------------------------------------------- contact directions
     def directions(self, pyramid: bool) -> np.ndarray:
@@ -109,10 +107,9 @@ class Step:
         v_next = np.empty_like(self.v)
         v_next[self.a] = qd
         if self.nu:
-            rhs = self.M[np.ix_(self.u, self.a)] @ dva
-            v_next[self.u] = self.v[self.u] + self.solve_A(g[self.u] - self.dt * self.h[self.u] - rhs)
+            v_next[self.u] = self.v[self.u] + self.solve_A(g[self.u] - self.dt * self.h[self.u] - self.B @ dva)
         dv = v_next - self.v
-        tau = (self.M[self.a] @ dv + self.dt * self.h[self.a] - g[self.a]) / self.dt
+        tau = (self.Ma @ dv + self.dt * self.h[self.a] - g[self.a]) / self.dt
         return tau, v_next
 
 
@@ -126,6 +123,8 @@ class StepDynamics:
         self.dt = float(dt)
         self.u = np.asarray(model.unactuated_v, dtype=int)
         self.a = np.asarray(model.actuated_v, dtype=int)
+        self._uu = np.ix_(self.u, self.u)
+        self._ua = np.ix_(self.u, self.a)
 
     def update(self, q: np.ndarray, v: np.ndarray, vdot_a: np.ndarray, contacts) -> Step:
         """Evaluate M, h (pinocchio CRBA / RNEA), the contact Jacobians and ``p`` at (q, v)."""
@@ -134,14 +133,13 @@ class StepDynamics:
         h = model.bias_forces(q, v)
         jac = contact_jacobians(model, q, contacts)
         qd = v[a] + dt * vdot_a
+        A, B = M[self._uu], M[self._ua]
+        L = np.zeros((0, 0))
         if u.size:
-            try:
-                L = cholesky(M[np.ix_(u, u)], lower=True, check_finite=False)
-            except np.linalg.LinAlgError as exc:
-                raise SolverError("the unactuated block of M is not positive definite") from exc
-        else:
-            L = np.zeros((0, 0))
-        step = Step(dt, u, a, M, h, L, v, qd, np.zeros(u.size), jac)
+            L, info = lapack.dpotrf(A, lower=1, clean=1)
+            if info != 0:
+                raise SolverError("the unactuated block of M is not positive definite")
+        step = Step(dt, u, a, M, A, B, M[a], h, L, v, qd, np.zeros(u.size), jac)
         if u.size:
-            step.p = v[u] + step.solve_A(-dt * h[u] - M[np.ix_(u, a)] @ (qd - v[a]))
+            step.p = v[u] + step.solve_A(-dt * h[u] - B @ (qd - v[a]))
         return step

@@ -103,11 +103,10 @@ class LCPCoulomb(Controller):
         E = np.tile(np.eye(m), (4, 1))                         # (4m, m)
         mu = np.where(np.isfinite(J.mu), J.mu, self.mu_inf)
         M = step.M
-        A = np.block([[M[np.ix_(u, u)], np.zeros((nu, na))], [M[np.ix_(a, u)], -np.eye(na)]])
+        A = np.block([[step.A, np.zeros((nu, na))], [step.B.T, -np.eye(na)]])
         C = -np.vstack((np.hstack((R[:, u].T, np.zeros((nu, m)))), np.hstack((R[:, a].T, np.zeros((na, m))))))
         dva = step.qd - step.v[a]
-        g = -np.concatenate((M[np.ix_(u, u)] @ step.p,
-                             M[np.ix_(a, u)] @ step.v[u] - M[np.ix_(a, a)] @ dva - dt * step.h[a]))
+        g = -np.concatenate((step.A @ step.p, step.B.T @ step.v[u] - M[np.ix_(a, a)] @ dva - dt * step.h[a]))
         D = np.zeros((6 * m, nu + na))
         D[:m, :nu], D[m:5 * m, :nu] = J.N[:, u], F[:, u]
         h = np.concatenate((J.N[:, a] @ step.qd + J.phi / dt, F[:, a] @ step.qd, np.zeros(m)))

@@ -76,7 +76,7 @@ class LCPNoSlip(Controller):
     # ------------------------------------------------------------------ steps 1-3
     def _lcp(self, step: Step, info: dict) -> np.ndarray:
         J, u, a, m = step.jac, step.u, step.a, step.m
-        A = step.M[np.ix_(u, u)]
+        A = step.A
         s_idx, t_idx = find_indices(A, None, J.S[:, u], J.T[:, u])
         G = np.vstack((J.S[s_idx][:, u], J.T[t_idx][:, u]))
         b = -np.vstack((J.S[s_idx][:, a], J.T[t_idx][:, a])) @ step.qd

@@ -17,8 +17,10 @@ semi-definite ``H``).  The adapter adds what a control loop needs around them:
   infeasible and are reported as such.
 * **Regularisation fallback**: quadprog requires ``H`` positive definite.  When it is only
   semi-definite (the maximal-dissipation Hessian of paper Sec. 6 always is), ``eps I`` is added
-  with ``eps = s * max(diag H, 1)`` for ``s`` in :data:`REGULARIZATION_SCHEDULE`, smallest first;
-  the result records the ``eps`` used (``QPResult.regularization``), mirroring
+  with ``eps = s * max(diag H, 1)`` for ``s`` in :data:`REGULARIZATION_SCHEDULE`, smallest first,
+  until the answer passes the feasibility check; if none does, cvxopt (which accepts a
+  semi-definite ``H``) is tried.  The result records the ``eps`` and the backend used
+  (``QPResult.regularization``, ``QPResult.backend``), mirroring
   :func:`idyn.lcp.lemke_regularized`.
 * **Status, not exceptions**: a failed solve returns ``QPResult`` with ``status`` INFEASIBLE or
   FAILED and ``x`` filled with NaN; the caller falls back.
@@ -35,7 +37,7 @@ from . import validation
 from .errors import InvalidInputError
 
 #: Relative ridge values tried, in order, when the backend rejects a singular Hessian.
-REGULARIZATION_SCHEDULE = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4)
+REGULARIZATION_SCHEDULE = (1e-9, 1e-7, 1e-5)
 #: Relative tolerance of the rank decision on equality rows.
 EQUALITY_RANK_TOL = 1e-10
 
@@ -129,21 +131,41 @@ def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str =
     H = 0.5 * (H + H.T)
     if n == 0:
         return QPResult(np.zeros(0), QPStatus.SOLVED, backend, objective=0.0, dropped_equalities=dropped)
-    solver = _quadprog if backend == "quadprog" else _cvxopt
-    schedule = (0.0,) + (REGULARIZATION_SCHEDULE if regularize else ())
-    scale = max(float(np.abs(np.diag(H)).max(initial=0.0)), 1.0)
-    status, x, iters, eps = QPStatus.FAILED, None, 0, 0.0
-    for s in schedule:
-        eps = s * scale
+    schedule = [(backend, 0.0)] if backend == "cvxopt" or _positive_definite(H) else []
+    if regularize:
+        scale = max(float(np.abs(np.diag(H)).max(initial=0.0)), 1.0)
+        schedule += [(backend, s * scale) for s in REGULARIZATION_SCHEDULE] if backend == "quadprog" else []
+        schedule += [("cvxopt", 0.0)] if backend == "quadprog" else []
+    status, x, iters, eps, used = QPStatus.FAILED, None, 0, 0.0, backend
+    verdicts = set()
+    for used, eps in schedule:
+        solver = _quadprog if used == "quadprog" else _cvxopt
         status, x, iters = solver(H + eps * np.eye(n) if eps else H, c, Ae_kept, be_kept, Ai, bi)
-        if status is not QPStatus.FAILED:
+        if status is QPStatus.SOLVED and not _feasible(x, Ae, be, Ai, bi, feasibility_tol):
+            status = QPStatus.INFEASIBLE
+        verdicts.add(status)
+        # INFEASIBLE is not trusted on its own: with a nearly singular H the dual active-set
+        # method breaks down with that message, so the better-conditioned attempts still run
+        if status is QPStatus.SOLVED:
             break
-    if status is QPStatus.SOLVED and not _feasible(x, Ae, be, Ai, bi, feasibility_tol):
-        status = QPStatus.INFEASIBLE
     if status is not QPStatus.SOLVED:
-        return QPResult(np.full(n, np.nan), status, backend, eps, iterations=iters, dropped_equalities=dropped)
+        status = QPStatus.INFEASIBLE if QPStatus.INFEASIBLE in verdicts else status
+        return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
     obj = float(0.5 * x @ H @ x + c @ x)
-    return QPResult(x, status, backend, eps, obj, iters, dropped)
+    return QPResult(x, status, used, eps, obj, iters, dropped)
+
+
+def _positive_definite(H, tol: float = 1e-12) -> bool:
+    """Cholesky succeeds with pivots not negligibly small: quadprog would then be accurate.
+
+    A semi-definite ``H`` often passes a plain Cholesky by rounding, and quadprog then returns
+    a feasible but visibly suboptimal point, so tiny pivots count as singular.
+    """
+    try:
+        d = np.diag(np.linalg.cholesky(H)) ** 2
+    except np.linalg.LinAlgError:
+        return False
+    return bool(d.min(initial=1.0) > tol * max(d.max(initial=0.0), 1e-300))
 
 
 def _feasible(x, Ae, be, Ai, bi, tol) -> bool:

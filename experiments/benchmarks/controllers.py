@@ -13,7 +13,10 @@ by :mod:`experiments.benchmarks.contacts` and the controller conformance tests.
 from __future__ import annotations
 
 import json
+import os
 import platform
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,13 +134,32 @@ def time_controllers(problems: list[StandingProblem], names, repeats: int) -> di
     return result
 
 
+def single_threaded_blas(module: str, out, **kwargs) -> bool:
+    """Re-run ``module.run(out, **kwargs)`` in a child process with one BLAS thread, unless this
+    process already has one; True if the child ran.
+
+    A control step works on matrices of tens of rows, where multi-threaded BLAS only adds
+    synchronisation (on a loaded 2-core machine it multiplied step times by 10-100); the
+    environment variable must be set before numpy loads BLAS, hence the child process.
+    """
+    if os.environ.get("OPENBLAS_NUM_THREADS") == "1":
+        return False
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    code = f"import json, sys; from {module} import run; run(sys.argv[1], **json.loads(sys.argv[2]))"
+    subprocess.run([sys.executable, "-c", code, str(out), json.dumps(kwargs)], env=env, check=True)
+    return True
+
+
 def run(out="results/bench", *, counts=None, seeds: int = 2, repeats: int = 15, robots_=ROBOTS) -> dict:
     """Time every controller with 4 contacts (``counts`` ignored: see ``idyn bench contacts``)."""
+    if single_threaded_blas(__name__, out, seeds=seeds, repeats=repeats, robots_=list(robots_)):
+        return json.loads((Path(out) / "bench.json").read_text())
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     names = controllers.available()
     report = {"benchmark": "controllers", "contacts": 4, "seeds": seeds, "repeats": repeats,
-              "python": platform.python_version(), "machine": platform.machine(), "robots": {}}
+              "python": platform.python_version(), "machine": platform.machine(),
+              "blas_threads": 1, "robots": {}}
     for robot in robots_:
         rng = np.random.default_rng(1)
         problems = [standing_problem(robot, 4, 1.0, rng=rng, noise=1e-3) for _ in range(seeds)]

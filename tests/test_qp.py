@@ -1,0 +1,78 @@
+"""idyn.qp: the QP adapter against an independent solver, and its failure reporting."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
+from idyn.qp import QPStatus, independent_equalities, solve_qp
+
+
+def random_qp(seed: int, n: int, meq: int, mineq: int, psd: bool):
+    """A feasible convex QP: constraints built around a known feasible point."""
+    rng = np.random.default_rng(seed)
+    F = rng.standard_normal((n - 2 if psd else n, n))
+    H = F.T @ F + (0.0 if psd else 1e-3) * np.eye(n)
+    c = rng.standard_normal(n)
+    x0 = rng.standard_normal(n)
+    Ae = rng.standard_normal((meq, n))
+    Ai = rng.standard_normal((mineq, n))
+    bi = Ai @ x0 - rng.uniform(0, 1, mineq)
+    # bound the PSD directions so the minimum exists
+    Ai = np.vstack((Ai, np.eye(n), -np.eye(n)))
+    bi = np.concatenate((bi, x0 - 10, -x0 - 10))
+    return H, c, Ae, Ae @ x0, Ai, bi
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31), n=st.integers(3, 12), meq=st.integers(0, 2), mineq=st.integers(0, 10),
+       psd=st.booleans())
+def test_quadprog_matches_cvxopt(seed, n, meq, mineq, psd):
+    H, c, Ae, be, Ai, bi = random_qp(seed, n, meq, mineq, psd)
+    a = solve_qp(H, c, Ae, be, Ai, bi, backend="quadprog")
+    b = solve_qp(H, c, Ae, be, Ai, bi, backend="cvxopt")
+    assert a.solved and b.solved
+    assert a.objective == pytest.approx(b.objective, rel=1e-5, abs=1e-6)
+    assert np.all(Ai @ a.x - bi >= -1e-6 * (1 + np.abs(bi)))
+    assert np.allclose(Ae @ a.x, be, atol=1e-8)
+
+
+def test_dependent_equalities_are_dropped_not_fatal():
+    H = np.eye(3)
+    Ae = np.array([[1.0, 1.0, 0.0], [2.0, 2.0, 0.0], [0.0, 0.0, 1.0]])
+    res = solve_qp(H, np.zeros(3), Ae, [1.0, 2.0, 0.5])
+    assert res.solved and res.dropped_equalities == 1
+    assert np.allclose(res.x, [0.5, 0.5, 0.5])
+    A, b = independent_equalities(Ae, np.array([1.0, 2.0, 0.5]))
+    assert A.shape == (2, 3) and np.linalg.matrix_rank(A) == 2
+
+
+@pytest.mark.parametrize("backend", ["quadprog", "cvxopt"])
+def test_infeasible_is_reported_not_raised(backend):
+    res = solve_qp(np.eye(2), np.zeros(2), A_in=[[1.0, 0.0], [-1.0, 0.0]], b_in=[1.0, 0.0], backend=backend)
+    assert not res.solved and np.all(np.isnan(res.x))
+    if backend == "quadprog":
+        assert res.status is QPStatus.INFEASIBLE
+    res = solve_qp(np.eye(2), np.zeros(2), A_eq=[[1.0, 1.0], [2.0, 2.0]], b_eq=[1.0, 3.0], backend=backend)
+    assert not res.solved
+
+
+def test_semidefinite_hessian_is_regularised_and_reported():
+    H = np.diag([1.0, 0.0])
+    res = solve_qp(H, [-1.0, 0.0], A_in=np.eye(2), b_in=[0.0, 0.0])
+    assert res.solved and 0 < res.regularization <= 1e-8
+    assert np.allclose(res.x, [1.0, 0.0], atol=1e-6)
+    assert not solve_qp(H, [-1.0, 0.0], A_in=np.eye(2), b_in=[0.0, 0.0], regularize=False).solved
+
+
+def test_bad_input_raises_typed_errors():
+    with pytest.raises(ShapeError):
+        solve_qp(np.eye(2), np.zeros(3))
+    with pytest.raises(NonFiniteError):
+        solve_qp(np.eye(2), [np.nan, 0.0])
+    with pytest.raises(ShapeError):
+        solve_qp(np.eye(2), np.zeros(2), A_in=np.ones((2, 3)), b_in=np.zeros(2))
+    with pytest.raises(InvalidInputError):
+        solve_qp(np.eye(2), np.zeros(2), backend="gurobi")
