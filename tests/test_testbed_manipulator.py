@@ -47,10 +47,11 @@ def test_round_trip_state_box_and_fingertips(bed):
         assert np.allclose(box.rotation @ s.v[11:14], lin, atol=1e-9)
         for tip in d.fingertips.values():
             link = bed.robot.link_index(tip.link)
+            assert link == bed.robot.link_of_name[tip.link]  # the fingertip is its own link
             ls = pb.getLinkState(bed.robot.body, link, computeLinkVelocity=1,
                                  computeForwardKinematics=1, physicsClientId=bed.client)
             R = np.array(pb.getMatrixFromQuaternion(ls[5])).reshape(3, 3)
-            centre = np.array(ls[4]) + R @ np.array([0.05, 0.0, 0.0])
+            centre = np.array(ls[4]) + R @ tip.offset
             assert np.allclose(bed.model.frame_position(s.q, tip.link), centre, atol=1e-6)
             pb_v = np.array(ls[6]) + np.cross(ls[7], centre - np.array(ls[0]))
             J = bed.model.frame_jacobian(s.q, tip.link)[:3]

@@ -38,46 +38,35 @@ def pybullet_foot(tb, leg):
     """World centre and velocity of a foot sphere from PyBullet's own link state."""
     foot = tb.quadruped.feet[leg]
     link = tb.robot.link_index(foot.link)
+    assert link == tb.robot.link_of_name[foot.link]   # the foot is its own PyBullet link
     ls = pb.getLinkState(tb.robot.body, link, computeLinkVelocity=1, computeForwardKinematics=1,
                          physicsClientId=tb.client)
-    # the foot's offset in its PyBullet link frame (the URDF frame of the link it was merged into)
-    pm = tb.model.pinocchio_model
-    f = pm.frames[tb.model.frame_id(foot.link)]
-    link_name = pm.names[f.parentJoint]
-    joint_to_foot = f.placement  # foot frame in the parent *joint* frame = link frame in URDF
-    centre_in_link = joint_to_foot.act(foot.offset)
     R = np.array(pb.getMatrixFromQuaternion(ls[5])).reshape(3, 3)
-    centre = np.array(ls[4]) + R @ centre_in_link
+    centre = np.array(ls[4]) + R @ foot.offset       # URDF link frame + collision offset
     com, w = np.array(ls[0]), np.array(ls[7])
     vel = np.array(ls[6]) + np.cross(w, centre - com)
-    assert link_name in tb.robot.link_of_joint
     return centre, vel
 
 
-def test_round_trip_state_feet_positions_and_velocities(rigid):
-    """Write random states to PyBullet, read them back with state(), and compare pinocchio's
-    foot positions and contact-Jacobian velocities with PyBullet's link states (1e-6)."""
-    tb = rigid
+def test_forward_dynamics_match_pinocchio(rigid):
+    """One free-flight step: PyBullet's velocity change equals pinocchio's M^-1 (P^T tau - h) dt.
+
+    This is what makes the testbed a fair judge of model-based controllers (PyBullet's fixed-link
+    merging once moved the LINKS shank's centre of mass and broke exactly this)."""
     rng = np.random.default_rng(7)
-    for _ in range(10):
-        q, v = random_state(tb, rng)
-        tb.reset(q, v)
-        s = tb.state()
-        assert np.allclose(tb.model.difference(q, s.q), 0.0, atol=1e-9)
-        assert np.allclose(s.v, v, atol=1e-9)
-        centres = tb.quadruped.foot_centres(s.q)
-        contacts = []
-        for leg, c in zip(tb.quadruped.feet, centres):
-            pb_c, pb_v = pybullet_foot(tb, leg)
-            assert np.abs(c - pb_c).max() < 1e-6, leg
-            contacts.append((tb.quadruped.feet[leg].link, c, pb_v))
-        # velocities through the contact Jacobians N, S, T (random normals)
-        cs = [Contact(f, None, c, rng.normal(size=3), 1.0) for f, c, _ in contacts]
-        J = contact_jacobians(tb.model, s.q, cs)
-        for i, (c, (_, _, pb_v)) in enumerate(zip(cs, contacts)):
-            assert abs(J.N[i] @ s.v - c.normal @ pb_v) < 1e-6
-            assert abs(J.S[i] @ s.v - c.tangents[0] @ pb_v) < 1e-6
-            assert abs(J.T[i] @ s.v - c.tangents[1] @ pb_v) < 1e-6
+    model = rigid.model
+    for _ in range(3):
+        q, v = random_state(rigid, rng)
+        v *= 0.1                                      # keep the first-order step error small
+        rigid.reset(q, v)
+        s0 = rigid.state()
+        tau = rng.normal(0.0, 0.2, model.na)
+        rigid.apply(tau)
+        rigid.step()
+        a_pb = (rigid.state().v - s0.v) / rigid.dt
+        a_pin = np.linalg.solve(model.mass_matrix(s0.q),
+                                model.actuation_matrix().T @ tau - model.bias_forces(s0.q, s0.v))
+        assert np.abs(a_pb - a_pin).max() <= 1e-3 * np.abs(a_pin).max() + 1e-6
 
 
 def test_masses_match_pinocchio(rigid):

@@ -114,15 +114,18 @@ def pybullet_urdf(urdf) -> Path:
 class MultiBodyMap:
     """A URDF multibody in PyBullet mapped onto a pinocchio :class:`RobotModel`.
 
-    Loads the URDF with inertias from the file and fixed links merged (pinocchio merges them too,
-    so a foot sphere belongs to its shank's PyBullet link), maps joints by name, turns the default
+    Loads the URDF with inertias from the file, maps joints and links by name, turns the default
     velocity motors off (pure torque control), and zeroes damping, joint friction and restitution.
+    Fixed links are *not* merged: PyBullet's ``URDF_MERGE_FIXED_LINKS`` drops the merged link's
+    inertial origin (the LINKS shank's centre of mass moves from 0.05 m along the link to its
+    joint; a1's calf COM moves by 8 cm), which made PyBullet's dynamics disagree with pinocchio's
+    by thousands of rad/s^2. A fixed child (a foot) stays its own PyBullet link instead.
     """
 
     def __init__(self, client: int, model: RobotModel, urdf, base_position=(0.0, 0.0, 0.0)):
         self.client = client
         self.model = model
-        flags = pb.URDF_USE_INERTIA_FROM_FILE | pb.URDF_MERGE_FIXED_LINKS
+        flags = pb.URDF_USE_INERTIA_FROM_FILE
         try:
             self.body = pb.loadURDF(str(pybullet_urdf(urdf)), basePosition=list(base_position),
                                     useFixedBase=not model.floating_base, flags=flags,
@@ -131,9 +134,11 @@ class MultiBodyMap:
             raise ModelLoadError(f"PyBullet cannot load {urdf}: {exc}") from exc
         self.floating = model.floating_base
         self.link_of_joint: dict[str, int] = {}
+        self.link_of_name: dict[str, int] = {pb.getBodyInfo(self.body, physicsClientId=client)[0].decode(): -1}
         for j in range(pb.getNumJoints(self.body, physicsClientId=client)):
             info = pb.getJointInfo(self.body, j, physicsClientId=client)
             self.link_of_joint[info[1].decode()] = j
+            self.link_of_name[info[12].decode()] = j
         missing = [n for n in model.actuated_joint_names if n not in self.link_of_joint]
         if missing:
             raise ModelLoadError(f"joints {missing} of the model are not in PyBullet's {urdf}")
@@ -161,6 +166,8 @@ class MultiBodyMap:
     # ---------------------------------------------------------------- frames and links
     def link_index(self, frame: str) -> int:
         """PyBullet link index that carries a pinocchio frame (-1: the base)."""
+        if frame in self.link_of_name:
+            return self.link_of_name[frame]
         pm = self.model.pinocchio_model
         jid = pm.frames[self.model.frame_id(frame)].parentJoint
         name = pm.names[jid]
