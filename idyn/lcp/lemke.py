@@ -13,11 +13,19 @@ the almost-complementary path of
     w - M z - d z0 = q,   w, z, z0 >= 0,   w_i z_i = 0,
 
 starting at ``z0 = max(-q)`` and stopping when ``z0`` leaves the basis.  The basis inverse
-``B^-1`` is kept explicitly and updated by one rank-1 (BLAS ``dger``) operation per pivot, so a
-pivot costs two ``O(n^2)`` products and no factorisation.  Tolerances are relative: a pivot
-entry must exceed ``pivot_tol * max|column|``, ratio ties are detected relative to the ratios'
-own scale, and the final answer is polished by one solve of the terminal complementary basis
-and accepted only through :func:`idyn.lcp.lcp_residuals`.
+``B^-1`` is kept explicitly and updated by one rank-1 operation per pivot, so a pivot costs two
+``O(n^2)`` loops and no factorisation; the loop is compiled (:mod:`idyn.lcp._lemke_kernel`).
+Tolerances are relative: a pivot entry must exceed ``pivot_tol * max|column|`` *and* the
+round-off bound of the dot product that computed it, ratio ties are detected relative to the
+ratios' own scale, and the final answer is polished by one solve of the terminal complementary
+basis and accepted only through :func:`idyn.lcp.lcp_residuals`.
+
+Why the round-off bound.  Duplicated contacts make many columns of ``B^-1 M`` exactly zero in
+degenerate rows (``x_r = 0``).  Computed, those zeros come out as ``+-1e-12``-sized noise; any
+positive one ties at ratio 0 with the genuine pivots, and the lexicographic rule, dividing by
+it, tends to pick it.  Pivoting on noise corrupts ``B^-1`` (``|B B^-1 - I|`` reaching ``1e3``)
+and the path then cycles or stops on a false secondary ray: this is how plain Lemke failed the
+48-contact mid-trot problems that only ``eps = 1e-4`` regularisation used to rescue.
 
 Warm start.  ``warm_start`` (indices of ``z`` assumed basic, e.g. ``result.basis`` of the
 previous control step) starts the path from that complementary basis ``B`` with covering vector
@@ -29,17 +37,16 @@ secondary ray is retried cold, so it can cost time but never a solution.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import blas, lu_factor, lu_solve
+from scipy.linalg import lu_factor, lu_solve
 
+from ._lemke_kernel import MAX_PIVOTS, RAY, SOLVED, TIE, Z0_EXIT, lemke_path
 from .inputs import check_indices, check_lcp
 from .residuals import DEFAULT_TOL, lcp_residuals
 from .result import LCPResult, LCPStatus
 
 _EPS = np.finfo(float).eps
-#: z0 leaves when its ratio is within this many tie widths of the minimum: ending the path a
-#: hair early perturbs the answer by about 1e-11 * Z0_EXIT relative, which the residual check
-#: then accepts or rejects, whereas missing the exit can send the path onto a secondary ray.
-Z0_EXIT = 100.0
+_STATUS = {SOLVED: LCPStatus.SOLVED, MAX_PIVOTS: LCPStatus.MAX_PIVOTS,
+           RAY: LCPStatus.RAY_TERMINATION}
 
 
 def lemke(M, q, *, warm_start=None, max_pivots: int | None = None, pivot_tol: float = 1e-12,
@@ -108,10 +115,10 @@ def _solve(M, q, warm, limit, pivot_tol, tol) -> LCPResult:
     n = q.shape[0]
     if n == 0 or q.min() >= 0.0:
         return LCPResult(np.zeros(n), q.copy(), LCPStatus.SOLVED, 0, 0.0, np.empty(0, np.intp))
-    # basic[r] is the variable in row r: i for w_i, n + i for z_i, 2n for z0.
-    basic = np.arange(n)
-    Binv = np.asfortranarray(np.eye(n))
+    basic = np.arange(n, dtype=np.int64)  # see idyn.lcp._lemke_kernel for the encoding
+    Binv = np.eye(n)
     xb = q.copy()
+    d = np.ones(n)
     if warm is not None and warm.size:
         B = _basis_matrix(M, warm)
         try:
@@ -126,56 +133,19 @@ def _solve(M, q, warm, limit, pivot_tol, tol) -> LCPResult:
                 res = _finish(M, q, z, LCPStatus.SOLVED, 0, tol)
                 if res.solved:
                     return res
-            Binv = np.asfortranarray(lu_solve(lu, np.eye(n), check_finite=False))
+            Binv = np.ascontiguousarray(lu_solve(lu, np.eye(n), check_finite=False))
             basic[warm] += n
+            d = B.sum(axis=1)
         else:
             xb = q.copy()
-    MT = np.ascontiguousarray(M.T)  # MT[j] is column j of M, contiguous
-    z0 = 2 * n
-    # z0 enters with basis-space column -1 (covering vector d = B 1): the leaving row is the
-    # lexicographic minimum of the rows of [x_B, B^-1].
-    rows = np.flatnonzero(xb <= xb.min() + _tie_width(xb, 1.0))
-    r = _lex_min(rows, Binv, np.ones(n)) if rows.size > 1 else int(rows[0])
-    y = -np.ones(n)
-    entering = z0
-    z0_row = r  # z0 keeps this row until it leaves
-    z0_tol = 1e-14 * max(float(-xb.min()), 1e-300)
-    pivots = 0
-    while True:
-        leaving = int(basic[r])
-        _pivot(Binv, xb, y, r)
-        basic[r] = entering
-        pivots += 1
-        if leaving == z0 or xb[z0_row] <= z0_tol:
-            # z0 left, or stays basic at zero (degenerate): the basis is complementary.
-            status = LCPStatus.SOLVED
-            break
-        entering = leaving + n if leaving < n else leaving - n
-        if pivots >= limit:
-            status = LCPStatus.MAX_PIVOTS
-            break
-        if entering < n:
-            y = Binv[:, entering].copy()
-        else:
-            y = -(Binv @ MT[entering - n])
-        ymax = np.abs(y).max()
-        cand = np.flatnonzero(y > pivot_tol * ymax)
-        if cand.size == 0:
-            status = LCPStatus.RAY_TERMINATION
-            break
-        ratios = np.maximum(xb[cand], 0.0) / y[cand]
-        theta = ratios.min()
-        width = _tie_width(xb, ymax)
-        if y[z0_row] > pivot_tol * ymax and xb[z0_row] / y[z0_row] <= theta + Z0_EXIT * width:
-            r = z0_row  # z0 can (nearly) leave: end the path (the residual check judges)
-        else:
-            ties = cand[ratios <= theta + width]
-            r = int(ties[0]) if ties.size == 1 else _lex_min(ties, Binv, y)
-    if status is LCPStatus.RAY_TERMINATION and xb[z0_row] <= Z0_EXIT * 1e-11 * max(
+    code, pivots, z0_row = lemke_path(np.ascontiguousarray(M.T), q, d, Binv, xb, basic,
+                                      limit, float(pivot_tol))
+    status = _STATUS[code]
+    if status is LCPStatus.RAY_TERMINATION and xb[z0_row] <= Z0_EXIT * TIE * max(
             float(np.abs(xb).max()), 1e-300):
         status = LCPStatus.SOLVED  # the ray starts at a complementary point; let residuals judge
     z = np.zeros(n)
-    zrows = np.flatnonzero((basic >= n) & (basic < z0))
+    zrows = np.flatnonzero((basic >= n) & (basic < 2 * n))
     z[basic[zrows] - n] = xb[zrows]
     res = _finish(M, q, z, status, pivots, tol)
     if status is LCPStatus.SOLVED and not res.solved:
@@ -185,36 +155,3 @@ def _solve(M, q, warm, limit, pivot_tol, tol) -> LCPResult:
             if polished.solved:
                 return polished
     return res
-
-
-def _tie_width(xb: np.ndarray, ymax: float) -> float:
-    """Ratios closer than this to the minimum count as ties (relative to their scale)."""
-    return 1e-11 * max(np.abs(xb).max(), 1e-300) / max(ymax, 1e-300)
-
-
-def _lex_min(rows: np.ndarray, Binv: np.ndarray, y: np.ndarray) -> int:
-    """Row among ``rows`` whose ``B^-1`` row divided by ``y`` is lexicographically smallest."""
-    yr = y[rows]
-    n = Binv.shape[1]
-    for k in range(n):
-        vals = Binv[rows, k] / yr
-        vmin = vals.min()
-        keep = vals <= vmin + 1e-11 * max(np.abs(vals).max(), 1e-300)
-        if not keep.all():
-            rows, yr = rows[keep], yr[keep]
-            if rows.size == 1:
-                break
-    return int(rows[0])
-
-
-def _pivot(Binv: np.ndarray, xb: np.ndarray, y: np.ndarray, r: int) -> None:
-    """Make row ``r`` the pivot row for entering column ``y`` (basis space), in place."""
-    yr = y[r]
-    row = Binv[r] / yr
-    xr = xb[r] / yr
-    y = y.copy()
-    y[r] = 0.0
-    blas.dger(-1.0, y, row, a=Binv, overwrite_a=1)
-    Binv[r] = row
-    xb -= y * xr
-    xb[r] = xr

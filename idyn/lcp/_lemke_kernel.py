@@ -1,0 +1,248 @@
+"""The pivoting loop of :func:`idyn.lcp.lemke`, compiled with numba.
+
+One pivot is a handful of ``O(n)`` and ``O(n^2)`` loops (entering column, ratio test, rank-1
+update of ``B^-1``); as numpy calls each costs 10-60 us of call overhead, which dominated the
+friction LCP at 16 contacts.  Compiled, the loop runs at memory speed (``idyn bench lcp``).
+
+Storage: ``Binv`` is C-ordered, so ``B^-1 M_j`` and the rank-1 update walk rows contiguously;
+``MT`` is ``M^T`` (row ``j`` is column ``j`` of ``M``).  ``basic[r]`` is the variable in row
+``r``: ``i`` for ``w_i``, ``n + i`` for ``z_i``, ``2n`` for ``z0``.
+
+Compilation takes a few seconds, so the machine code is cached on disk (next to this file, or in
+``NUMBA_CACHE_DIR`` / the user cache).  numba refuses ``cache=True`` outright ("no locator
+available") when none of those is writable, e.g. a read-only install run by a user without a
+home directory; :func:`_jit` then compiles in memory on every process start instead of failing
+the import.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+SOLVED, MAX_PIVOTS, RAY = 0, 1, 2
+_EPS = np.finfo(np.float64).eps
+#: z0 leaves when its ratio is within this many tie widths of the minimum: ending the path a
+#: hair early perturbs the answer by about 1e-11 * Z0_EXIT relative, which the residual check
+#: then accepts or rejects, whereas missing the exit can send the path onto a secondary ray.
+Z0_EXIT = 100.0
+#: Ratios closer than ``TIE * max|x_B| / max|y|`` to the minimum count as ties.
+TIE = 1e-11
+#: A column entry is round-off, not a pivot candidate, unless it exceeds ``NOISE * n * eps``
+#: times the sum of the magnitudes it was computed from (the forward error bound of a dot
+#: product, Higham 2002, eq. 3.5).
+NOISE = 8.0
+
+
+#: ``B^-1`` is refactorised from the basis columns when ``B x_B = q`` or ``B y = column`` is
+#: violated by more than this (relative): rank-1 updates through tiny pivots accumulate error.
+REFACTOR = 1e-10
+#: Reductions may be reordered (as BLAS does) so they vectorise; no other fast-math licence.
+_REASSOC = {"reassoc", "contract"}
+
+
+def _jit(fn=None, **opts):
+    """``njit`` with the on-disk cache if numba finds a writable place for it, else without."""
+    if fn is None:
+        return lambda f: _jit(f, **opts)
+    try:
+        return njit(cache=True, **opts)(fn)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return njit(**opts)(fn)
+
+
+@_jit
+def _tie_width(xb, ymax):
+    return TIE * max(np.abs(xb).max(), 1e-300) / max(ymax, 1e-300)
+
+
+@_jit
+def _lex_min(rows, count, Binv, y):
+    """Row among ``rows[:count]`` whose ``B^-1`` row over ``y`` is lexicographically smallest.
+
+    ``rows`` is overwritten (the surviving rows are compacted to its front).
+    """
+    n = Binv.shape[1]
+    for k in range(n):
+        vmin = np.inf
+        vabs = 0.0
+        for t in range(count):
+            v = Binv[rows[t], k] / y[rows[t]]
+            vmin = min(vmin, v)
+            vabs = max(vabs, abs(v))
+        cut = vmin + TIE * max(vabs, 1e-300)
+        kept = 0
+        for t in range(count):
+            if Binv[rows[t], k] / y[rows[t]] <= cut:
+                rows[kept] = rows[t]
+                kept += 1
+        count = kept
+        if count == 1:
+            break
+    return rows[0]
+
+
+@_jit(fastmath=_REASSOC)
+def _entering_column(Binv, MT, entering, n, y, noise):
+    """``y = B^-1 [I, -M]_entering`` and the round-off floor ``noise`` of each entry."""
+    if entering < n:
+        for i in range(n):
+            y[i] = Binv[i, entering]
+            noise[i] = 0.0
+        return
+    col = MT[entering - n]
+    scale = NOISE * n * _EPS
+    for i in range(n):
+        s = 0.0
+        a = 0.0
+        for j in range(n):
+            p = Binv[i, j] * col[j]
+            s += p
+            a += abs(p)
+        y[i] = -s
+        noise[i] = scale * a
+
+
+@_jit(fastmath=_REASSOC)
+def _basis_times(MT, d, basic, x, out):
+    """``out = B x`` and return ``|B| |x|`` (inf-norm) for the basis ``basic``."""
+    n = x.shape[0]
+    out[:] = 0.0
+    scale = 0.0
+    for r in range(n):
+        v, xr = basic[r], x[r]
+        if xr == 0.0:
+            continue
+        if v < n:
+            out[v] += xr
+            scale = max(scale, abs(xr))
+        else:
+            col = MT[v - n] if v < 2 * n else d
+            sign = -1.0
+            for i in range(n):
+                out[i] += sign * col[i] * xr
+            m = 0.0
+            for i in range(n):
+                m = max(m, abs(col[i]))
+            scale = max(scale, m * abs(xr))
+    return scale
+
+
+@_jit
+def _inaccurate(MT, d, basic, x, rhs, work):
+    """True when ``B x = rhs`` is violated by more than :data:`REFACTOR` (relative)."""
+    scale = _basis_times(MT, d, basic, x, work)
+    err = 0.0
+    for i in range(x.shape[0]):
+        err = max(err, abs(work[i] - rhs[i]))
+    return err > REFACTOR * (np.abs(rhs).max() + scale)
+
+
+@_jit
+def _refactor(MT, d, basic, q, Binv, xb):
+    """Recompute ``B^-1`` and ``x_B = B^-1 q`` from the basis columns."""
+    n = xb.shape[0]
+    B = np.zeros((n, n))
+    for r in range(n):
+        v = basic[r]
+        if v < n:
+            B[v, r] = 1.0
+        else:
+            col = MT[v - n] if v < 2 * n else d
+            for i in range(n):
+                B[i, r] = -col[i]
+    Binv[:, :] = np.linalg.inv(B)
+    xb[:] = Binv @ q
+
+
+@_jit
+def _pivot(Binv, xb, y, r):
+    """Make row ``r`` the pivot row for entering column ``y`` (basis space), in place."""
+    n = xb.shape[0]
+    yr = y[r]
+    for j in range(n):
+        Binv[r, j] /= yr
+    xr = xb[r] / yr
+    xb[r] = xr
+    for i in range(n):
+        if i == r or y[i] == 0.0:
+            continue
+        f = y[i]
+        for j in range(n):
+            Binv[i, j] -= f * Binv[r, j]
+        xb[i] -= f * xr
+
+
+@_jit
+def lemke_path(MT, q, d, Binv, xb, basic, limit, pivot_tol):
+    """Follow Lemke's path from the complementary basis ``(Binv, xb, basic)`` (updated in place).
+
+    ``d`` is the covering vector (the column of ``z0`` is ``-d``).  Every pivot checks that
+    ``x_B`` and the entering column still solve their systems with the current basis and
+    refactorises ``B^-1`` when they do not (:data:`REFACTOR`).  Returns ``(status, pivots, z0_row)``; ``status`` is :data:`SOLVED`, :data:`MAX_PIVOTS` or
+    :data:`RAY`.  See :mod:`idyn.lcp.lemke` for the method and its tolerances.
+    """
+    n = xb.shape[0]
+    z0 = 2 * n
+    rows = np.empty(n, np.int64)
+    y = np.empty(n)
+    noise = np.zeros(n)
+    work = np.empty(n)
+    column = np.empty(n)
+    # z0 enters with basis-space column -1 (covering vector d = B 1): the leaving row is the
+    # lexicographic minimum of the rows of [x_B, B^-1].
+    xmin = xb.min()
+    width = _tie_width(xb, 1.0)
+    count = 0
+    for i in range(n):
+        if xb[i] <= xmin + width:
+            rows[count] = i
+            count += 1
+        y[i] = 1.0
+    r = _lex_min(rows, count, Binv, y) if count > 1 else rows[0]
+    y[:] = -1.0
+    entering = z0
+    z0_row = r  # z0 keeps this row until it leaves
+    z0_tol = 1e-14 * max(-xmin, 1e-300)
+    pivots = 0
+    while True:
+        leaving = basic[r]
+        _pivot(Binv, xb, y, r)
+        basic[r] = entering
+        pivots += 1
+        if leaving == z0 or xb[z0_row] <= z0_tol:
+            return SOLVED, pivots, z0_row  # z0 left, or stays basic at zero (degenerate)
+        entering = leaving + n if leaving < n else leaving - n
+        if pivots >= limit:
+            return MAX_PIVOTS, pivots, z0_row
+        _entering_column(Binv, MT, entering, n, y, noise)
+        if entering < n:
+            column[:] = 0.0
+            column[entering] = 1.0
+        else:
+            column[:] = -MT[entering - n]
+        if _inaccurate(MT, d, basic, xb, q, work) or _inaccurate(MT, d, basic, y, column, work):
+            _refactor(MT, d, basic, q, Binv, xb)
+            _entering_column(Binv, MT, entering, n, y, noise)
+        ymax = np.abs(y).max()
+        floor = pivot_tol * ymax
+        theta = np.inf
+        count = 0
+        for i in range(n):
+            if y[i] > floor and y[i] > noise[i]:
+                rows[count] = i
+                count += 1
+                theta = min(theta, max(xb[i], 0.0) / y[i])
+        if count == 0:
+            return RAY, pivots, z0_row
+        width = _tie_width(xb, ymax)
+        yz = y[z0_row]
+        if yz > floor and yz > noise[z0_row] and xb[z0_row] / yz <= theta + Z0_EXIT * width:
+            r = z0_row  # z0 can (nearly) leave: end the path (the residual check judges)
+            continue
+        ties = 0
+        for t in range(count):
+            i = rows[t]
+            if max(xb[i], 0.0) / y[i] <= theta + width:
+                rows[ties] = i
+                ties += 1
+        r = rows[0] if ties == 1 else _lex_min(rows, ties, Binv, y)
