@@ -87,3 +87,18 @@ def test_ppm_contact_active_set_independent_of_contact_count():
         pivots.append(res.pivots)
         sizes.append(res.basis.size)
     assert max(sizes) <= 18 and max(pivots) <= 2 * 18
+
+
+@pytest.mark.parametrize("robot, n, mu, seed", [
+    ("links", 48, 1.0, 48),   # was MAX_PIVOTS: the path cycled on a corrupted B^-1
+    ("a1", 48, 0.1, 48),      # was a false secondary ray; lemke_regularized needed eps = 1e-4
+    ("a1", 48, 1.0, 9),       # false ray
+    ("a1", 64, 0.5, 10),      # MAX_PIVOTS
+])
+def test_lemke_unregularized_on_degenerate_mid_trot(robot, n, mu, seed):
+    """Duplicated contacts make entering columns exactly zero in degenerate rows; pivoting on
+    their round-off (or on an updated B^-1 that drifted) used to wreck the path.  Plain Lemke
+    must solve these without regularisation and well within the pivot limit."""
+    Q, r = cached_problem(robot, "trot", n, mu, seed, 1e-3).friction_lcp
+    res = lemke(Q, r, max_pivots=2000)
+    assert_solution(Q, r, res)
