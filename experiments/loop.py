@@ -3,8 +3,9 @@
 One place connects a testbed, a reference (planner), a controller and the trace:
 
     state, contacts  <- testbed
+    active           <- reference.active_contacts(contacts)      (the planner's contact schedule)
     desired          <- reference.desired(state, contacts)       (planner, waypoints, arm motion)
-    out              <- controller.compute(state, desired, contacts)
+    out              <- controller.compute(state, desired, active)
                         (the shared error feedback of Sec. 7.3 lives in the controller)
     tau              <- out.tau + reference.extra_torque(...)     (the balance term)
                         clipped to the torque limits, if any
@@ -39,6 +40,8 @@ class Reference(Protocol):
     def desired(self, state, contacts) -> Desired: ...
 
     def extra_torque(self, state, contacts) -> np.ndarray | None: ...
+
+    def active_contacts(self, contacts) -> list: ...
 
 
 @dataclass
@@ -94,7 +97,8 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
         state = testbed.state()
         contacts = testbed.contacts()
         desired = reference.desired(state, contacts)
-        out = controller.compute(state, desired, contacts)
+        active = reference.active_contacts(contacts)
+        out = controller.compute(state, desired, active)
         tau = out.tau
         extra = reference.extra_torque(state, contacts)
         if extra is not None:
@@ -108,7 +112,7 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
         if observe is not None:
             observe(contacts, sensed)
         trace.record(t=state.t, q=state.q, v=state.v, q_des=desired.q, v_des=desired.v, tau=tau,
-                     pred_normal=float(np.sum(out.contact_forces[:, 0])) if len(contacts) else 0.0,
+                     pred_normal=float(np.sum(out.contact_forces[:, 0])) if len(active) else 0.0,
                      sensed_normal=float(np.sum(sensed[:, 0])) if len(contacts) else 0.0,
                      n_contacts=len(contacts), status=trace.status_code(str(out.info.get("status"))),
                      solve_time=float(out.info.get("solve_time", np.nan)), com=com(state.q))

@@ -36,6 +36,7 @@ class QuadrupedReference:
         self.balance = (None if balance is False else
                         BalanceController(quadruped.model, **(balance if isinstance(balance, dict) else {})))
         self._feet = feet
+        self._leg_of = {link: leg for leg, link in feet.items()}
 
     def reset(self) -> None:
         self.planner.reset()
@@ -43,6 +44,18 @@ class QuadrupedReference:
 
     def desired(self, state, contacts):
         return self.planner.plan(state, self.follower.command(state))
+
+    def active_contacts(self, contacts):
+        """The contacts the controller models: those of feet in planned stance.
+
+        A foot in its swing phase is about to leave (or is off) the ground. A model without
+        normal complementarity (the QP controllers, paper Sec. 6) may put force on such a
+        separating contact, and with that force in its prediction it never commands the foot to
+        lift: in PyBullet the swing feet stayed planted and LINKS fell within 60 ms. Selecting
+        the contacts by the gait's schedule is what a legged controller does with its planner.
+        """
+        stance = self.planner.stance
+        return [c for c in contacts if stance[self._leg_of[c.body_a]]]
 
     def extra_torque(self, state, contacts):
         if self.balance is None:
@@ -70,3 +83,7 @@ class ArmReference:
 
     def extra_torque(self, state, contacts):
         return None
+
+    def active_contacts(self, contacts):
+        """Every fingertip and box contact: the grasp has no planned schedule."""
+        return list(contacts)

@@ -1,0 +1,97 @@
+"""Figures like the paper's (Figs. 14-18), drawn from saved traces and metrics. Headless (Agg).
+
+* :func:`plot_run` - one run: centre-of-mass path over the waypoints (Fig. 17), joint position
+  error over time (Fig. 14/16/18) and |d tau/dt| over time (Fig. 15);
+* :func:`plot_comparison` - a sweep: mean position error per controller and terrain, and the
+  torque smoothness, with the paper's values beside ours.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from planners import PAPER_WAYPOINTS  # noqa: E402
+
+
+def plot_run(trace, scenario, out_dir, model) -> list[Path]:
+    """Write ``run.png`` for one run; returns the paths written."""
+    out = Path(out_dir)
+    t = trace.t
+    err = np.abs(trace.q[:, model.actuated_q] - trace.q_des)
+    rate = np.abs(np.diff(trace.tau, axis=0)) / scenario.dt
+    quadruped = scenario.robot == "quadruped"
+    fig, axes = plt.subplots(1, 3 if quadruped else 2, figsize=(15 if quadruped else 10, 4))
+    axes = np.atleast_1d(axes)
+    k = 0
+    if quadruped:
+        ax = axes[0]
+        ax.plot(trace.com[:, 0], trace.com[:, 1], lw=1, label="centre of mass")
+        wp = np.asarray(PAPER_WAYPOINTS)
+        ax.plot(wp[:, 0], wp[:, 1], "r*", ms=10, label="waypoints")
+        ax.set_aspect("equal")
+        ax.set_xlabel("x (m)")
+        ax.set_ylabel("y (m)")
+        ax.set_title("centre-of-mass path (Fig. 17)")
+        ax.legend(loc="best", fontsize=8)
+        k = 1
+    ax = axes[k]
+    ax.plot(t, err.mean(axis=1), lw=0.8)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("E|q - q_des| (rad)")
+    ax.set_title("joint position error (Fig. 14)")
+    ax = axes[k + 1]
+    ax.semilogy(t[1:], rate.max(axis=1) + 1e-12, lw=0.6, label="max over joints")
+    ax.semilogy(t[1:], rate.mean(axis=1) + 1e-12, lw=0.6, label="mean over joints")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("|d tau / dt| (N m / s)")
+    ax.set_title("torque rate (Fig. 15)")
+    ax.legend(loc="best", fontsize=8)
+    fig.suptitle(f"{scenario.controller} on {scenario.terrain_label}, {scenario.robot}")
+    fig.tight_layout()
+    path = out / "run.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
+def plot_comparison(rows: list[dict], paper: dict, out_dir) -> list[Path]:
+    """Bar charts of tracking error and torque smoothness per controller (ours vs the paper)."""
+    out = Path(out_dir)
+    ok = [r for r in rows if "error" not in r and r.get("robot", "quadruped") == "quadruped"]
+    if not ok:
+        return []
+    controllers = list(dict.fromkeys(r["controller"] for r in ok))
+    terrains = list(dict.fromkeys(r["terrain"] for r in ok))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    width = 0.8 / max(len(terrains), 1)
+    x = np.arange(len(controllers))
+    for j, terr in enumerate(terrains):
+        vals = [next((r["pos_error"] for r in ok if r["controller"] == c and r["terrain"] == terr), np.nan)
+                for c in controllers]
+        axes[0].bar(x + j * width, vals, width, label=terr)
+        ref = paper["table3_tracking"]["data"].get(terr, {})
+        axes[0].plot(x + j * width, [ref.get(c)[0] if ref.get(c) else np.nan for c in controllers],
+                     "k_", ms=12)
+    axes[0].set_xticks(x + 0.4 - width / 2, controllers, rotation=30)
+    axes[0].set_ylabel("E|q - q_des| (rad); black ticks: paper")
+    axes[0].set_title("tracking error (Table 3)")
+    axes[0].legend(fontsize=7)
+    rate = {c: np.nanmean([r["torque_rate"] for r in ok if r["controller"] == c]) for c in controllers}
+    axes[1].bar(x - 0.2, [rate[c] for c in controllers], 0.4, label="ours")
+    t4 = paper["table4_smoothness"]["data"]
+    axes[1].bar(x + 0.2, [t4.get(c, [np.nan])[0] for c in controllers], 0.4, label="paper")
+    axes[1].set_yscale("log")
+    axes[1].set_xticks(x, controllers, rotation=30)
+    axes[1].set_ylabel("E|d tau/dt| (N m/s)")
+    axes[1].set_title("torque smoothness (Table 4)")
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    path = out / "comparison.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]

@@ -1,0 +1,200 @@
+"""Run scenarios: one closed-loop run, or a sweep in parallel (local processes or Ray).
+
+:func:`run_scenario` builds the testbed (PyBullet or idyn.sim), the reference (trot planner and
+waypoints, or the arm sinusoid), the controller, runs :func:`experiments.loop.run_loop` and
+returns the metrics of :mod:`experiments.metrics`; with ``out_dir`` it also writes
+``metrics.json``, the trace (``trace.npz``) and, with ``plots=True``, the run's figures.
+
+:func:`run_sweep` executes a list of scenarios with a process pool (``jobs``) or on a Ray
+cluster (``executor="ray"``, the optional ``ray`` extra) and returns one row per run in the
+input order. Every run is determined by its scenario, so the same seed gives the same metrics.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+import controllers
+import robots
+from idyn.errors import InvalidInputError
+
+from .loop import run_loop
+from .metrics import _rpy, summarize
+from .references import ArmReference, QuadrupedReference
+from .scenario import Scenario
+
+#: mu at or above this is "infinite" (no slip), as the authors' simulator treated mu = 100
+NO_SLIP_MU = 100.0
+
+
+def _robot(scenario: Scenario):
+    if scenario.robot == "quadruped":
+        return robots.quadruped(scenario.quadruped)
+    return robots.manipulator()
+
+
+def build_testbed(scenario: Scenario):
+    """The simulated robot of a scenario, on the requested backend."""
+    mu = NO_SLIP_MU if math.isinf(scenario.mu) else scenario.mu
+    if scenario.backend == "pybullet":
+        from robots import pybullet as backend
+    else:
+        from robots import sim as backend
+    if scenario.robot == "quadruped":
+        return backend.QuadrupedTestbed(scenario.quadruped, terrain=scenario.terrain,
+                                        mu=math.inf if math.isnan(mu) else mu,
+                                        seed=scenario.seed, dt=scenario.dt)
+    if not hasattr(backend, "ManipulatorTestbed"):
+        raise InvalidInputError(f"the {scenario.backend} backend has no manipulator testbed")
+    return backend.ManipulatorTestbed(mu_grasp=mu, dt=scenario.dt)
+
+
+def build_reference(scenario: Scenario, robot):
+    if scenario.robot == "quadruped":
+        return QuadrupedReference(robot)
+    return ArmReference(robot)
+
+
+def _fallen(nominal_height: float):
+    """The fall criterion of SPEC section 6, used to stop a run early."""
+    def stop(state) -> bool:
+        q = state.q
+        rpy = _rpy(q[None, 3:7])[0]
+        return bool(q[2] < 0.5 * nominal_height or abs(rpy[0]) > 1.0 or abs(rpy[1]) > 1.0)
+    return stop
+
+
+def waypoints_reached(com_xy: np.ndarray, waypoints, radius: float = 0.025) -> int:
+    """How many of the course's waypoints the centre of mass passed within ``radius`` of, in order."""
+    k = 0
+    for p in com_xy:
+        if k < len(waypoints) and np.hypot(*(p - waypoints[k])) <= radius:
+            k += 1
+    return k
+
+
+def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, plots: bool = False) -> dict:
+    """Run one scenario; return its metrics (and write them, the trace and plots to ``out_dir``)."""
+    robot = _robot(scenario)
+    model = robot.model
+    testbed = build_testbed(scenario)
+    reference = build_reference(scenario, robot)
+    controller = controllers.make(scenario.controller, model, dt=scenario.dt)
+    nominal = robot.nominal_base_height if scenario.robot == "quadruped" else None
+    steps = int(round(scenario.duration / scenario.dt))
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=steps, unit="step", desc=f"{scenario.controller} {scenario.terrain_label}",
+                   mininterval=0.5, leave=False)
+    try:
+        result = run_loop(testbed, model, reference, controller, scenario.duration,
+                          limit=True if scenario.torque_limits else None,
+                          meta={"scenario": scenario.to_dict()},
+                          stop=_fallen(nominal) if nominal else None,
+                          progress=(lambda k, n: bar.update(1)) if bar else None)
+    finally:
+        if bar is not None:
+            bar.close()
+        close = getattr(testbed, "close", None)
+        if close is not None:
+            close()
+    trace = result.trace
+    metrics = summarize(trace, dt=scenario.dt, actuated_q=model.actuated_q,
+                        actuated_v=model.actuated_v, nominal_height=nominal,
+                        wall_time=result.wall_time)
+    if scenario.robot == "quadruped":
+        course = np.array(reference.follower.waypoints)
+        metrics["waypoints_reached"] = waypoints_reached(trace.com[:, :2], course)
+        metrics["distance"] = float(np.sum(np.linalg.norm(np.diff(trace.com[:, :2], axis=0), axis=1)))
+    else:
+        metrics["waypoints_reached"] = 0
+    metrics["steps_torque_limited"] = result.info.get("steps_torque_limited", 0)
+    metrics.update({"controller": scenario.controller, "terrain": scenario.terrain_label,
+                    "mu": scenario.mu, "robot": scenario.robot, "seed": scenario.seed,
+                    "backend": scenario.backend})
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        trace.save(out / "trace.npz")
+        (out / "metrics.json").write_text(json.dumps(_jsonable(metrics), indent=1))
+        if plots:
+            from .plots import plot_run
+            metrics["figures"] = [str(p) for p in plot_run(trace, scenario, out, model)]
+    return metrics
+
+
+def _jsonable(d: dict) -> dict:
+    def conv(x):
+        if isinstance(x, dict):
+            return {k: conv(v) for k, v in x.items()}
+        if isinstance(x, (np.floating, float)):
+            x = float(x)
+            return None if math.isnan(x) else ("inf" if math.isinf(x) else x)
+        if isinstance(x, np.integer):
+            return int(x)
+        return x
+    return conv(d)
+
+
+def _run_one(args) -> dict:
+    scenario, out_dir = args
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    try:
+        return run_scenario(scenario, out_dir)
+    except Exception as exc:  # a crashed run is a result to report, not a lost sweep
+        return {"controller": scenario.controller, "terrain": scenario.terrain_label,
+                "mu": scenario.mu, "robot": scenario.robot, "seed": scenario.seed,
+                "error": f"{type(exc).__name__}: {exc}"}
+
+
+def run_sweep(scenarios: list[Scenario], out_dir=None, *, jobs: int = 1, executor: str = "process",
+              progress: bool = True) -> list[dict]:
+    """Run scenarios in parallel; rows come back in the order of ``scenarios``."""
+    if jobs < 1:
+        raise InvalidInputError(f"jobs must be >= 1, got {jobs}")
+    dirs = [None if out_dir is None else Path(out_dir) / "runs" / f"{i:03d}_{s.controller}_{s.terrain_label}"
+            for i, s in enumerate(scenarios)]
+    work = list(zip(scenarios, dirs))
+    if executor == "ray":
+        return _run_ray(work, progress)
+    if executor != "process":
+        raise InvalidInputError(f"executor must be 'process' or 'ray', got {executor!r}")
+    from tqdm import tqdm
+    bar = tqdm(total=len(work), unit="run", disable=not progress)
+    rows: list[dict] = []
+    if jobs == 1:
+        for item in work:
+            rows.append(_run_one(item))
+            bar.update(1)
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for row in pool.map(_run_one, work):
+                rows.append(row)
+                bar.update(1)
+    bar.close()
+    return rows
+
+
+def _run_ray(work, progress: bool) -> list[dict]:
+    try:
+        import ray
+    except ImportError as exc:
+        raise InvalidInputError("--executor ray needs the optional extra: pip install 'idyn[ray]'") from exc
+    if not ray.is_initialized():
+        ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True,
+                 log_to_driver=False)
+    remote = ray.remote(_run_one)
+    refs = [remote.remote(item) for item in work]
+    from tqdm import tqdm
+    with tqdm(total=len(refs), unit="run", disable=not progress) as bar:
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            bar.update(len(done))
+    return ray.get(refs)
