@@ -102,11 +102,13 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
     k, nc = prob.k, prob.G.shape[0]
     if method == "lemke":
         Mlcp = np.block([[prob.H, -prob.G.T], [prob.G, np.zeros((nc, nc))]])
-        res = lemke_regularized(Mlcp, np.concatenate((prob.c, prob.g)))
-        info = {"stage1_status": res.status.value, "pivots": res.pivots,
-                "regularization": res.regularization}
-        if res.solved:
-            return res.z[:k], info
+        try:
+            res = lemke_regularized(Mlcp, np.concatenate((prob.c, prob.g)))
+        except np.linalg.LinAlgError:  # a solver must report, not raise; fall through to the QP
+            res = None
+        if res is not None and res.solved:
+            return res.z[:k], {"stage1_status": res.status.value, "pivots": res.pivots,
+                               "regularization": res.regularization}
     qp = solve_qp(prob.H, prob.c, A_in=np.vstack((prob.G, np.eye(k))),
                   b_in=np.concatenate((-prob.g, np.zeros(k))), backend=qp_backend)
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations,

@@ -93,6 +93,16 @@ class Step:
             out = z.reshape(3, m).T.copy()
         return out / self.dt
 
+    def complementarity_violation(self, fN: np.ndarray, v_next: np.ndarray) -> float:
+        """Violation of ``0 <= f_N _|_ N v+ + phi/dt >= 0`` (eqs. 36, 54) in units of the
+        contact-free normal speed: 0 for an exact solution.  Controllers use it to accept an
+        LCP answer in physical units, whatever the solver's own residual test said."""
+        J = self.jac
+        wN = J.N @ v_next + J.phi / self.dt
+        free = J.N[:, self.u] @ self.p + J.N[:, self.a] @ self.qd + J.phi / self.dt
+        scale = 1.0 + float(np.abs(free).max(initial=0.0))
+        return max(float(-wN.min(initial=0.0)), float((fN * np.abs(wN) / (1.0 + fN)).max(initial=0.0))) / scale
+
     # -------------------------------------------------------------- solution recovery
     def resolve(self, generalized_impulse: np.ndarray, qd: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:

@@ -17,23 +17,27 @@ Per step, in the reduced form of :mod:`controllers.dynamics` (only the unactuate
 3. **Torques** by the linear solve of Sec. 4.5: the tangential impulses follow from the
    equality constraints (``mu = (G A^-1 G^T)^-1 (b - G p - G A^-1 N_u^T f_N)``), then
    :meth:`controllers.dynamics.Step.resolve` gives ``tau`` and ``v+`` (eqs. 37-38).
-4. **Consistency check** (Sec. 4.5): ``N v+ >= -phi/dt`` and, because Algorithm 1 may have
-   dropped tangent rows whose constraints are then only implied when the desired motion is
-   consistent (Appendix E assumes zero right-hand sides, ours are ``-S_a qd_des``), also
-   ``S v+ = T v+ = 0`` for *all* contacts.  If violated, the minimal-deviation QP of
+4. **Consistency check** (Sec. 4.5): ``N v+ >= -phi/dt``.  With ``check_tangential=True``
+   also ``S v+ = T v+ = 0`` for *all* contacts: Algorithm 1 may drop tangent rows whose
+   constraints are only implied when the desired motion is consistent (Appendix E assumes zero
+   right-hand sides, ours are ``-S_a qd_des``), so with inconsistent desired accelerations the
+   predicted feet may slip.  Off by default, as in the paper (error feedback makes almost
+   every closed-loop step slightly inconsistent, and the QP then runs every step).  If the
+   check fails, the minimal-deviation QP of
    eqs. 46-51 is solved: minimise ``|P v+ - qd_des|^2`` subject to non-interpenetration, no
    slip and the first-order dynamics.  Re-derived from the garbled text: we let the contact
    impulses vary with ``v+`` and ``tau`` (with ``f_N >= 0``), which keeps the QP feasible
    (any torque with its forward no-slip solution is a feasible point, the paper's argument)
    and add a ``1e-8`` ridge on the impulses so the QP is strictly convex.
 
-Options: ``consistency_tol`` (1e-6 m/s), ``warm_start`` (True), ``qp_backend``.
+Options: ``consistency_tol`` (1e-6 m/s), ``check_tangential`` (False), ``warm_start`` (True),
+``qp_backend``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from idyn.errors import InvalidInputError
+from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import find_indices, ppm_contact
 from idyn.qp import solve_qp
 
@@ -48,12 +52,13 @@ CONSISTENCY_RIDGE = 1e-8
 class LCPNoSlip(Controller):
     name = "lcp-noslip"
 
-    def __init__(self, model, *, consistency_tol: float = 1e-6, warm_start: bool = True,
-                 qp_backend: str = "quadprog", **common):
+    def __init__(self, model, *, consistency_tol: float = 1e-6, check_tangential: bool = False,
+                 warm_start: bool = True, qp_backend: str = "quadprog", **common):
         super().__init__(model, **common)
         if not consistency_tol > 0:
             raise InvalidInputError(f"consistency_tol must be positive, got {consistency_tol}")
-        self.consistency_tol, self.warm_start, self.qp_backend = consistency_tol, warm_start, qp_backend
+        self.consistency_tol, self.check_tangential = consistency_tol, check_tangential
+        self.warm_start, self.qp_backend = warm_start, qp_backend
         self._basis = None
 
     def reset(self) -> None:
@@ -69,7 +74,9 @@ class LCPNoSlip(Controller):
         impulses = self._lcp(step, info) if step.nu else np.zeros(3 * m)
         R = step.directions(pyramid=False)
         tau, v_next = step.resolve(R.T @ impulses)
-        if not self._consistent(step, v_next):
+        if step.complementarity_violation(impulses[:m], v_next) > self.consistency_tol:
+            info["status"] = "numerical_failure"   # whatever the solver's own test said
+        if info.get("status", "solved") != "solved" or not self._consistent(step, v_next):
             impulses, tau, v_next = self._min_deviation(step, impulses, tau, v_next, info)
         return Solution(tau, step.forces_from_impulses(impulses, pyramid=False), v_next, info)
 
@@ -106,8 +113,10 @@ class LCPNoSlip(Controller):
     # ------------------------------------------------------------------ step 4
     def _consistent(self, step: Step, v_next: np.ndarray) -> bool:
         J, tol = step.jac, self.consistency_tol
-        return bool(np.all(J.N @ v_next + J.phi / step.dt >= -tol)
-                    and np.all(np.abs(J.S @ v_next) <= tol) and np.all(np.abs(J.T @ v_next) <= tol))
+        if np.any(J.N @ v_next + J.phi / step.dt < -tol):
+            return False
+        return not self.check_tangential or bool(
+            np.all(np.abs(J.S @ v_next) <= tol) and np.all(np.abs(J.T @ v_next) <= tol))
 
     def _min_deviation(self, step: Step, impulses, tau, v_next, info: dict):
         """Eqs. 46-51: the consistent end velocity closest to the desired one."""
@@ -130,6 +139,8 @@ class LCPNoSlip(Controller):
                       backend=self.qp_backend)
         info["consistency_qp"] = qp.status.value
         if not qp.solved:
+            if info.get("status") != "solved":
+                raise SolverError(f"no-slip LCP {info.get('status')} and consistency QP {qp.status.value}")
             return impulses, tau, v_next  # keep the LCP answer; the flag tells the caller
         delta, z = qp.x[:na], qp.x[na:]
         z[:m] = np.maximum(z[:m], 0.0)

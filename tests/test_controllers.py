@@ -168,12 +168,15 @@ def test_inconsistent_desired_accelerations(name):
         pos = np.searchsorted(model.actuated_v, iv)
         vdot[pos[0]] = 50.0 if leg[0] == "L" else -50.0     # abduct every hip outward
     desired = Desired(p.desired.q, p.desired.v, vdot)
-    ctrl = controllers.make(name, model)
+    options = {"check_tangential": True} if name == "lcp-noslip" else {}
+    ctrl = controllers.make(name, model, **options)
     feed_sensor(ctrl, model, p.contacts)
     out = ctrl.compute(p.state, desired, p.contacts)
     check_physics(name, model, p.state, p.contacts, out)
-    if name == "lcp-noslip":
+    if name == "lcp-noslip":      # Sec. 4.5: detected and resolved by the minimal-deviation QP
         assert out.info.get("consistency_qp") == "solved"
+        jac = contact_jacobians(model, p.state.q, p.contacts)
+        assert np.abs(jac.S @ out.info["v_next"]).max() <= 1e-6
 
 
 # --------------------------------------------------------------------------- manipulator
