@@ -200,9 +200,7 @@ class AnitescuPotra(ContactModel):
         r[:m + nF] = H @ ur
         r[:m] += b
         key = (tuple(no_slip), tuple(sticky))
-        res = _guess(Q, r, self._warm.get(key))
-        if res is None:
-            res = lemke_regularized(Q, r)
+        res = _solve_lcp(Q, r, self._warm.get(key))
         self._warm = {key: res.basis} if res.solved else {}
         f_R = H.T @ res.z[:m + nF]
         flat = np.zeros(3 * m)
@@ -225,6 +223,28 @@ class AnitescuPotra(ContactModel):
         S, T = problem.J[m + contacts], problem.J[2 * m + contacts]
         ks, kt = find_indices(problem.M, None, S, T)
         return np.concatenate((m + contacts[ks], 2 * m + contacts[kt]))
+
+
+def _solve_lcp(Q: np.ndarray, r: np.ndarray, basis) -> LCPResult:
+    """Solve the contact LCP, equilibrated: z = s z', (s Q s) z' + s r = s w, s > 0.
+
+    The impulse rows are scaled to unit diagonal and the lambda rows (zero diagonal, velocity
+    units) by the mean impulse-row diagonal. The LCP's solutions are unchanged, but Lemke's ratio
+    tests compare like with like: unscaled, a degenerate contact (f_N = 0, lambda free) can end
+    Lemke's path on a ray and the regularised fallback then returns a huge lambda that passes the
+    scale-relative residual check. Tries the previous basis first (:func:`_guess`).
+    """
+    d = np.diag(Q).copy()
+    impulse = d > 0.0
+    s = np.ones_like(d)
+    s[impulse] = 1.0 / np.sqrt(d[impulse])
+    if impulse.any():
+        s[~impulse] = np.sqrt(d[impulse].mean())
+    Qs, rs = s[:, None] * Q * s[None, :], s * r
+    res = _guess(Qs, rs, basis)
+    if res is None:
+        res = lemke_regularized(Qs, rs)
+    return LCPResult(s * res.z, res.w / s, res.status, res.pivots, res.regularization, res.basis)
 
 
 def _guess(Q: np.ndarray, r: np.ndarray, basis) -> LCPResult | None:
