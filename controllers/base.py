@@ -13,7 +13,9 @@ state and the geometric contact candidates and applies ``tau``.
 
 Common options of every controller: ``dt`` (control period, 1e-3 s), ``feedback`` (True: add the
 shared PID error feedback of :mod:`controllers.feedback` to the desired acceleration; False:
-feed-forward only), ``kp``, ``kv``, ``ki``, ``integral_limit`` (its gains).
+feed-forward only), ``kp``, ``kv``, ``ki``, ``integral_limit`` (its gains),
+``penetration_recovery`` (fraction of a negative gap corrected per step, default 0: see
+:mod:`controllers.dynamics`).
 
 ``info`` keys (all controllers): ``controller``, ``status`` (str), ``pivots`` (int),
 ``fallback`` (None or the name of the fallback that produced ``tau``), ``solve_time`` (s),
@@ -65,14 +67,16 @@ class Controller(ABC):
 
     def __init__(self, model: RobotModel, *, dt: float = 1e-3, feedback: bool = True,
                  kp=DEFAULT_GAINS["kp"], kv=DEFAULT_GAINS["kv"], ki=DEFAULT_GAINS["ki"],
-                 integral_limit: float | None = None):
+                 integral_limit: float | None = None, penetration_recovery: float = 0.0):
         if not isinstance(model, RobotModel):
             raise InvalidInputError(f"model must be an idyn.RobotModel, got {type(model).__name__}")
         if not (np.isfinite(dt) and dt > 0):
             raise InvalidInputError(f"dt must be positive and finite, got {dt}")
         self.model = model
         self.dt = float(dt)
-        self.dynamics = StepDynamics(model, self.dt)
+        if not 0.0 <= penetration_recovery <= 1.0:
+            raise InvalidInputError(f"penetration_recovery must be in [0, 1], got {penetration_recovery}")
+        self.dynamics = StepDynamics(model, self.dt, penetration_recovery)
         self.feedback = ErrorFeedback(model, kp, kv, ki, integral_limit) if feedback else None
 
     # ------------------------------------------------------------------ contract

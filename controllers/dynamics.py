@@ -20,12 +20,20 @@ This is eqs. 88-94 of the paper with ``M^-1`` never formed: by the Schur-complem
 ``A`` (6 x 6 for a quadruped, 6 x 6 for the box) replaces the factorisation of ``M``.  A fixed
 base robot without free bodies has no ``u`` block at all and the controller reduces to RNEA.
 
+Gap stabilization (eq. 35).  The non-penetration rows are ``N v+ >= -phi/dt``.  A positive gap
+lets a contact that is about to form be modelled (Sec. 3.2).  A negative gap (the bodies already
+overlap) is, by default, clamped to zero: ``-phi/dt`` would then demand a separation speed that
+removes the whole overlap in one control step, and a simulator or a real robot that rests with a
+small steady overlap (PyBullet's LINKS rests 1e-5 m deep, i.e. 1 cm/s at 1 kHz) makes the
+controller push off every step and oscillate.  ``penetration_recovery`` (0 to 1) re-enables that
+fraction of the correction.
+
 :class:`StepDynamics` is the reusable per-controller workspace (index sets, selection data);
 :meth:`StepDynamics.update` returns a :class:`Step` holding one control step's quantities.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.linalg import lapack
@@ -126,11 +134,14 @@ class Step:
 class StepDynamics:
     """Reusable workspace of one controller: the model, its index sets and the control period."""
 
-    def __init__(self, model: RobotModel, dt: float):
+    def __init__(self, model: RobotModel, dt: float, penetration_recovery: float = 0.0):
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"dt must be positive and finite, got {dt}")
+        if not 0.0 <= penetration_recovery <= 1.0:
+            raise ValueError(f"penetration_recovery must be in [0, 1], got {penetration_recovery}")
         self.model = model
         self.dt = float(dt)
+        self.penetration_recovery = float(penetration_recovery)
         self.u = np.asarray(model.unactuated_v, dtype=int)
         self.a = np.asarray(model.actuated_v, dtype=int)
         self._uu = np.ix_(self.u, self.u)
@@ -142,6 +153,8 @@ class StepDynamics:
         M = model.mass_matrix(q)
         h = model.bias_forces(q, v)
         jac = contact_jacobians(model, q, contacts)
+        if jac.m and jac.phi.min() < 0.0:   # see "Gap stabilization" above
+            jac = replace(jac, phi=np.where(jac.phi < 0.0, self.penetration_recovery * jac.phi, jac.phi))
         qd = v[a] + dt * vdot_a
         A, B = M[self._uu], M[self._ua]
         L = np.zeros((0, 0))

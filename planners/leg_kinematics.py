@@ -48,7 +48,7 @@ class LegKinematics:
     """
 
     def __init__(self, model: RobotModel, feet: dict, leg_joints: dict, foot_offsets=None,
-                 damping: float = 1e-12):
+                 damping: float = 1e-6):
         if not model.floating_base:
             raise InvalidInputError("leg kinematics need a floating-base model")
         self.legs = tuple(feet)
@@ -137,16 +137,23 @@ class LegKinematics:
         return out
 
     def inverse(self, J) -> np.ndarray:
-        """Per-leg inverses J^-1, shape (L, n, 3). Square Jacobians are inverted exactly; a
-        singular or redundant leg gets the damped minimum-norm right inverse
-        J^T (J J^T + damping I)^-1."""
-        if J.shape[2] == 3:
-            try:
-                return np.linalg.inv(J)
-            except np.linalg.LinAlgError:
-                pass
+        """Per-leg inverses, shape (L, n, 3): exact for a well-conditioned square leg, damped
+        J^T (J J^T + damping I)^-1 for a leg near a singularity (smallest singular value below
+        10 sqrt(damping)) or a redundant one.
+
+        An undamped inverse of a nearly stretched leg (a swing goal at the edge of the
+        workspace) once turned a 1 mm target into a 1e12 rad/s^2 desired acceleration in the
+        closed loop; damped, the gain is bounded by 1 / (2 sqrt(damping)) (500 rad/m at the
+        default 1e-6 m^2)."""
         Jt = np.transpose(J, (0, 2, 1))
-        return Jt @ np.linalg.inv(J @ Jt + self._damping * np.eye(3))
+        damped = Jt @ np.linalg.inv(J @ Jt + self._damping * np.eye(3))
+        if J.shape[2] != 3:
+            return damped
+        sigma_min = np.linalg.svd(J, compute_uv=False)[:, -1]
+        ok = sigma_min > 10.0 * np.sqrt(self._damping)
+        if ok.any():
+            damped[ok] = np.linalg.inv(J[ok])
+        return damped
 
     # ------------------------------------------------------------------ inverse kinematics
     def solve(self, targets, q_init, *, tol: float = 1e-7, max_iters: int = 20,

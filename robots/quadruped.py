@@ -37,13 +37,17 @@ def _pybullet_data(*parts) -> str:
     return str(Path(pybullet_data.getDataPath(), *parts))
 
 
-#: Robot facts. LINKS: SPEC section 4 (nominal stance from the authors' configuration).
+#: Robot facts. LINKS stands at the authors' initial joint angles (SPEC section 4: about
+#: (+-0.1, +-0.8, +-1.2) rad; Pacer's LINKS configuration), base at 0.155 m. SPEC's "nominal
+#: stance" (base 0.161853 m, feet 0.309926 x 0.1344496 m apart) comes from a different LINKS file;
+#: with this file's 0.077 + 0.100 m legs it leaves each leg at 91 % of its reach, and the 6 cm
+#: step of the 0.2 m/s trot then needs 98 %: the leg Jacobian goes singular mid-swing. The
+#: authors' angles leave the legs at 83 % of reach.
 KNOWN: dict[str, QuadrupedFacts] = {
     "links": QuadrupedFacts(
         urdf="links.urdf",
         leg_joint_guess={"LF": (0.1, 0.8, 1.2), "RF": (-0.1, 0.8, 1.2),
-                         "LH": (0.1, -0.8, -1.2), "RH": (-0.1, -0.8, -1.2)},
-        base_height=0.161853, stance_length=0.309926, stance_width=0.1344496),
+                         "LH": (0.1, -0.8, -1.2), "RH": (-0.1, -0.8, -1.2)}),
     "a1": QuadrupedFacts(
         urdf="pybullet_data:a1/a1.urdf",
         leg_joint_guess={leg: (0.0, 0.9, -1.8) for leg in ("LF", "RF", "LH", "RH")}),

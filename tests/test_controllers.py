@@ -60,7 +60,9 @@ def check_physics(name, model, state, contacts, out, dt=1e-3):
     tang = np.hypot(f[:, 1], f[:, 2])
     assert np.all(tang[finite] <= mu[finite] * f[finite, 0] * (1 + 1e-6) + 1e-9 * mag)
     jac = contact_jacobians(model, state.q, contacts)
-    wN = jac.N @ out.info["v_next"] + jac.phi / dt
+    # the controllers' model clamps an overlap to zero gap (penetration_recovery = 0 by default,
+    # controllers.dynamics): an overlapping contact must not close further, not push apart
+    wN = jac.N @ out.info["v_next"] + np.maximum(jac.phi, 0.0) / dt
     if out.info.get("consistency_qp") is None:
         assert np.all(wN >= -1e-6 * scale)
     if name in COMPLEMENTARITY and "consistency_qp" not in out.info:

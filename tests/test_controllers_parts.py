@@ -80,3 +80,27 @@ def test_lcp_coulomb_mindiff_picks_a_valid_solution_close_to_the_last():
     lemke = controllers.make("lcp-coulomb", p.model).compute(p.state, p.desired, contacts)
     for out in (first, lemke):                      # both solve the same LCP: same base motion
         assert np.allclose(out.info["v_next"], lemke.info["v_next"], atol=1e-9)
+
+
+def test_penetration_recovery_option_pushes_overlap_apart():
+    """Default: an overlap is held (N v+ >= 0). With penetration_recovery=1 the controller asks
+    for the full separation speed -phi/dt (paper eq. 35 taken literally)."""
+    import numpy as np
+
+    import controllers
+    import robots
+    from idyn import Contact, contact_jacobians
+    from idyn.state import Desired, RobotState
+
+    quad = robots.quadruped("links")
+    model, q = quad.model, quad.q_stand.copy()
+    contacts = [Contact(f.link, None, c - [0, 0, f.radius], [0, 0, 1], 1.0, phi=-1e-4)
+                for f, c in zip(quad.feet.values(), quad.foot_centres(q))]
+    state = RobotState(q, np.zeros(model.nv))
+    desired = Desired(q[model.actuated_q], np.zeros(model.na), np.zeros(model.na))
+    N = contact_jacobians(model, q, contacts).N
+    held = controllers.make("qp-coulomb", model).compute(state, desired, contacts)
+    pushed = controllers.make("qp-coulomb", model, penetration_recovery=1.0).compute(state, desired, contacts)
+    assert np.all(N @ held.info["v_next"] >= -1e-9)
+    assert np.all(N @ pushed.info["v_next"] >= 0.1 - 1e-9)          # 1e-4 m / 1e-3 s
+    assert pushed.contact_forces[:, 0].sum() > held.contact_forces[:, 0].sum()
