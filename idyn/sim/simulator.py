@@ -24,7 +24,7 @@ import pinocchio as pin
 
 from .. import validation
 from ..contact import Contact, contact_jacobians
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, SolverError
 from ..model import RobotModel
 from .contact_models import ContactModel, ContactProblem, ContactSolution, make
 from .world import ContactSet, World
@@ -95,6 +95,9 @@ class Simulator:
         q, v = self.q, self.v
         f = -model.bias_forces(q, v)
         f[model.actuated_v] += tau
+        if not np.isfinite(f).all():
+            raise SolverError(f"the simulation diverged at t = {self.t:.4f} s (|v| = {np.abs(v).max():.3g}): "
+                              "check the torques and the time step")
         M = model.mass_matrix(q)
         contacts = self.contacts()
         cj = contact_jacobians(model, q, contacts)
@@ -106,7 +109,7 @@ class Simulator:
         sol = self.contact_model.solve(problem)
         v_next = problem.velocity(sol.impulses)
         if not np.isfinite(v_next).all():
-            raise InvalidInputError(
+            raise SolverError(
                 f"the {self.contact_model.name} contact model produced a non-finite velocity "
                 f"(status {sol.status}) at t = {self.t:.4f} s")
         self.last = StepResult(self.contacts(), sol.impulses / self.dt, sol)

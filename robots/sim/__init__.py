@@ -4,6 +4,7 @@ The simulator's contact models match the controllers' (paper Sec. 8.2), so predi
 forces can be verified exactly; see :mod:`idyn.sim`.
 """
 from .base import SimTestbed
+from .manipulator import ManipulatorTestbed
 from .quadruped import QuadrupedTestbed
 
-__all__ = ["QuadrupedTestbed", "SimTestbed"]
+__all__ = ["ManipulatorTestbed", "QuadrupedTestbed", "SimTestbed"]

@@ -113,6 +113,7 @@ class QuadrupedTestbed(SimTestbed):
         world = World(model, shapes, [ground], self_collision=False)
         super().__init__(Simulator(model, world, name, dt, **options))
         self.ground = ground
+        self._foot_links = {f.link for f in self._feet}
         self.reset()
 
     @property
@@ -146,11 +147,13 @@ class QuadrupedTestbed(SimTestbed):
         return np.array([gap(c, f.radius, self.ground).phi for c, f in zip(centres, self._feet)])
 
     def contacts(self, margin: float | None = None):
-        """The contacts of the next step (feet and base against the terrain), as in PyBullet.
+        """The foot contacts of the next step, as in PyBullet (a base touching the ground after a
+        fall is simulated but, as there, not reported).
 
         ``margin`` is accepted for interface parity but must be None: the list is the simulator's
         own contact set, which is what makes matched-model force verification exact.
         """
         if margin is not None:
             raise InvalidInputError("the idyn backend reports its own contact set; do not pass margin")
-        return super().contacts()
+        self._contacts = [c for c in self.sim.contacts() if c.body_a in self._foot_links]
+        return list(self._contacts)
