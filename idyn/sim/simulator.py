@@ -112,8 +112,12 @@ class Simulator:
             raise SolverError(
                 f"the {self.contact_model.name} contact model produced a non-finite velocity "
                 f"(status {sol.status}) at t = {self.t:.4f} s")
+        q_next = self.model.integrate(self.q, v_next, self.dt)
+        if not np.isfinite(q_next).all():
+            raise SolverError(f"the simulation diverged at t = {self.t:.4f} s (|v+| = {np.abs(v_next).max():.3g}): "
+                              "check the torques and the time step")
         self.last = StepResult(self.contacts(), sol.impulses / self.dt, sol)
-        self.q = self.model.integrate(self.q, v_next, self.dt)
+        self.q = q_next
         self.v = v_next
         self.t += self.dt
         self._detect()
