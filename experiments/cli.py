@@ -23,7 +23,10 @@ from idyn.errors import IdynError  # noqa: E402
 #: Command modules, in the order ``idyn --help`` lists them.
 COMMANDS = (
     "demo",
+    "run",
+    "compare",
     "bench",
+    "plot",
     "constraint_solver",
 )
 

@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import json
-from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
+#: the paper's published numbers, shipped as package data
+PAPER_JSON = Path(__file__).resolve().parent / "data" / "paper.json"
+
 
 def paper_data() -> dict:
-    """The paper's published numbers (shipped in experiments/data/paper.json)."""
-    return json.loads(resources.files("experiments").joinpath("data/paper.json").read_text())
+    """The paper's Tables 3-6 (experiments/data/paper.json); no network needed."""
+    return json.loads(PAPER_JSON.read_text())
 
 
 def _fmt(x, spec=".4f") -> str:

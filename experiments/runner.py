@@ -70,7 +70,7 @@ def _fallen(nominal_height: float):
 
 
 def waypoints_reached(com_xy: np.ndarray, waypoints, radius: float = 0.025) -> int:
-    """How many of the course's waypoints the centre of mass passed within ``radius`` of, in order."""
+    """How many ``waypoints`` the centre of mass passed within ``radius`` of, in order."""
     k = 0
     for p in com_xy:
         if k < len(waypoints) and np.hypot(*(p - waypoints[k])) <= radius:
@@ -81,8 +81,8 @@ def waypoints_reached(com_xy: np.ndarray, waypoints, radius: float = 0.025) -> i
 def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, plots: bool = False) -> dict:
     """Run one scenario; return its metrics (and write them, the trace and plots to ``out_dir``)."""
     robot = _robot(scenario)
-    model = robot.model
     testbed = build_testbed(scenario)
+    model = testbed.model   # the model of the testbed's state (the manipulator's includes the box)
     reference = build_reference(scenario, robot)
     controller = controllers.make(scenario.controller, model, dt=scenario.dt)
     nominal = robot.nominal_base_height if scenario.robot == "quadruped" else None
@@ -109,11 +109,13 @@ def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, pl
                         actuated_v=model.actuated_v, nominal_height=nominal,
                         wall_time=result.wall_time)
     if scenario.robot == "quadruped":
-        course = np.array(reference.follower.waypoints)
+        course = np.array(reference.follower.waypoints)[1:]   # the first is the start point
         metrics["waypoints_reached"] = waypoints_reached(trace.com[:, :2], course)
         metrics["distance"] = float(np.sum(np.linalg.norm(np.diff(trace.com[:, :2], axis=0), axis=1)))
     else:
         metrics["waypoints_reached"] = 0
+    if not controller.predicts_contact_forces:   # pid and sensed-force ID predict nothing
+        metrics["force_error_abs"] = metrics["force_error_rel"] = float("nan")
     metrics["steps_torque_limited"] = result.info.get("steps_torque_limited", 0)
     metrics.update({"controller": scenario.controller, "terrain": scenario.terrain_label,
                     "mu": scenario.mu, "robot": scenario.robot, "seed": scenario.seed,

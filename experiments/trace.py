@@ -8,6 +8,7 @@ saved trace with :func:`Trace.load` (or plain ``numpy.load``).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,16 +62,14 @@ class Trace:
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {k: a[: self.n] for k, a in self.arrays.items()}
         np.savez_compressed(path, **data, status_names=np.array(self.status_names, dtype=str),
-                            meta=np.array(repr(self.meta)))
+                            meta=np.array(json.dumps(self.meta)))
         return path
 
     @classmethod
     def load(cls, path) -> "Trace":
-        import ast
-
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in FIELDS if k in z}
             names = [str(s) for s in z["status_names"]]
-            meta = ast.literal_eval(str(z["meta"]))
+            meta = json.loads(str(z["meta"]))   # JSON keeps inf and nan (Infinity, NaN)
         n = arrays["t"].shape[0]
         return cls(arrays, meta, names, n)

@@ -1,0 +1,49 @@
+"""``idyn run``: one scenario (robot, controller, terrain, friction, duration, seed, backend).
+
+Writes ``DIR/metrics.json`` (the metrics of SPEC section 3), ``DIR/trace.npz`` (the per-step
+trace, see :mod:`experiments.trace`) and ``DIR/run.png``.
+"""
+from __future__ import annotations
+
+import math
+
+NAME = "run"
+HELP = "run one scenario and save its metrics, trace and plot"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--robot", choices=("quadruped", "manipulator"), default="quadruped")
+    parser.add_argument("--controller", default="qp-coulomb",
+                        help="controller name (see `idyn compare --help` for the list)")
+    parser.add_argument("--terrain", choices=("rigid", "compliant", "rough"), default="rigid",
+                        help="quadruped ground (default: %(default)s)")
+    parser.add_argument("--mu", type=float, default=math.inf,
+                        help="ground friction (quadruped) or fingertip-box friction (manipulator); "
+                             "inf means no slip (simulated as 100); ignored on rough terrain (default: inf)")
+    parser.add_argument("--duration", type=float, default=30.0, help="virtual seconds (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the rough terrain (default: %(default)s)")
+    parser.add_argument("--backend", choices=("pybullet", "idyn"), default="pybullet",
+                        help="physics: PyBullet or idyn.sim (default: %(default)s)")
+    parser.add_argument("--quadruped", default="links", help="quadruped model: links or a1 (default: %(default)s)")
+    parser.add_argument("--torque-limits", action="store_true",
+                        help="clip torques to the URDF effort limits (the paper's runs were unlimited)")
+
+
+def run(args) -> int:
+    import controllers
+
+    from ..report import print_run_summary
+    from ..runner import run_scenario
+    from ..scenario import Scenario
+    from ..cli import CommandError
+
+    if args.controller not in controllers.available():
+        raise CommandError(f"unknown controller {args.controller!r}; choose from {', '.join(controllers.available())}")
+    mu = math.nan if args.terrain == "rough" and args.robot == "quadruped" else args.mu
+    scenario = Scenario(controller=args.controller, robot=args.robot, terrain=args.terrain, mu=mu,
+                        duration=args.duration, seed=args.seed, backend=args.backend,
+                        quadruped=args.quadruped, torque_limits=args.torque_limits)
+    metrics = run_scenario(scenario, out_dir=args.out, progress=True, plots=True)
+    print_run_summary(scenario, metrics)
+    print(f"\nwrote {args.out}/metrics.json, trace.npz and run.png")
+    return 0
