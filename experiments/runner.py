@@ -45,13 +45,14 @@ def build_testbed(scenario: Scenario):
         from robots import pybullet as backend
     else:
         from robots import sim as backend
+    extra = {} if scenario.contact_model is None else {"contact_model": scenario.contact_model}
     if scenario.robot == "quadruped":
         return backend.QuadrupedTestbed(scenario.quadruped, terrain=scenario.terrain,
                                         mu=math.inf if math.isnan(mu) else mu,
-                                        seed=scenario.seed, dt=scenario.dt)
+                                        seed=scenario.seed, dt=scenario.dt, **extra)
     if not hasattr(backend, "ManipulatorTestbed"):
         raise InvalidInputError(f"the {scenario.backend} backend has no manipulator testbed")
-    return backend.ManipulatorTestbed(mu_grasp=mu, dt=scenario.dt)
+    return backend.ManipulatorTestbed(mu_grasp=mu, dt=scenario.dt, **extra)
 
 
 def build_reference(scenario: Scenario, robot):

@@ -41,6 +41,7 @@ class Scenario:
     dt: float = 1e-3
     quadruped: str = "links"      #: which quadruped model (robots.QUADRUPEDS)
     torque_limits: bool = False   #: the paper's runs used unlimited torque
+    contact_model: str | None = None  #: idyn backend only: ap-lcp, noslip, qp, compliant, penalty
 
     def __post_init__(self):
         if self.robot not in ROBOTS:
@@ -53,6 +54,8 @@ class Scenario:
             raise InvalidInputError(f"duration must be positive, got {self.duration}")
         if not (0 < self.dt <= 0.01):
             raise InvalidInputError(f"dt must be in (0, 0.01] s, got {self.dt}")
+        if self.contact_model is not None and self.backend != "idyn":
+            raise InvalidInputError("contact_model chooses idyn.sim's contact model; it needs backend='idyn'")
         if not (math.isnan(self.mu) or self.mu >= 0):
             raise InvalidInputError(f"mu must be >= 0 (or inf), got {self.mu}")
 

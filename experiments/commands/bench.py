@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 
 NAME = "bench"
-HELP = "time the LCP solvers, the controllers or the contact pipeline (median, p90, JSON)"
-KINDS = ("lcp", "controllers", "contacts")
+HELP = "time the LCP solvers, the controllers, the contact pipeline or the simulator (median, p90, JSON)"
+KINDS = ("lcp", "controllers", "contacts", "sim")
 
 
 def add_arguments(parser) -> None:

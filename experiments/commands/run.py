@@ -24,6 +24,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the rough terrain (default: %(default)s)")
     parser.add_argument("--backend", choices=("pybullet", "idyn"), default="pybullet",
                         help="physics: PyBullet or idyn.sim (default: %(default)s)")
+    parser.add_argument("--contact-model", default=None,
+                        choices=("ap-lcp", "noslip", "qp", "compliant", "penalty"),
+                        help="idyn backend only: the simulator's contact model (default: ap-lcp, "
+                             "noslip when mu >= 100, penalty on compliant ground)")
     parser.add_argument("--quadruped", default="links", help="quadruped model: links or a1 (default: %(default)s)")
     parser.add_argument("--torque-limits", action="store_true",
                         help="clip torques to the URDF effort limits (the paper's runs were unlimited)")
@@ -42,7 +46,8 @@ def run(args) -> int:
     mu = math.nan if args.terrain == "rough" and args.robot == "quadruped" else args.mu
     scenario = Scenario(controller=args.controller, robot=args.robot, terrain=args.terrain, mu=mu,
                         duration=args.duration, seed=args.seed, backend=args.backend,
-                        quadruped=args.quadruped, torque_limits=args.torque_limits)
+                        quadruped=args.quadruped, torque_limits=args.torque_limits,
+                        contact_model=args.contact_model)
     metrics = run_scenario(scenario, out_dir=args.out, progress=True, plots=True)
     print_run_summary(scenario, metrics)
     print(f"\nwrote {args.out}/metrics.json, trace.npz and run.png")
