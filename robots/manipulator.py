@@ -23,6 +23,8 @@ from .description import SphereFoot, package_asset, sphere_leaves
 #: SPEC section 4: the grasped cube.
 BOX_SIDE = 0.05071
 BOX_DENSITY = 6000.0
+#: box and arm against the ground (SPEC section 4)
+GROUND_MU = 1.0
 #: frame (and free-flyer joint prefix) of the box in the combined model
 BOX_FRAME = "box"
 #: arm joints sit at 1.5708 rad in the reference pose; fingers at 45 degrees (URDF comment)

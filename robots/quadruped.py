@@ -151,6 +151,15 @@ def quadruped(name: str = "links") -> Quadruped:
     return build(KNOWN[name], name)
 
 
+def resolve_quadruped(robot) -> Quadruped:
+    """A :class:`Quadruped` from itself or from a known name (what the testbeds accept)."""
+    if isinstance(robot, Quadruped):
+        return robot
+    if isinstance(robot, str):
+        return quadruped(robot)
+    raise InvalidInputError(f"robot must be a quadruped name or a robots.Quadruped, got {robot!r}")
+
+
 def quadruped_urdf(name: str = "links") -> Path:
     """Path of a known quadruped's URDF file."""
     if name not in KNOWN:

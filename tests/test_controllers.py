@@ -58,7 +58,9 @@ def check_physics(name, model, state, contacts, out, dt=1e-3):
     assert np.all(f[:, 0] >= -1e-7 * mag)
     finite = np.isfinite(mu) & (name not in NO_SLIP)   # no-slip models ignore mu by definition
     tang = np.hypot(f[:, 1], f[:, 2])
-    assert np.all(tang[finite] <= mu[finite] * f[finite, 0] * (1 + 1e-6) + 1e-9 * mag)
+    # absolute slack: 1e-8 of the force scale, the QP backends' feasibility precision (a 2e-7 N
+    # excess on a contact carrying 2e-6 N of a 131 N problem was found by hypothesis)
+    assert np.all(tang[finite] <= mu[finite] * f[finite, 0] * (1 + 1e-6) + 1e-8 * mag)
     jac = contact_jacobians(model, state.q, contacts)
     # the controllers' model clamps an overlap to zero gap (penetration_recovery = 0 by default,
     # controllers.dynamics): an overlapping contact must not close further, not push apart

@@ -86,7 +86,7 @@ class ContactProblem:
     def noslip_mlcp(self):
         """The MLCP of eq. 42 (rows of Algorithm 1) reduced by eqs. 121-122."""
         J, b = self.noslip_constraints
-        m, c, n = self.M.shape[0], J.shape[0], self.n
+        c, n = J.shape[0], self.n
         A = np.block([[self.M, -J.T], [J, np.zeros((c, c))]])
         C = np.vstack([-self.N.T, np.zeros((c, n))])
         g = np.concatenate([-self.momentum, -b])

@@ -18,7 +18,7 @@ from idyn.constraint_solver.geometry import sphere_plane
 from idyn.constraint_solver.models import hertz, hertz_force
 from idyn.constraint_solver.point_contacts import contact_rows
 
-from .common import Stopwatch, figure, make_solver, solver_stats, tolist
+from .common import Stopwatch, figure, make_solver, solver_stats
 
 MASS, DIMS, FOOT_R, E_STAR, B_N, H, DURATION = 1.0, (0.2, 0.1, 0.05), 0.01, 1e11, 1.0, 0.01, 1.0
 ANGLE = np.deg2rad(15.0)

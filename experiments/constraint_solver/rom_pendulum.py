@@ -18,7 +18,7 @@ import numpy as np
 from idyn.constraint_solver import ConstraintProblem, MassMatrix
 from idyn.constraint_solver.models import range_of_motion
 
-from .common import Stopwatch, figure, make_solver, solver_stats, tolist
+from .common import Stopwatch, figure, make_solver, solver_stats
 
 MASS, LENGTH, GRAVITY, K, B = 1.0, 1.0, 9.81, 1e12, 0.0
 THETA_WINDOW = 5e-5

@@ -19,7 +19,7 @@ from idyn.constraint_solver.geometry import (ContactGeometry, sphere_plane, sphe
 from idyn.constraint_solver.models import hertz
 from idyn.constraint_solver.point_contacts import contact_rows
 
-from .common import Stopwatch, figure, make_solver, solver_stats, tolist
+from .common import Stopwatch, figure, make_solver, solver_stats
 
 RADIUS, DENSITY, E_STAR, B_N, MU, GAP, H, STEPS = 0.1, 7800.0, 1e11, 1.0, 0.5, 1e-3, 0.01, 500
 

@@ -20,14 +20,12 @@ import pybullet as pb
 from idyn.contact import Contact
 from idyn.errors import InvalidInputError
 
-from ..manipulator import BOX_FRAME, manipulator
+from ..manipulator import BOX_FRAME, GROUND_MU, manipulator
 from .base import BodyLink, MultiBodyMap, SphereProbe, Testbed, free_flyer_from_com, com_from_free_flyer
 from .terrain import Terrain, simulated_mu
 
 #: default margin (m) within which a fingertip or box corner is a contact candidate
 CONTACT_MARGIN = 0.005
-#: box and arm against the ground (SPEC section 4)
-GROUND_MU = 1.0
 
 
 class ManipulatorTestbed(Testbed):

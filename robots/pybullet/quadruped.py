@@ -15,7 +15,7 @@ from idyn.contact import Contact
 from idyn.errors import InvalidInputError
 from idyn.state import RobotState
 
-from ..quadruped import Quadruped, quadruped
+from ..quadruped import resolve_quadruped
 from .base import GRAVITY, BodyLink, MultiBodyMap, SphereProbe, Testbed
 from .terrain import Terrain
 
@@ -25,14 +25,6 @@ CONTACT_MARGIN = 0.01
 PLACEMENT_CLEARANCE = 0.01
 #: rough terrain: feet within this distance (m) get their cell's friction before a step
 FRICTION_LOOKAHEAD = 0.02
-
-
-def resolve_quadruped(robot) -> Quadruped:
-    if isinstance(robot, Quadruped):
-        return robot
-    if isinstance(robot, str):
-        return quadruped(robot)
-    raise InvalidInputError(f"robot must be a quadruped name or a robots.Quadruped, got {robot!r}")
 
 
 class QuadrupedTestbed(Testbed):

@@ -21,58 +21,14 @@ same value to the controller. (Bullet also clamps a combined friction at 10, so 
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pybullet as pb
 
 from idyn.errors import InvalidInputError
 
+from ..terrain import (COMPLIANT_CONTACTS, COMPLIANT_SINK, ROUGH_RESOLUTION, ROUGH_SIZE,  # noqa: F401
+                       TERRAINS, rough_friction, rough_heightmap, simulated_mu)
 from .base import GRAVITY
-
-TERRAINS = ("rigid", "compliant", "rough")
-#: mu = inf (no slip) is simulated with this coefficient (SPEC section 6)
-NO_SLIP_MU = 100.0
-#: compliant ground: static sink (m) of a robot standing on four contacts (paper Sec. 7.5)
-COMPLIANT_SINK = 0.001
-COMPLIANT_CONTACTS = 4
-#: rough terrain (SPEC section 6)
-ROUGH_SIZE = 3.0
-ROUGH_RESOLUTION = 0.02
-ROUGH_BUMPS = 1000
-ROUGH_MAX_HEIGHT = 0.03
-ROUGH_MU_RANGE = (0.1, 1.5)
-
-
-def simulated_mu(mu) -> float:
-    """The Coulomb coefficient given to the simulator (inf -> 100); InvalidInputError if bad."""
-    mu = float(mu)
-    if math.isnan(mu) or mu < 0:
-        raise InvalidInputError(f"friction coefficient must be >= 0 (inf for no slip), got {mu}")
-    return NO_SLIP_MU if math.isinf(mu) else mu
-
-
-def rough_heightmap(seed: int, size: float = ROUGH_SIZE, resolution: float = ROUGH_RESOLUTION,
-                    bumps: int = ROUGH_BUMPS, max_height: float = ROUGH_MAX_HEIGHT) -> np.ndarray:
-    """Heights (m) at the grid nodes, shape (n, n) indexed [iy, ix], from ``seed``.
-
-    Sum of ``bumps`` isotropic Gaussians with centres uniform over the square, widths
-    sigma ~ U(0.02, 0.1) m and amplitudes ~ U(0, 1), then scaled so the maximum is
-    ``max_height`` (the minimum stays >= 0).
-    """
-    rng = np.random.default_rng(seed)
-    n = int(round(size / resolution)) + 1
-    axis = np.linspace(-size / 2, size / 2, n)
-    centres = rng.uniform(-size / 2, size / 2, (bumps, 2))
-    sigma = rng.uniform(0.02, 0.1, bumps)
-    amp = rng.uniform(0.0, 1.0, bumps)
-    h = np.zeros((n, n))
-    for (cx, cy), s, a in zip(centres, sigma, amp):
-        gx = np.exp(-0.5 * ((axis - cx) / s) ** 2)
-        gy = np.exp(-0.5 * ((axis - cy) / s) ** 2)
-        h += a * np.outer(gy, gx)
-    return h * (max_height / h.max())
-
 
 class Terrain:
     """A terrain body in one PyBullet client and its friction field."""
@@ -116,8 +72,7 @@ class Terrain:
     def _heightfield(self) -> int:
         self.heights = rough_heightmap(self.seed)
         n = self.heights.shape[0]
-        # an independent stream for friction, still determined by the seed
-        self.cell_mu = np.random.default_rng([self.seed, 1]).uniform(*ROUGH_MU_RANGE, (n - 1, n - 1))
+        self.cell_mu = rough_friction(self.seed, n)
         # PyBullet centres a heightfield on its origin, vertically at the middle of its range
         shape = pb.createCollisionShape(
             pb.GEOM_HEIGHTFIELD, meshScale=[ROUGH_RESOLUTION, ROUGH_RESOLUTION, 1.0],

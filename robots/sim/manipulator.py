@@ -13,9 +13,8 @@ import numpy as np
 from idyn.errors import InvalidInputError
 from idyn.sim import Box, Plane, Simulator, Sphere, World
 
-from ..manipulator import BOX_FRAME, manipulator
-from ..pybullet.manipulator import GROUND_MU
-from ..pybullet.terrain import simulated_mu
+from ..manipulator import BOX_FRAME, GROUND_MU, manipulator
+from ..terrain import simulated_mu
 from .base import SimTestbed
 
 

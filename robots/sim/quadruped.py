@@ -1,13 +1,13 @@
 """idyn.sim testbed for any point-footed quadruped on rigid, compliant or rough terrain.
 
 Same constructor, methods and conventions as :class:`robots.pybullet.QuadrupedTestbed`, with the
-terrains of :mod:`robots.pybullet.terrain` rebuilt as idyn.sim geometry:
+terrains of :mod:`robots.terrain` rebuilt as idyn.sim geometry:
 
 * ``rigid``: a plane with friction mu (inf is simulated as 100, i.e. no slip);
 * ``compliant``: the same plane with the ``penalty`` contact model, stiffness and damping
   computed as for PyBullet (sink of 1 mm under the robot's weight on four feet, critically
   damped per foot);
-* ``rough``: the same seeded heightmap (:func:`robots.pybullet.terrain.rough_heightmap`) with
+* ``rough``: the same seeded heightmap (:func:`robots.terrain.rough_heightmap`) with
   per-cell friction, bilinear heights and gradient normals.
 
 The contact model defaults to ``ap-lcp`` on rigid terrain (no-slip contacts where mu >= 100, as
@@ -28,9 +28,9 @@ from idyn.sim import Box, Heightmap, Plane, Simulator, Sphere, World
 from idyn.sim.geometry import sphere_heightmap, sphere_plane
 from idyn.state import RobotState
 
-from ..pybullet.terrain import (COMPLIANT_CONTACTS, COMPLIANT_SINK, ROUGH_MU_RANGE, ROUGH_SIZE, TERRAINS,
-                                rough_heightmap, simulated_mu)
-from ..pybullet.quadruped import resolve_quadruped
+from ..quadruped import resolve_quadruped
+from ..terrain import (COMPLIANT_CONTACTS, COMPLIANT_SINK, ROUGH_SIZE, TERRAINS, rough_friction,
+                       rough_heightmap, simulated_mu)
 from .base import SimTestbed
 
 
@@ -54,11 +54,6 @@ def collision_boxes(urdf, link: str) -> list[tuple[np.ndarray, np.ndarray, np.nd
             size = np.array([float(x) for x in box.get("size").split()])
             out.append((0.5 * size, pin.rpy.rpyToMatrix(*rpy), xyz))
     return out
-
-
-def rough_friction(seed: int, nodes: int) -> np.ndarray:
-    """Per-cell friction of the rough terrain: the stream PyBullet's terrain draws from ``seed``."""
-    return np.random.default_rng([int(seed), 1]).uniform(*ROUGH_MU_RANGE, (nodes - 1, nodes - 1))
 
 
 class QuadrupedTestbed(SimTestbed):
