@@ -43,7 +43,9 @@ class QuadrupedReference:
         self.follower.reset()
 
     def desired(self, state, contacts):
-        return self.planner.plan(state, self.follower.command(state))
+        down = {c.body_a for c in contacts if c.phi <= TOUCH_GAP}
+        touching = [self._feet[leg] in down for leg in self.planner.legs]
+        return self.planner.plan(state, self.follower.command(state), touching)
 
     def active_contacts(self, contacts):
         """The contacts the controller models: those of feet in planned stance.
@@ -55,7 +57,7 @@ class QuadrupedReference:
         the contacts by the gait's schedule is what a legged controller does with its planner.
         """
         stance = self.planner.stance
-        return [c for c in contacts if stance[self._leg_of[c.body_a]]]
+        return [c for c in contacts if stance[self._leg_of[c.body_a]] and c.phi <= TOUCH_GAP]
 
     def extra_torque(self, state, contacts):
         if self.balance is None:

@@ -76,10 +76,20 @@ class QuadrupedPlanner:
         Timing and step height; default :class:`~planners.gait.TrotGait` (the paper's trot).
     overstep:
         Fraction of the step added beyond the goal at the third control point (0.1 in Pacer).
+    max_acceleration, max_yaw_acceleration:
+        The planned base twist follows the command at most this fast (m/s^2, rad/s^2); ``None``
+        follows it instantly. The task starts and stops the robot (paper Sec. 7.6, "acceleration
+        to and from rest"): a velocity step would ask the feet for an infinite acceleration.
     max_lead, max_yaw_lead:
-        The gait pose integrates the command but is kept within this distance (m) and heading
-        difference (rad) of the measured base, so the balance goal cannot run away from a robot
+        The gait pose integrates the planned twist but is kept within this distance (m) and
+        heading difference (rad) of the measured base, so the goal cannot run away from a robot
         that cannot keep up (slipping on mu = 0.1, turning limits).
+    max_climb_rate:
+        Speed (m/s) at which the planned base height follows the footholds (uneven ground).
+    touchdown_window:
+        Fraction of a swing after which a foot that touches the ground becomes a stance foot
+        (Pacer's "stance on contact"); a foot still in the air at its planned touchdown keeps
+        descending at ``probe_speed`` (m/s), at most ``probe_depth`` (m), until it touches.
     ik_tol, ik_max_iters:
         Newton tolerance on each foot's position (m; Pacer used 1e-3) and the iteration cap per
         control step.
@@ -87,7 +97,9 @@ class QuadrupedPlanner:
 
     def __init__(self, model: RobotModel, feet: dict, leg_joints: dict, q_stand, *,
                  foot_offsets=None, gait: Gait | None = None, overstep: float = 0.1,
-                 max_lead: float = 0.05, max_yaw_lead: float = 0.25,
+                 max_acceleration: float | None = 1.0, max_yaw_acceleration: float | None = 8.0,
+                 max_lead: float = 0.05, max_yaw_lead: float = 0.25, max_climb_rate: float = 0.05,
+                 touchdown_window: float = 0.5, probe_speed: float = 0.1, probe_depth: float = 0.03,
                  ik_tol: float = 1e-6, ik_max_iters: int = 20):
         self.model = model
         self.gait = gait or TrotGait()
@@ -107,7 +119,17 @@ class QuadrupedPlanner:
         self._nominal = (heading.T @ rot @ local.T).T        # (L, 3), z < 0: below the base
         self._height = float(-np.mean(self._nominal[:, 2]))  # base height above the foot plane
         self.overstep = float(overstep)
+        for name, value in (("max_acceleration", max_acceleration),
+                            ("max_yaw_acceleration", max_yaw_acceleration)):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise InvalidInputError(f"{name} must be positive or None, got {value}")
+        self.max_acceleration, self.max_yaw_acceleration = max_acceleration, max_yaw_acceleration
         self.max_lead, self.max_yaw_lead = float(max_lead), float(max_yaw_lead)
+        self.max_climb_rate = float(max_climb_rate)
+        if not 0.0 < touchdown_window <= 1.0:
+            raise InvalidInputError(f"touchdown_window must lie in (0, 1], got {touchdown_window}")
+        self.touchdown_window = float(touchdown_window)
+        self.probe_speed, self.probe_depth = float(probe_speed), float(probe_depth)
         self.ik_tol, self.ik_max_iters = float(ik_tol), int(ik_max_iters)
         self._na = model.na
         self.command = BaseCommand()
@@ -116,18 +138,23 @@ class QuadrupedPlanner:
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
         """Forget the plan; the next :meth:`plan` call starts the gait at that call's time."""
+        L = len(self.legs)
         self._t0 = None
         self._t_prev = None
-        self._pose = None                 # gait pose (planar) and its height
-        self._z = 0.0
-        self._stance = None
-        self._feet = np.zeros((len(self.legs), 3))     # planned world foot points
-        self._splines: list[ClampedCubicSpline | None] = [None] * len(self.legs)
-        self._xd_prev = np.zeros((len(self.legs), 3))
+        self._pose = None                 # gait pose (planar), its height and vertical speed
+        self._z = self._vz = 0.0
+        self._twist = np.zeros(3)         # planned (vx, vy, wz), heading frame
+        self._twist_rate = np.zeros(3)
+        self._stance = None               # stance flags in effect (planned or early touchdown)
+        self._scheduled = np.ones(L, dtype=bool)    # the gait's flags at the last step
+        self._early = np.zeros(L, dtype=bool)       # touched down before the planned time
+        self._probe = np.zeros(L)                   # depth searched below a late foothold (m)
+        self._feet = np.zeros((L, 3))               # planned world foot points
+        self._splines: list[ClampedCubicSpline | None] = [None] * L
         self._q_legs = self._q_stand_legs.copy()
         self._qd_legs = np.zeros_like(self._q_legs)
         self._qdd_legs = np.zeros_like(self._q_legs)
-        self.ik_error = np.zeros(len(self.legs))
+        self.ik_error = np.zeros(L)
 
     def set_command(self, command: BaseCommand) -> None:
         if not isinstance(command, BaseCommand):
@@ -136,7 +163,8 @@ class QuadrupedPlanner:
 
     @property
     def stance(self) -> dict[str, bool]:
-        """Planned stance flag of every leg at the last planned step."""
+        """Stance flag of every leg at the last planned step: the gait's schedule, plus swing
+        feet that touched down early."""
         flags = self._stance if self._stance is not None else np.zeros(len(self.legs), bool)
         return dict(zip(self.legs, map(bool, flags)))
 
@@ -146,21 +174,31 @@ class QuadrupedPlanner:
         return self._feet.copy()
 
     def base_goal(self) -> BaseGoal:
-        """The gait pose: where the plan wants the base (level, at the nominal height)."""
+        """The gait pose: where the plan wants the base (level, at the nominal height), and its
+        planned velocity."""
         if self._pose is None:
             raise InvalidInputError("base_goal() needs at least one plan() call")
-        p, c = self._pose, self.command
-        heading = rot_z(p.yaw)
-        return BaseGoal(np.array([p.x, p.y, self._z]), np.array([0.0, 0.0, p.yaw]),
-                        heading @ np.array([c.vx, c.vy, 0.0]), np.array([0.0, 0.0, c.wz]))
+        linear, _ = self._base_rates()
+        return BaseGoal(np.array([self._pose.x, self._pose.y, self._z]),
+                        np.array([0.0, 0.0, self._pose.yaw]), linear,
+                        np.array([0.0, 0.0, self._twist[2]]))
 
     # ------------------------------------------------------------------ planning
-    def plan(self, state: RobotState, command: BaseCommand | None = None) -> Desired:
-        """Desired actuated q, v, vdot for the measured ``state`` at time ``state.t``."""
+    def plan(self, state: RobotState, command: BaseCommand | None = None, touching=None) -> Desired:
+        """Desired actuated q, v, vdot for the measured ``state`` at time ``state.t``.
+
+        ``touching`` (optional, one flag per leg in :attr:`legs` order) says which feet are on
+        the ground; with it, late swing feet that touch become stance feet and stance feet that
+        have not yet touched keep reaching down (see ``touchdown_window``).
+        """
         if command is not None:
             self.set_command(command)
         q = self.model.check_q(state.q)
         self.model.check_v(state.v)
+        if touching is not None:
+            touching = np.asarray(touching, dtype=bool).ravel()
+            if touching.size != len(self.legs):
+                raise InvalidInputError(f"touching needs {len(self.legs)} flags, got {touching.size}")
         base_p = q[:3]
         base_R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
         measured = PlanarPose(float(base_p[0]), float(base_p[1]), yaw_of(base_R))
@@ -171,49 +209,29 @@ class QuadrupedPlanner:
         if dt < 0:
             raise InvalidInputError(f"time went backwards: {t} after {self._t_prev}; call reset()")
         self._t_prev = t
-        self._advance_gait_pose(measured, dt)
         tg = t - self._t0
+        self._advance_gait_pose(measured, dt)
+        pd, pdd = self._plan_feet(tg, dt, touching, q, base_p, base_R)
 
-        stance = self.gait.stance(tg)
-        pd = np.zeros((len(self.legs), 3))
-        pdd = np.zeros((len(self.legs), 3))
-        for i, leg in enumerate(self.legs):
-            if stance[i]:
-                if self._splines[i] is not None:   # touchdown: hold the spline's end point
-                    self._feet[i] = self._splines[i](self._splines[i].t1)[0]
-                    self._splines[i] = None
-                continue
-            spline = self._splines[i]
-            if spline is None or self._stance[i]:
-                spline = self._splines[i] = self._plan_swing(i, leg, tg, measured)
-            self._feet[i], pd[i], pdd[i] = spline(tg)
-        self._stance = stance
-
-        # -- relative to the measured base, which moves with the commanded twist
-        Rt = base_R.T
-        x_rel = (self._feet - base_p) @ base_R                   # R^T (p - b), per row
-        heading = rot_z(measured.yaw)
-        c = self.command
-        twist = np.concatenate((Rt @ heading @ np.array([c.vx, c.vy, 0.0]),
-                                Rt @ np.array([0.0, 0.0, c.wz])))   # pinocchio base v (local)
+        # -- foot points relative to the gait pose (level, moving with the planned twist)
+        bd = np.array([self._pose.x, self._pose.y, self._z])
+        Rd = rot_z(self._pose.yaw)
+        V, A = self._base_rates()
+        W = _skew(np.array([0.0, 0.0, self._twist[2]]))      # yaw rate (base = world axis z)
+        Wd = _skew(np.array([0.0, 0.0, self._twist_rate[2]]))
+        x_rel = (self._feet - bd) @ Rd                        # Rd^T (p - b), per row
+        v_rel = (pd - V) @ Rd
+        xd = v_rel - x_rel @ W.T
+        xdd = (pdd - A) @ Rd - 2.0 * v_rel @ W.T - x_rel @ Wd.T + x_rel @ (W @ W).T
         # warm start: the last solution advanced by its rates and accelerations (second order), so
         # the guess is usually within tolerance and at most one Newton step is needed
         q_guess = self._q_legs + dt * (self._qd_legs + 0.5 * dt * self._qdd_legs)
         q_legs, _, J, self.ik_error = self.kin.solve(
             x_rel, q_guess, tol=self.ik_tol, max_iters=self.ik_max_iters)
-        W = _skew(twist[3:])                                      # omega x (.) in base axes
-        pd_rel = pd @ base_R                                      # R^T pd
-        xd = pd_rel - self.kin.base_velocity(twist)              # R^T pd - J_base twist
-        # swing: analytic derivative of R^T (p - b) for a constant body twist
-        xdd = pdd @ base_R - (xd + pd_rel) @ W.T
-        if dt > 0:   # stance: the acceleration of -J_base twist by differencing (SPEC 5)
-            xdd[stance] = (xd[stance] - self._xd_prev[stance]) / dt
-        else:
-            xdd[stance] = 0.0
         J_inv = self.kin.inverse(J)
         qd = per_leg(J_inv, xd)
         qdd = per_leg(J_inv, xdd - self.kin.drift(q_legs, qd))
-        self._q_legs, self._qd_legs, self._qdd_legs, self._xd_prev = q_legs, qd, qdd, xd
+        self._q_legs, self._qd_legs, self._qdd_legs = q_legs, qd, qdd
 
         out_q = np.zeros(self._na)
         out_v = np.zeros(self._na)
@@ -234,21 +252,117 @@ class QuadrupedPlanner:
         self._z = float(np.mean(self._feet[:, 2])) + self._height
         self._stance = np.ones(len(self.legs), dtype=bool)   # every foot starts on the ground
 
+    def _base_rates(self) -> tuple[np.ndarray, np.ndarray]:
+        """World linear velocity and acceleration of the gait pose's origin."""
+        R = rot_z(self._pose.yaw)
+        planar = R @ np.array([self._twist[0], self._twist[1], 0.0])
+        V = planar + np.array([0.0, 0.0, self._vz])
+        A = R @ np.array([self._twist_rate[0], self._twist_rate[1], 0.0]) \
+            + self._twist[2] * np.array([-planar[1], planar[0], 0.0])
+        return V, A
+
+    def _ramp(self, twist: np.ndarray, dt: float) -> np.ndarray:
+        """The planned twist after ``dt`` s of following the command within the acceleration
+        limits (norm-limited in the plane, separately in yaw)."""
+        c = self.command
+        step = np.array([c.vx, c.vy, c.wz]) - twist
+        if self.max_acceleration is not None:
+            n, cap = math.hypot(step[0], step[1]), self.max_acceleration * dt
+            if n > cap:
+                step[:2] *= cap / n
+        if self.max_yaw_acceleration is not None:
+            cap = self.max_yaw_acceleration * dt
+            step[2] = min(max(step[2], -cap), cap)
+        return twist + step
+
     def _advance_gait_pose(self, measured: PlanarPose, dt: float) -> None:
-        """Integrate the command into the gait pose, kept near the measured base."""
-        p = predict(self._pose, self.command, dt)
+        """Ramp the planned twist toward the command and integrate it into the gait pose, kept
+        near the measured base; the height follows the footholds."""
+        if dt <= 0:      # first call: an unlimited ramp takes the command at once
+            self._twist = self._ramp(self._twist, 0.0)
+            return
+        p = predict(self._pose, BaseCommand(*self._twist), dt)    # the twist planned last step
+        twist = self._ramp(self._twist, dt)
+        self._twist_rate = (twist - self._twist) / dt
+        self._twist = twist
         dx, dy = p.x - measured.x, p.y - measured.y
         dist = math.hypot(dx, dy)
         if dist > self.max_lead:
             dx, dy = dx * self.max_lead / dist, dy * self.max_lead / dist
         dyaw = float(np.clip(wrap_angle(p.yaw - measured.yaw), -self.max_yaw_lead, self.max_yaw_lead))
         self._pose = PlanarPose(measured.x + dx, measured.y + dy, measured.yaw + dyaw)
+        rest = self._foothold_height() + self._height - self._z
+        self._vz = float(np.clip(rest / dt, -self.max_climb_rate, self.max_climb_rate))
+        self._z += self._vz * dt
 
-    def _plan_swing(self, i: int, leg: str, tg: float, measured: PlanarPose) -> ClampedCubicSpline:
-        """Spline of a swing that starts now (or started before the planner did)."""
+    def _foothold_height(self) -> float:
+        """Mean height of the footholds: stance feet where they are held, swing feet where they
+        will land."""
+        z = [s.end_point[2] if s is not None else f[2] for s, f in zip(self._splines, self._feet)]
+        return float(np.mean(z))
+
+    def _plan_feet(self, tg, dt, touching, q, base_p, base_R) -> tuple[np.ndarray, np.ndarray]:
+        """World foot targets (into ``self._feet``), velocities and accelerations at gait time
+        ``tg``: stance feet hold their footholds, swing feet follow their splines."""
+        L = len(self.legs)
+        scheduled = self.gait.stance(tg)
+        pd = np.zeros((L, 3))
+        pdd = np.zeros((L, 3))
+        stance = scheduled.copy()
+        measured_feet = None
+        for i, leg in enumerate(self.legs):
+            down = touching is None or bool(touching[i])
+            if scheduled[i]:
+                spline = self._splines[i]
+                if spline is not None:                 # planned touchdown
+                    self._feet[i] = spline.end_point
+                    self._splines[i] = None
+                    self._probe[i] = 0.0
+                self._early[i] = False
+                if not down and self._probe[i] < self.probe_depth:   # late: reach down
+                    step = min(self.probe_speed * dt, self.probe_depth - self._probe[i])
+                    self._feet[i, 2] -= step
+                    self._probe[i] += step
+                    pd[i, 2] = -self.probe_speed
+                continue
+            if self._scheduled[i]:                     # liftoff: plan this swing
+                self._splines[i] = self._plan_swing(i, leg, tg)
+                self._early[i] = False
+            spline = self._splines[i]
+            if self._early[i]:
+                stance[i] = True
+                continue
+            if spline is None:                         # the gait started mid-swing
+                spline = self._splines[i] = self._plan_swing(i, leg, tg)
+            late = tg >= spline.t0 + self.touchdown_window * (spline.t1 - spline.t0)
+            if touching is not None and down and late:     # early touchdown: stance on contact
+                if measured_feet is None:
+                    measured_feet = base_p + self.kin.positions(q[self.kin.leg_q]) @ base_R.T
+                self._feet[i] = measured_feet[i]
+                self._splines[i] = None
+                self._early[i] = stance[i] = True
+                continue
+            self._feet[i], pd[i], pdd[i] = spline(tg)
+        self._scheduled = scheduled
+        self._stance = stance
+        return pd, pdd
+
+    def _predict_planned(self, duration: float) -> PlanarPose:
+        """The gait pose after ``duration`` s of the planned twist ramping toward the command."""
+        pose, twist = self._pose, self._twist.copy()
+        n = max(1, int(math.ceil(duration / 0.01)))
+        h = duration / n
+        for _ in range(n):
+            nxt = self._ramp(twist, h)
+            pose = predict(pose, BaseCommand(*(0.5 * (twist + nxt))), h)
+            twist = nxt
+        return pose
+
+    def _plan_swing(self, i: int, leg: str, tg: float) -> ClampedCubicSpline:
+        """Spline of a swing that starts now (or started before the planner did), in the world
+        frame: the foot is at rest at both ends."""
         liftoff, touchdown = self.gait.swing_window(leg, tg)
-        mid_stance = predict(measured, self.command,
-                             (touchdown - tg) + 0.5 * self.gait.stance_duration)
+        mid_stance = self._predict_planned((touchdown - tg) + 0.5 * self.gait.stance_duration)
         start = self._feet[i].copy()
         goal = mid_stance.transform(self._nominal[i])
         goal[2] = start[2]                    # land at the height the foot left (no terrain map)

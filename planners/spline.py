@@ -123,6 +123,11 @@ class ClampedCubicSpline:
     def t1(self) -> float:
         return float(self._knots[-1])
 
+    @property
+    def end_point(self) -> np.ndarray:
+        """The last control point (where the curve ends)."""
+        return self._end[0].copy()
+
     def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Position, velocity and acceleration at time ``t``."""
         first, last = self._knot_list[0], self._knot_list[-1]

@@ -24,27 +24,34 @@ def _planner(robot, **kw):
 
 
 @lru_cache(maxsize=None)
-def _rollout(name, cmd=(0.2, 0.0, 0.3), dt=1e-3, steps=600, ik_tol=1e-6):
-    """Kinematic rollout; returns (robot, planner, times, q (steps, nq), desired list, stance,
-    IK errors)."""
+def _rollout(name, cmd=(0.2, 0.0, 0.3), dt=1e-3, steps=600, ik_tol=1e-6, ramp=True):
+    """Kinematic rollout of the plan: the base moves exactly with the planned twist (the command,
+    reached through the planner's acceleration ramp) and the joints take the desired values.
+    Returns (robot, planner, times, q (steps, nq), desired list, stance, IK errors, planned
+    base twists (steps, 6) in pinocchio's local base frame)."""
     robot = robots.quadruped(name)
     m = robot.model
-    planner = _planner(robot, ik_tol=ik_tol)
+    planner = _planner(robot, ik_tol=ik_tol, **({} if ramp else
+                                                {"max_acceleration": None, "max_yaw_acceleration": None}))
     command = BaseCommand(*cmd)
     q, v = robot.q_stand.copy(), np.zeros(m.nv)
-    qs, des, stance, errs = [], [], [], []
+    qs, des, stance, errs, twists = [], [], [], [], []
     for k in range(steps):
         d = planner.plan(RobotState(q, v, k * dt), command)
         qs.append(q.copy())
         des.append(d)
         stance.append(np.array(list(planner.stance.values())))
         errs.append(planner.ik_error.max())
+        goal = planner.base_goal()
+        R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
         v = np.zeros(m.nv)
-        v[:3], v[5] = [command.vx, command.vy, 0.0], command.wz     # level base: local = heading
+        v[:3], v[3:6] = R.T @ goal.linear, R.T @ goal.angular
+        twists.append(v[:6].copy())
         v[m.actuated_v] = d.v
         q = m.integrate(q, v, dt)
         q[m.actuated_q] = d.q
-    return robot, planner, np.arange(steps) * dt, np.array(qs), des, np.array(stance), np.array(errs)
+    return (robot, planner, np.arange(steps) * dt, np.array(qs), des, np.array(stance),
+            np.array(errs), np.array(twists))
 
 
 def _full_q(q_meas, m, d):
@@ -101,9 +108,8 @@ def test_leg_ik_reaches_reachable_targets(name):
 # ------------------------------------------------------------------ planner
 @pytest.mark.parametrize("name", ["links", "a1"])
 def test_stance_feet_hold_still_and_move_at_minus_jbase_twist(name):
-    robot, planner, times, qs, des, stance, errs = _rollout(name)
+    robot, planner, times, qs, des, stance, errs, twists = _rollout(name)
     m = robot.model
-    cmd = np.array([0.2, 0.0, 0.0, 0.0, 0.0, 0.3])
     assert errs.max() < 1e-6                                   # IK tolerance met every step
     frames = [f.link for f in robot.feet.values()]
     held = {}
@@ -118,7 +124,7 @@ def test_stance_feet_hold_still_and_move_at_minus_jbase_twist(name):
             j_leg = robot.leg_joints[leg]
             v_leg = J[:, j_leg] @ des[k].v[np.searchsorted(m.actuated_v, j_leg)]
             # relative foot velocity from the joints equals -J_base twist (SPEC section 5) ...
-            np.testing.assert_allclose(v_leg, -J[:, :6] @ cmd, atol=1e-6)
+            np.testing.assert_allclose(v_leg, -J[:, :6] @ twists[k], atol=1e-6)
             # ... so the stance foot stays where it touched down (world frame)
             np.testing.assert_allclose(p, held.setdefault(leg, p), atol=2e-6)
     assert frames and held
@@ -127,8 +133,10 @@ def test_stance_feet_hold_still_and_move_at_minus_jbase_twist(name):
 @pytest.mark.parametrize("name", ["links", "a1"])
 def test_desired_q_v_vdot_are_consistent_by_finite_differences(name):
     # a tight IK tolerance: with the default 1e-6 m, Newton corrections of that size show up
-    # as 1e-3-relative finite-difference noise at 0.2 ms steps
-    robot, planner, times, qs, des, stance, errs = _rollout(name, dt=2e-4, steps=1500, ik_tol=1e-10)
+    # as 1e-3-relative finite-difference noise at 0.2 ms steps; no command ramp, whose
+    # acceleration steps would add discontinuities to the spline knots' (tested below)
+    robot, planner, times, qs, des, stance, errs, _ = _rollout(name, dt=2e-4, steps=1500,
+                                                              ik_tol=1e-10, ramp=False)
     dt = times[1]
     Q = np.array([d.q for d in des])
     V = np.array([d.v for d in des])
@@ -143,7 +151,7 @@ def test_desired_q_v_vdot_are_consistent_by_finite_differences(name):
 
 
 def test_swing_foot_follows_the_control_points():
-    robot, planner, times, qs, des, stance, errs = _rollout("links")
+    robot, planner, times, qs, des, stance, errs, _ = _rollout("links")
     m = robot.model
     gait = planner.gait
     lf = robot.feet["LF"]
@@ -158,7 +166,7 @@ def test_swing_foot_follows_the_control_points():
 
 def test_touchdown_is_nominal_at_mid_stance():
     """Swing goal = the nominal foot position under the base pose of the next mid-stance."""
-    robot, planner, times, qs, des, stance, errs = _rollout("links", cmd=(0.2, 0.0, 0.3))
+    robot, planner, times, qs, des, stance, errs, _ = _rollout("links", cmd=(0.2, 0.0, 0.3))
     m = robot.model
     q_stand = robot.q_stand
     lf = robot.feet["LF"]
@@ -201,3 +209,16 @@ def test_planner_rejects_bad_input():
         p.set_command((0.2, 0.0, 0.0))
     p.reset()
     assert isinstance(p.plan(state).q, np.ndarray)
+
+
+def test_command_ramp_reaches_the_command_at_the_acceleration_limit():
+    """Acceleration from rest (paper Sec. 7.6): the planned twist ramps, continuous in velocity."""
+    robot, planner, times, qs, des, stance, errs, twists = _rollout("links", cmd=(0.2, 0.0, 0.3))
+    speed = np.hypot(twists[:, 0], twists[:, 1])
+    dv = np.diff(speed) / (times[1] - times[0])
+    assert speed[0] == 0.0                                                  # from rest
+    assert speed[1] == pytest.approx(1e-3 * planner.max_acceleration, rel=1e-6)
+    assert dv.max() <= planner.max_acceleration * (1 + 1e-9)
+    k_full = int(np.argmax(speed >= 0.2 - 1e-12))
+    assert times[k_full] == pytest.approx(0.2 / planner.max_acceleration, abs=2e-3)
+    np.testing.assert_allclose(twists[k_full:, 5], 0.3, atol=1e-12)             # yaw reached first
