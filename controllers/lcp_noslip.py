@@ -13,7 +13,8 @@ Per step, in the reduced form of :mod:`controllers.dynamics` (only the unactuate
    is ``f* = p + A^-1 G^T mu0`` with ``mu0 = (G A^-1 G^T)^-1 (b - G p)``, and the LCP
    ``(N f* + N_a qd_des + phi/dt, N_u W N_u^T)`` with the constrained inverse inertia ``W`` is
    solved by Algorithm 2 (:func:`idyn.lcp.ppm_contact`), **warm-started** from the previous
-   call's active set (Sec. 4.6, indeterminacy mitigation).
+   call's active set (Sec. 4.6, indeterminacy mitigation), remembered by contact identity so
+   it survives contacts appearing and disappearing (:mod:`controllers.warm_start`).
 3. **Torques** by the linear solve of Sec. 4.5: the tangential impulses follow from the
    equality constraints (``mu = (G A^-1 G^T)^-1 (b - G p - G A^-1 N_u^T f_N)``), then
    :meth:`controllers.dynamics.Step.resolve` gives ``tau`` and ``v+`` (eqs. 37-38).
@@ -30,12 +31,41 @@ Per step, in the reduced form of :mod:`controllers.dynamics` (only the unactuate
    (any torque with its forward no-slip solution is a feasible point, the paper's argument)
    and add a ``1e-8`` ridge on the impulses so the QP is strictly convex.
 
+Near-dependent tangent rows.  Tangent rows of contacts on one plane span only the planar
+motions ``(x, y, yaw)`` of the base: with three feet down, three of the six rows are dependent.
+A foot touching down a few micrometres above the plane (or a simulator's contact points at
+slightly different depths) makes its rows independent by a sine of ``1e-4``, and Algorithm 1's
+test "``X^T M^-1 X`` not singular" keeps them.  ``G A^-1 G^T`` then has a condition number of
+about ``1e8``, and any mismatch of the right-hand sides ``b`` (the desired motion is never
+exactly consistent in closed loop) is enforced by tangential impulses of ``1e8`` N s: this
+made idyn.sim diverge at the first three-foot touchdown of a trot.  Whether such a row is
+independent is a question about geometry that contact detection answers only to about
+``1e-4`` m, so Algorithm 1 here treats a row as dependent when its distance from the span of
+the kept rows (in the ``A^-1`` metric) is below ``tangent_dependence_tol = 1e-3`` of its norm
+(a ``0.1`` mm height difference over a ``0.1`` m lever); Appendix E's argument (dropped rows
+are implied by the kept ones) then holds up to that geometric tolerance.
+
+Separating contacts.  A contact whose LCP answer separates (``f_N = 0`` and its bodies move
+apart, ``N v+ > 0``) cannot transmit a tangential impulse: ``|f_t| <= mu f_N`` gives ``f_t = 0`` for every finite ``mu``,
+and no-slip is the ``mu -> inf`` limit (Sec. 2.3.2).  Read literally, eqs. 40-41 instead hold
+such a contact's tangential velocity at zero with an unbounded impulse, e.g. a stance foot that
+the simulator already lifts and slides (observed in PyBullet: 1 kN of tangential force on a foot
+with zero normal force, then divergence).  So the tangent rows of separating contacts are
+released and the LCP is solved again (warm-started), until the released set is exactly the set
+of separating contacts of the answer (a released contact that becomes loaded sticks again; a
+repeated set ends the iteration, at most ``m + 1`` solves, almost always one or two).
+A contact that is not yet closed (``phi > 0``) but does not recede keeps its rows: it is the
+anticipated contact of Sec. 4.1, and fingertips a fraction of a micrometre from a grasped box
+still hold it (the no-slip grasp of Sec. 8.4.1).
+
 Options: ``consistency_tol`` (1e-6 m/s), ``check_tangential`` (False), ``warm_start`` (True),
-``qp_backend``.
+``qp_backend``, ``tangent_dependence_tol`` (1e-3).  ``info["slip_released"]`` counts released
+contacts.
 """
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import find_indices, ppm_contact
@@ -43,9 +73,13 @@ from idyn.qp import solve_qp
 
 from .base import Controller, Solution, register
 from .dynamics import Step
+from .warm_start import ActiveSetMemory, contact_keys
 
 #: ridge on the impulses in the consistency QP (relative to the unit weight on |P v+ - qd|^2)
 CONSISTENCY_RIDGE = 1e-8
+#: sine of the angle (in the A^-1 metric) below which Algorithm 1 treats a tangent row as
+#: dependent on the rows already kept; see "Near-dependent tangent rows" in the module docstring
+TANGENT_DEPENDENCE_TOL = 1e-3
 
 
 @register
@@ -53,17 +87,21 @@ class LCPNoSlip(Controller):
     name = "lcp-noslip"
 
     def __init__(self, model, *, consistency_tol: float = 1e-6, check_tangential: bool = False,
-                 warm_start: bool = True, qp_backend: str = "quadprog", **common):
+                 warm_start: bool = True, qp_backend: str = "quadprog",
+                 tangent_dependence_tol: float = TANGENT_DEPENDENCE_TOL, **common):
         super().__init__(model, **common)
         if not consistency_tol > 0:
             raise InvalidInputError(f"consistency_tol must be positive, got {consistency_tol}")
         self.consistency_tol, self.check_tangential = consistency_tol, check_tangential
         self.warm_start, self.qp_backend = warm_start, qp_backend
-        self._basis = None
+        if not 0.0 < tangent_dependence_tol < 1.0:
+            raise InvalidInputError(f"tangent_dependence_tol must be in (0, 1), got {tangent_dependence_tol}")
+        self.tangent_dependence_tol = tangent_dependence_tol
+        self._active = ActiveSetMemory()
 
     def reset(self) -> None:
         super().reset()
-        self._basis = None
+        self._active.reset()
 
     def _solve(self, q, v, vdot, contacts) -> Solution:
         step = self._step(q, v, vdot, contacts)
@@ -71,7 +109,7 @@ class LCPNoSlip(Controller):
         if m == 0:
             tau, v_next = step.resolve(np.zeros(self.model.nv))
             return Solution(tau, np.zeros((0, 3)), v_next)
-        impulses = self._lcp(step, info) if step.nu else np.zeros(3 * m)
+        impulses = self._lcp(step, contact_keys(contacts), info) if step.nu else np.zeros(3 * m)
         R = step.directions(pyramid=False)
         tau, v_next = step.resolve(R.T @ impulses)
         if step.complementarity_violation(impulses[:m], v_next) > self.consistency_tol:
@@ -81,34 +119,60 @@ class LCPNoSlip(Controller):
         return Solution(tau, step.forces_from_impulses(impulses, pyramid=False), v_next, info)
 
     # ------------------------------------------------------------------ steps 1-3
-    def _lcp(self, step: Step, info: dict) -> np.ndarray:
+    def _lcp(self, step: Step, keys: list, info: dict) -> np.ndarray:
+        """Impulses ``[f_N; f_S; f_T]`` of the no-slip LCP (steps 1-3 of the module docstring).
+
+        Tangent rows are offered to Algorithm 1 only for contacts that do not separate: the
+        released set is the set of contacts whose previous answer had ``f_N = 0`` and
+        ``N v+ > 0``, re-solved until it repeats (see "Separating contacts" in the module
+        docstring).
+        """
+        m = step.m
+        released = np.zeros(m, dtype=bool)
+        seen = {released.tobytes()}
+        for _ in range(m + 1):
+            impulses, w = self._lcp_with_rows(step, np.flatnonzero(~released), keys, info)
+            if info["status"] != "solved":
+                break
+            receding = w - step.jac.phi / step.dt > self.consistency_tol   # N v+ > 0
+            update = (impulses[:m] <= 0.0) & receding                # release; a loaded contact
+            if np.array_equal(update, released) or update.tobytes() in seen:   # sticks again
+                break
+            released = update
+            seen.add(released.tobytes())
+        info["slip_released"] = int(np.count_nonzero(released))
+        return impulses
+
+    def _lcp_with_rows(self, step: Step, contacts: np.ndarray, keys: list, info: dict):
+        """Solve the LCP with no-slip rows offered for ``contacts`` only; ``(impulses, w_N)``."""
         J, u, a, m = step.jac, step.u, step.a, step.m
         A = step.A
-        s_idx, t_idx = find_indices(A, None, J.S[:, u], J.T[:, u])
+        s_sub, t_sub = find_indices(A, None, J.S[contacts][:, u], J.T[contacts][:, u],
+                                    dependence_tol=self.tangent_dependence_tol)
+        s_idx, t_idx = contacts[s_sub], contacts[t_sub]
         G = np.vstack((J.S[s_idx][:, u], J.T[t_idx][:, u]))
         b = -np.vstack((J.S[s_idx][:, a], J.T[t_idx][:, a])) @ step.qd
         Gw = step.whiten(G.T)                                  # L^-1 G^T
         if G.shape[0]:
-            SG = np.linalg.cholesky(Gw.T @ Gw)                  # G A^-1 G^T, positive definite
-            solve_SG = lambda r: np.linalg.solve(SG.T, np.linalg.solve(SG, r))  # noqa: E731
-            f_star = step.p + step.solve_A(G.T @ solve_SG(b - G @ step.p))
+            SG = cho_factor(Gw.T @ Gw)                          # G A^-1 G^T, positive definite
+            f_star = step.p + step.solve_A(G.T @ cho_solve(SG, b - G @ step.p))
         else:
-            solve_SG = None
+            SG = None
             f_star = step.p
         offset = J.N[:, a] @ step.qd + J.phi / step.dt
-        warm = self._basis if self.warm_start else None
+        warm = self._active.recall(keys) if self.warm_start else None
         res = ppm_contact(J.N[:, u], A, f_star, warm, constraints=G if G.shape[0] else None, offset=offset)
-        self._basis = res.basis
-        info.update(status=res.status.value, pivots=res.pivots, lcp_w=res.w,
+        self._active.store(keys, res.basis)
+        info.update(status=res.status.value, pivots=info.get("pivots", 0) + res.pivots, lcp_w=res.w,
                     kept_tangent_rows=(s_idx.size, t_idx.size))
         fN = res.z
         mu = np.zeros(G.shape[0])
-        if solve_SG is not None:
+        if SG is not None:
             Nw = step.whiten(J.N[:, u].T)
-            mu = solve_SG(b - G @ step.p - Gw.T @ (Nw @ fN))
+            mu = cho_solve(SG, b - G @ step.p - Gw.T @ (Nw @ fN))
         fS, fT = np.zeros(m), np.zeros(m)
         fS[s_idx], fT[t_idx] = mu[:s_idx.size], mu[s_idx.size:]
-        return np.concatenate((fN, fS, fT))
+        return np.concatenate((fN, fS, fT)), res.w
 
     # ------------------------------------------------------------------ step 4
     def _consistent(self, step: Step, v_next: np.ndarray) -> bool:

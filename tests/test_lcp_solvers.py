@@ -242,3 +242,14 @@ def test_residuals_detect_violations():
     assert not is_lcp_solution(M, q, [0.5, 0.0])          # w < 0
     assert not is_lcp_solution(M, q, [1.0, 1.0])          # z.w > 0
     assert not is_lcp_solution(M, q, [1.0, 0.0], w=[0.1, 1.0])  # w != Mz + q
+
+
+def test_ppm_contact_survives_an_empty_active_set():
+    """The warm-started contact leaves the active set and nothing enters in the same iteration:
+    the Gram factor is then empty, and BLAS rejected its 0 x 0 triangular solve (_fblas.error
+    on a random penetrating state in the controller tests)."""
+    N, f_star = np.array([[-2.0, -2.0], [2.0, 1.0]]), np.array([2.0, 0.0])
+    res = ppm_contact(N, np.eye(2), f_star, warm_start=[1])
+    Q, r = N @ N.T, N @ f_star
+    assert res.solved and lcp_residuals(Q, r, res.z).ok()
+    assert np.array_equal(res.basis, [0])

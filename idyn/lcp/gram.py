@@ -71,6 +71,9 @@ class GramFactor:
         self.size = k - 1
 
     def solve(self, b: np.ndarray) -> np.ndarray:
-        """Solve ``(G_a^T G_a) x = b`` with two triangular solves."""
+        """Solve ``(G_a^T G_a) x = b`` with two triangular solves (empty ``a``: empty ``x``;
+        BLAS rejects a 0 x 0 triangle)."""
+        if self.size == 0:
+            return np.zeros(0)
         Rk = self.R[:self.size, :self.size]
         return blas.dtrsv(Rk, blas.dtrsv(Rk, b, lower=0, trans=1), lower=0, trans=0)
