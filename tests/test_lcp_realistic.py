@@ -4,7 +4,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from idyn.lcp import contact_factor, lcp_residuals, lemke, lemke_regularized, ppm, ppm_contact
-from tests.lcp_problems import cached_problem, contact_problems
+from lcp_problems import cached_problem, contact_problems
 
 SETTINGS = settings(max_examples=20, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -11,7 +11,7 @@ from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
 from idyn.lcp import (LCPStatus, find_indices, is_lcp_solution, lcp_residuals, lemke,
                       lemke_regularized, mindiff, mlcp_to_lcp, ppm, ppm_contact)
 from idyn.lcp.principal_pivoting import principal_pivoting
-from tests.lcp_problems import degenerate_psd, greedy_cycling_example, murty_matrix
+from lcp_problems import degenerate_psd, greedy_cycling_example, murty_matrix
 
 ppm_module = sys.modules["idyn.lcp.ppm"]
 DENSE = [lemke, lemke_regularized, ppm]
