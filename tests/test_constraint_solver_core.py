@@ -97,7 +97,7 @@ def _objective_and_violation(prob, lam, zeta):
     return 0.5 * zeta * lam @ lam, viol
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.integers(2, 40), st.integers(1, 8), st.integers(0, 10_000))
 def test_kkt_newton_solves_the_same_qp_as_the_conic_backends(m, nv, seed):
     """Coupled unilateral rows (m may exceed nv, as under a Winkler foundation): Newton's

@@ -195,8 +195,9 @@ class ConstraintSolver:
                 and problem.nv <= _NEWTON_MAX_NV):
             lam, info = self._newton(problem, rows, inertia)
         if lam is None and self.exact_normals and rows.rs.shape[0] > 0:
-            prog = self._build(problem, rows, inertia, form)
-            lam, info = self._active_set(problem, rows, inertia, prog, form)
+            red = appendix_a.reduced_program(problem, rows, inertia) if form == "reduced" else None
+            prog = red.program if red is not None else self._build(problem, rows, inertia, form)
+            lam, info = self._active_set(problem, rows, inertia, prog, form, red)
         elif lam is None:
             lam, info = self._conic(self._build(problem, rows, inertia, form), form)
             if not ConicStatus(info.status).ok:
@@ -227,18 +228,23 @@ class ConstraintSolver:
         info.residuals["kkt"] = res.residual
         return res.lam, info
 
-    def _active_set(self, problem, rows, inertia, prog, form):
-        """Eq. 68 exactly on the normal rows: convex programs over an active set."""
+    def _active_set(self, problem, rows, inertia, prog, form, red):
+        """Eq. 68 exactly on the normal rows: convex programs over an active set.
+
+        The first active set is the frictionless law's (the LCP of spring_active_set, started
+        from the rows whose spring pushes at zero force); the frictionless QP seeds it only
+        when that pivoting does not settle (or in the lifted form)."""
         nu = rows.nu
-        seed = self._solve_program(problem.frictionless()).lambda_u
-        active = np.flatnonzero(seed > 1e-9 * (1.0 + np.max(seed, initial=0.0)))
         frictionless = np.zeros(rows.m)
-        frictionless[nu] = seed
-        if form == "reduced":
-            red = appendix_a.reduced_program(problem, rows, inertia)
-            lcp = appendix_a.spring_active_set(rows, red, active)
-            if lcp is not None:
-                active, frictionless[nu] = lcp
+        lcp = None
+        if red is not None:
+            lcp = appendix_a.spring_active_set(rows, red, np.flatnonzero(red.t[nu] < 0.0))
+        if lcp is None:
+            seed = self._solve_program(problem.frictionless()).lambda_u
+            active = np.flatnonzero(seed > 1e-9 * (1.0 + np.max(seed, initial=0.0)))
+            frictionless[nu] = seed
+        else:
+            active, frictionless[nu] = lcp
         seen, iterations, rounds = set(), 0, 0
         while True:
             rounds += 1
