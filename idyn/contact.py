@@ -24,20 +24,32 @@ import numpy as np
 
 from . import validation
 from .errors import InvalidInputError
-from .model import RobotModel
+from .model import RobotModel, Workspace
+
+
+def tangent_frames(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unit tangents (s, t), each (m, 3), of (m, 3) unit normals: the shortest rotation taking
+    z to n (Rodrigues, closed form) applied to x and y, so (s, t, n) is right-handed."""
+    n = np.asarray(normals, dtype=float)
+    nx, ny, c = n[:, 0], n[:, 1], n[:, 2]
+    down = c < -1.0 + 1e-12           # n = -z: the shortest arc is not unique; rotate about x
+    k = 1.0 / np.where(down, 1.0, 1.0 + c)
+    s, t = np.empty_like(n), np.empty_like(n)
+    kx = k * nx
+    s[:, 0] = 1.0 - kx * nx
+    s[:, 1] = t[:, 0] = -kx * ny
+    s[:, 2] = -nx
+    t[:, 1] = 1.0 - k * ny * ny
+    t[:, 2] = -ny
+    if down.any():
+        s[down], t[down] = (1.0, 0.0, 0.0), (0.0, -1.0, 0.0)
+    return s, t
 
 
 def tangent_frame(normal) -> tuple[np.ndarray, np.ndarray]:
-    """Unit tangents (s, t) with (s, t, n) right-handed, by the shortest rotation from z to n."""
-    n = np.asarray(normal, dtype=float)
-    c = n[2]
-    if c < -1.0 + 1e-12:  # n = -z: the shortest arc is not unique; rotate about x
-        return np.array([1.0, 0.0, 0.0]), np.array([0.0, -1.0, 0.0])
-    # Rodrigues rotation taking z to n, applied to x and y (closed form).
-    k = 1.0 / (1.0 + c)
-    s = np.array([1.0 - k * n[0] * n[0], -k * n[0] * n[1], -n[0]])
-    t = np.array([-k * n[0] * n[1], 1.0 - k * n[1] * n[1], -n[1]])
-    return s, t
+    """Unit tangents (s, t) of one unit normal (see :func:`tangent_frames`)."""
+    s, t = tangent_frames(np.reshape(normal, (1, 3)))
+    return s[0], t[0]
 
 
 @dataclass(frozen=True)
@@ -76,10 +88,94 @@ class Contact:
         object.__setattr__(self, "phi", float(self.phi))
         object.__setattr__(self, "tangents", tangent_frame(normal))
 
+    @classmethod
+    def _trusted(cls, body_a, body_b, point, normal, mu, phi, tangents) -> "Contact":
+        """Without the checks, from the validated arrays of a :class:`ContactSet`."""
+        c = object.__new__(cls)
+        for name, value in (("body_a", body_a), ("body_b", body_b), ("point", point), ("normal", normal),
+                            ("mu", float(mu)), ("phi", float(phi)), ("tangents", tangents)):
+            object.__setattr__(c, name, value)
+        return c
+
     def frame(self) -> np.ndarray:
         """3 x 3 matrix with rows n, s, t (world to contact-frame rotation)."""
         s, t = self.tangents
         return np.vstack((self.normal, s, t))
+
+
+class ContactSet:
+    """m contacts as arrays: the batched form of a list of :class:`Contact` (same conventions).
+
+    ``body_a``/``body_b`` are sequences of body names (``None`` in ``body_b``: the world),
+    ``points`` and ``normals`` are (m, 3) in world coordinates, ``mu`` and ``phi`` (m,).
+    Normals are normalised and the contact frames (rows n, s, t) computed for all contacts at
+    once; :func:`contact_jacobians` and :func:`contact_drift` take either form.
+    """
+
+    __slots__ = ("body_a", "body_b", "points", "normals", "mu", "phi", "tangents")
+
+    def __init__(self, body_a, body_b, points, normals, mu, phi=None):
+        self.body_a, self.body_b = tuple(body_a), tuple(body_b)
+        m = len(self.body_a)
+        if len(self.body_b) != m:
+            raise InvalidInputError(f"{m} bodies A but {len(self.body_b)} bodies B")
+        points = validation.matrix(np.reshape(points, (-1, 3)), (m, 3), "contact points")
+        normals = validation.matrix(np.reshape(normals, (-1, 3)), (m, 3), "contact normals")
+        norms = np.sqrt(np.einsum("ij,ij->i", normals, normals))
+        if (norms < 1e-12).any():
+            raise InvalidInputError("contact normals must be non-zero")
+        mu = np.asarray(mu, dtype=float)
+        mu = np.full(m, float(mu)) if mu.ndim == 0 else mu.copy()
+        if mu.shape != (m,) or np.isnan(mu).any() or (mu < 0).any():
+            raise InvalidInputError(f"need {m} friction coefficients >= 0 (inf: no slip), got {mu}")
+        phi = np.zeros(m) if phi is None else validation.vector(phi, m, "gaps phi").copy()
+        if any(a == b for a, b in zip(self.body_a, self.body_b)):
+            raise InvalidInputError("a contact needs two different bodies")
+        self.points, self.normals, self.mu, self.phi = points, normals / norms[:, None], mu, phi
+        self.tangents = tangent_frames(self.normals)
+
+    @classmethod
+    def _trusted(cls, body_a, body_b, points, normals, mu, phi) -> "ContactSet":
+        """Without the checks, for arrays a caller built valid (finite, unit normals, mu >= 0)."""
+        out = cls.__new__(cls)
+        out.body_a, out.body_b = tuple(body_a), tuple(body_b)
+        out.points, out.normals, out.mu, out.phi = points, normals, mu, phi
+        out.tangents = tangent_frames(normals)
+        return out
+
+    @classmethod
+    def from_contacts(cls, contacts) -> "ContactSet":
+        """The arrays of a list of (already validated) :class:`Contact` objects."""
+        if isinstance(contacts, ContactSet):
+            return contacts
+        contacts = list(contacts)
+        out = cls.__new__(cls)
+        out.body_a = tuple(c.body_a for c in contacts)
+        out.body_b = tuple(c.body_b for c in contacts)
+        out.points = np.array([c.point for c in contacts], dtype=float).reshape(-1, 3)
+        out.normals = np.array([c.normal for c in contacts], dtype=float).reshape(-1, 3)
+        out.mu = np.array([c.mu for c in contacts], dtype=float)
+        out.phi = np.array([c.phi for c in contacts], dtype=float)
+        tangents = np.array([c.tangents for c in contacts], dtype=float).reshape(-1, 2, 3)
+        out.tangents = (tangents[:, 0], tangents[:, 1])
+        return out
+
+    @property
+    def m(self) -> int:
+        return len(self.body_a)
+
+    def __len__(self) -> int:
+        return len(self.body_a)
+
+    def frames(self) -> np.ndarray:
+        """(m, 3, 3): per contact the rows n, s, t (world to contact-frame rotation)."""
+        return np.stack((self.normals,) + tuple(self.tangents), axis=1)
+
+    def contacts(self) -> list[Contact]:
+        """The same contacts as :class:`Contact` objects."""
+        s, t = self.tangents
+        return [Contact._trusted(*args, tangents=(si, ti)) for *args, si, ti in
+                zip(self.body_a, self.body_b, self.points, self.normals, self.mu, self.phi, s, t)]
 
 
 @dataclass(frozen=True)
@@ -111,55 +207,58 @@ def friction_pyramid(S: np.ndarray, T: np.ndarray) -> np.ndarray:
     return np.vstack((S, -S, T, -T))
 
 
-def _relative_point_jacobians(model: RobotModel, q, contacts) -> np.ndarray:
-    """(m, 3, nv) Jacobians of the velocity of A's point relative to B's at each contact."""
-    frames, points, owners = [], [], []
-    for i, c in enumerate(contacts):
-        frames.append(c.body_a)
-        points.append(c.point)
-        owners.append((i, 1.0))
-        if c.body_b is not None:
-            frames.append(c.body_b)
-            points.append(c.point)
-            owners.append((i, -1.0))
-    Jp = model.point_jacobians(q, frames, np.array(points))
-    J = np.zeros((len(contacts), 3, model.nv))
-    for (i, sign), Jk in zip(owners, Jp):
-        J[i] += sign * Jk
-    return J
+def stacked_contact_jacobian(workspace: Workspace, contacts: ContactSet) -> np.ndarray:
+    """[N; S; T] (3m x nv) of ``contacts`` from a computed :class:`Workspace` (paper App. B).
+
+    Row i of N is n_i^T (J_A(p_i) - J_B(p_i)): the normal velocity of A's material point
+    relative to B's; S and T likewise along the tangents. All 3m rows are two matrix products
+    (:meth:`Workspace.directional_jacobian`).
+    """
+    model = workspace.model
+    ja, jb = model.body_joints(contacts.body_a), model.body_joints(contacts.body_b)
+    p = contacts.points
+    directions = np.concatenate((contacts.normals,) + tuple(contacts.tangents))
+    return workspace.directional_jacobian(np.concatenate((ja, ja, ja)), np.concatenate((jb, jb, jb)),
+                                          np.concatenate((p, p, p)), directions)
 
 
-def contact_jacobians(model: RobotModel, q, contacts) -> ContactJacobians:
-    """Build N, S, T for ``contacts`` at configuration ``q`` (paper Appendix B)."""
-    contacts = list(contacts)
-    if not contacts:
+def _workspace(model: RobotModel, q, v, workspace: Workspace | None) -> Workspace:
+    """``workspace`` if it was computed at (q, v), else the model's own, recomputed there."""
+    if workspace is not None and workspace.model is model and workspace.is_at(q, v) \
+            and (v is None or workspace.dJ is not None):
+        return workspace
+    return model._workspace.compute(q, v, dynamics=False)
+
+
+def contact_jacobians(model: RobotModel, q, contacts, workspace: Workspace | None = None) -> ContactJacobians:
+    """Build N, S, T for ``contacts`` (a list of :class:`Contact` or a :class:`ContactSet`) at
+    configuration ``q`` (paper Appendix B).
+
+    ``workspace``: a :class:`idyn.model.Workspace` already computed at ``q`` (for instance the
+    one that gave M and h this step) is reused, so no pinocchio call is made here.
+    """
+    cs = ContactSet.from_contacts(contacts)
+    m = cs.m
+    if m == 0:
         z = np.zeros((0, model.nv))
         return ContactJacobians(z, z.copy(), z.copy(), np.zeros(0), np.zeros(0))
-    J = _relative_point_jacobians(model, q, contacts)
-    frames = np.array([c.frame() for c in contacts])          # (m, 3, 3): rows n, s, t
-    NST = np.einsum("mij,mjk->mik", frames, J)                   # (m, 3, nv)
-    return ContactJacobians(
-        N=np.ascontiguousarray(NST[:, 0]),
-        S=np.ascontiguousarray(NST[:, 1]),
-        T=np.ascontiguousarray(NST[:, 2]),
-        phi=np.array([c.phi for c in contacts]),
-        mu=np.array([c.mu for c in contacts]),
-    )
+    J = stacked_contact_jacobian(_workspace(model, q, None, workspace), cs)
+    return ContactJacobians(N=J[:m], S=J[m:2 * m], T=J[2 * m:], phi=cs.phi.copy(), mu=cs.mu.copy())
 
 
-def contact_drift(model: RobotModel, q, v, contacts) -> np.ndarray:
+def contact_drift(model: RobotModel, q, v, contacts, workspace: Workspace | None = None) -> np.ndarray:
     """(m, 3) array of [Ndot v, Sdot v, Tdot v] per contact (contact frame held fixed).
 
     These are the velocity-product terms of the acceleration-level constraints (paper eqs.
     33-34); each is the relative classical acceleration of the contact points at vdot = 0.
     """
-    out = np.zeros((len(contacts), 3))
-    for i, c in enumerate(contacts):
-        a = model.point_drift(q, v, c.body_a, c.point)
-        if c.body_b is not None:
-            a = a - model.point_drift(q, v, c.body_b, c.point)
-        out[i] = c.frame() @ a
-    return out
+    cs = ContactSet.from_contacts(contacts)
+    if cs.m == 0:
+        return np.zeros((0, 3))
+    ws = _workspace(model, q, v, workspace)
+    rel = ws.point_drifts(model.body_joints(cs.body_a), cs.points) \
+        - ws.point_drifts(model.body_joints(cs.body_b), cs.points)
+    return np.einsum("mij,mj->mi", cs.frames(), rel)
 
 
 def gaps(contacts) -> np.ndarray:

@@ -10,6 +10,11 @@ control step allocates little). Everything pinocchio computes is called, never r
 * ``point_drift(q, v, f, p)``   Jdot(q, v) v of that point (classical acceleration at vdot = 0),
 * ``actuation_matrix()``        P, the na x nv selection of actuated velocities (paper eq. 17).
 
+A control or simulation step needs M, h and the Jacobians (and drifts) of many contact points at
+one state. :class:`Workspace` (``model.workspace()``) computes them in one pinocchio pass
+(CRBA, RNEA at zero acceleration, joint Jacobians and their time variation, frame placements)
+and serves any number of points from it with vectorized numpy, no per-point pinocchio call.
+
 Conventions (SPEC section 2) are pinocchio's: a free-flyer q is [position, quaternion x y z w,
 joints]; its v is [linear, angular velocity in the base frame, joint rates]. The paper's
 generalized velocity is pinocchio's v. Contacted free bodies (the grasped box of paper eqs. 1-3)
@@ -30,6 +35,25 @@ LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
 def _skew(r: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+
+
+def _crba_fills_lower() -> bool:
+    """Whether this pinocchio's CRBA writes the whole M (4.x) or its upper triangle only (<= 3.x).
+
+    Probed once on pinocchio's sample manipulator, whose M has no zero below the diagonal."""
+    pm = pin.buildSampleModelManipulator()
+    M = pin.crba(pm, pm.createData(), pin.neutral(pm) + 0.3)
+    return bool(np.array_equal(M, M.T))
+
+
+_CRBA_FULL = _crba_fills_lower()
+
+_NEXT, _PREV = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cross products of two (k, 3) arrays (np.cross costs 20 us on small arrays)."""
+    return a.take(_NEXT, axis=1) * b.take(_PREV, axis=1) - a.take(_PREV, axis=1) * b.take(_NEXT, axis=1)
 
 
 class RobotModel:
@@ -67,6 +91,17 @@ class RobotModel:
         self._P = np.zeros((self.actuated_v.size, self._model.nv))
         self._P[np.arange(self.actuated_v.size), self.actuated_v] = 1.0
         self._P.setflags(write=False)
+        #: support[j, i] = 1 when velocity i moves joint j's body (its ancestors' and its own
+        #: columns of the world Jacobian); row 0 is the world (all zero)
+        self.support = np.zeros((self._model.njoints, self._model.nv))
+        for j in range(1, self._model.njoints):
+            for k in self._model.supports[j]:
+                jm = self._model.joints[k]
+                self.support[j, jm.idx_v: jm.idx_v + jm.nv] = 1.0
+        self.support.setflags(write=False)
+        self._frame_joints: dict[str | None, int] = {None: 0}
+        self._lower = np.tril_indices(self._model.nv, -1)
+        self._workspace = Workspace(self)
 
     def _q_index(self, iv: int) -> int:
         for j in self._model.joints[1:]:
@@ -170,6 +205,28 @@ class RobotModel:
             raise UnknownFrameError(f"no frame named {name!r} in model {self._model.name!r}")
         return self._model.getFrameId(name)
 
+    def body_joints(self, bodies) -> np.ndarray:
+        """Index of the joint that carries each named body (frame name; None is the world, 0)."""
+        cache = self._frame_joints
+        try:
+            return np.array([cache[b] for b in bodies], dtype=np.intp)
+        except KeyError:
+            for b in bodies:
+                if b not in cache:
+                    cache[b] = self._model.frames[self.frame_id(b)].parentJoint
+            return np.array([cache[b] for b in bodies], dtype=np.intp)
+
+    def workspace(self) -> "Workspace":
+        """A new reusable workspace (its own pinocchio Data) for one-pass step quantities."""
+        return Workspace(self)
+
+    def _symmetric(self, M: np.ndarray) -> np.ndarray:
+        """A copy of pinocchio's M with the lower triangle filled where CRBA left it empty."""
+        M = M.copy()
+        if not _CRBA_FULL:
+            M[self._lower] = M.T[self._lower]
+        return M
+
     # ------------------------------------------------------------------ validation
     def check_q(self, q) -> np.ndarray:
         return validation.vector(q, self.nq, "q")
@@ -180,9 +237,7 @@ class RobotModel:
     # ------------------------------------------------------------------ dynamics
     def mass_matrix(self, q) -> np.ndarray:
         """M(q), symmetric positive definite, nv x nv (CRBA)."""
-        q = self.check_q(q)
-        M = pin.crba(self._model, self._data, q)
-        return np.triu(M) + np.triu(M, 1).T
+        return self._symmetric(pin.crba(self._model, self._data, self.check_q(q)))
 
     def bias_forces(self, q, v) -> np.ndarray:
         """h(q, v) = C(q, v) v + g(q): the generalized force for zero acceleration."""
@@ -237,26 +292,14 @@ class RobotModel:
     def point_jacobians(self, q, frames, points) -> np.ndarray:
         """Linear Jacobians of many material points, shape (k, 3, nv), world axes.
 
-        One pass of joint Jacobians and frame placements serves all points (the per-contact
-        cost is one frame lookup and a 3 x 3 shift), which is what a control step with many
-        contacts needs.
+        One pass of joint Jacobians serves all points (see :class:`Workspace`), which is what a
+        control step with many contacts needs.
         """
-        q = self.check_q(q)
         points = np.asarray(points, dtype=float).reshape(-1, 3)
         if len(frames) != points.shape[0]:
             raise InvalidInputError(f"{len(frames)} frames but {points.shape[0]} points")
-        fids = [self.frame_id(f) for f in frames]
-        pin.computeJointJacobians(self._model, self._data, q)
-        pin.updateFramePlacements(self._model, self._data)
-        out = np.empty((len(fids), 3, self.nv))
-        cache: dict[int, np.ndarray] = {}
-        for k, (fid, p) in enumerate(zip(fids, points)):
-            J = cache.get(fid)
-            if J is None:
-                J = cache[fid] = pin.getFrameJacobian(self._model, self._data, fid, LWA)
-            r = p - self._data.oMf[fid].translation
-            out[k] = J[:3] - _skew(r) @ J[3:]
-        return out
+        ws = self._workspace.compute(q, dynamics=False)
+        return ws.point_jacobians(self.body_joints(frames), validation.matrix(points, (None, 3), "points"))
 
     def point_drift(self, q, v, frame: str, point=None) -> np.ndarray:
         """Jdot(q, v) v of a point of ``frame``'s body (3-vector, world axes).
@@ -287,3 +330,107 @@ class RobotModel:
     def __repr__(self) -> str:
         return (f"RobotModel({self._model.name!r}, nq={self.nq}, nv={self.nv}, na={self.na}, "
                 f"mass={self.total_mass:.4g} kg)")
+
+
+class Workspace:
+    """One pinocchio pass at a state (q, v) and the point quantities of any number of points.
+
+    :meth:`compute` runs CRBA (M), RNEA at zero acceleration (h = C v + g), the joint Jacobians
+    with their time variation and the frame placements once; everything else is numpy on the
+    world-frame joint Jacobian J_j (6 x nv, [linear at the world origin; angular], the columns of
+    the joints supporting body j). For a material point p of body j (paper Sec. 2.2, App. B):
+
+    * Jacobian        J_p = J_lin - [p]x J_ang            (its columns restricted to j's support),
+    * velocity        v_p = V_lin + omega x p              with (V_lin, omega) = J_j v,
+    * drift Jdot v    a_p = A_lin + alpha x p + omega x v_p with (A_lin, alpha) = Jdot_j v,
+
+    the last being the classical acceleration of p at vdot = 0 (paper eqs. 33-34). Bodies are
+    given by joint index (:meth:`RobotModel.body_joints`); joint 0 is the static world.
+    The arrays ``M``, ``h``, ``J``, ``dJ`` are owned by the workspace and overwritten by the
+    next :meth:`compute`: copy them to keep them.
+    """
+
+    def __init__(self, model: RobotModel):
+        self.model = model
+        self._pm = model.pinocchio_model
+        self._data = self._pm.createData()
+        self.q: np.ndarray | None = None
+        self.v: np.ndarray | None = None
+        self.M: np.ndarray | None = None
+        self.h: np.ndarray | None = None
+        self.J = np.zeros((6, model.nv))
+        self.dJ: np.ndarray | None = None
+
+    @property
+    def data(self) -> pin.Data:
+        """The pinocchio Data of the last pass (placements ``oMf``, ``oMi``; read-only use)."""
+        return self._data
+
+    def compute(self, q, v=None, *, dynamics: bool = True) -> "Workspace":
+        """Evaluate the pass at (q, v); without ``v`` there is no h and no drift, without
+        ``dynamics`` no M and no h (kinematics only). Returns self."""
+        pm, data = self._pm, self._data
+        q = self.model.check_q(q)
+        self.q = q.copy()
+        self.v = None if v is None else self.model.check_v(v).copy()
+        self.M = self.model._symmetric(pin.crba(pm, data, q)) if dynamics else None
+        self.h = pin.nonLinearEffects(pm, data, q, self.v).copy() if dynamics and v is not None else None
+        if v is None:
+            self.J = pin.computeJointJacobians(pm, data, q).copy()
+            self.dJ = None
+        else:
+            pin.computeJointJacobiansTimeVariation(pm, data, q, self.v)
+            self.J, self.dJ = data.J.copy(), data.dJ.copy()
+        pin.updateFramePlacements(pm, data)
+        return self
+
+    def is_at(self, q, v=None) -> bool:
+        """True when the last pass was at exactly (q, v) (v None: any velocity)."""
+        if self.q is None or not np.array_equal(self.q, q):
+            return False
+        return v is None or (self.v is not None and np.array_equal(self.v, v))
+
+    # ------------------------------------------------------------------ points
+    def point_jacobians(self, joints: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """(k, 3, nv) linear Jacobians of the points of bodies ``joints`` at ``points``."""
+        J = self.J
+        px, py, pz = (points[:, i, None] for i in range(3))
+        out = np.empty((points.shape[0], 3, self.model.nv))
+        out[:, 0] = J[0] - py * J[5] + pz * J[4]
+        out[:, 1] = J[1] - pz * J[3] + px * J[5]
+        out[:, 2] = J[2] - px * J[4] + py * J[3]
+        out *= self.model.support.take(joints, axis=0)[:, None, :]
+        return out
+
+    def directional_jacobian(self, joints_a: np.ndarray, joints_b: np.ndarray, points: np.ndarray,
+                             directions: np.ndarray) -> np.ndarray:
+        """(k, nv) rows d_i^T (J_A(p_i) - J_B(p_i)): the velocity of A's point relative to B's
+        along d_i (the rows of N, S, T, paper App. B). Two matrix products for all rows:
+        d^T (J_lin - [p]x J_ang) = d^T J_lin + (p x d)^T J_ang."""
+        rows = directions @ self.J[:3] + cross(points, directions) @ self.J[3:]
+        support = self.model.support
+        rows *= support.take(joints_a, axis=0) - support.take(joints_b, axis=0)
+        return rows
+
+    def _twists(self, joints: np.ndarray, rate: np.ndarray) -> np.ndarray:
+        """(k, 6) world twists [linear at the origin; angular] J_j v (or Jdot_j v) of bodies."""
+        u, inverse = np.unique(joints, return_inverse=True)
+        return ((self.model.support.take(u, axis=0) * self.v) @ rate.T).take(inverse, axis=0)
+
+    def point_velocities(self, joints: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """(k, 3) world velocities of the material points (needs a pass with v)."""
+        V = self._twists(joints, self._need_v(self.J))
+        return V[:, :3] + cross(V[:, 3:], points)
+
+    def point_drifts(self, joints: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """(k, 3) classical accelerations at vdot = 0 (Jdot v) of the material points."""
+        V = self._twists(joints, self._need_v(self.J))
+        A = self._twists(joints, self.dJ)
+        omega = V[:, 3:]
+        vel = V[:, :3] + cross(omega, points)
+        return A[:, :3] + cross(A[:, 3:], points) + cross(omega, vel)
+
+    def _need_v(self, J: np.ndarray) -> np.ndarray:
+        if self.v is None:
+            raise InvalidInputError("point velocities and drifts need a workspace computed with v")
+        return J

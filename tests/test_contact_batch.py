@@ -1,0 +1,196 @@
+"""The batched fast paths (Workspace, ContactSet, vectorized detection, the simulator's one-pass
+step) against the straightforward per-contact computation they replace: N, S, T, drifts,
+velocities, contact features and a whole simulator step agree to rounding."""
+import numpy as np
+import pytest
+
+import robots
+from idyn import Contact, contact_drift, contact_jacobians
+from idyn.contact import ContactSet, tangent_frame, tangent_frames
+from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
+from idyn.sim import ContactProblem, Heightmap, Plane, StaticBox
+from idyn.sim.geometry import sphere_box, sphere_heightmap, sphere_plane
+
+ROUND = 1e-12
+
+
+def random_q(model, rng):
+    return model.integrate(model.neutral(), rng.uniform(-1.0, 1.0, model.nv), 1.0)
+
+
+def reference_rows(model, q, contacts):
+    """[N; S; T] one contact at a time from pinocchio's frame Jacobians (the old path)."""
+    rows = []
+    for c in contacts:
+        J = model.frame_jacobian(q, c.body_a, c.point)[:3]
+        if c.body_b is not None:
+            J = J - model.frame_jacobian(q, c.body_b, c.point)[:3]
+        rows.append(c.frame() @ J)
+    return np.concatenate([np.array(rows)[:, k] for k in range(3)])
+
+
+def reference_drift(model, q, v, contacts):
+    out = []
+    for c in contacts:
+        a = model.point_drift(q, v, c.body_a, c.point)
+        if c.body_b is not None:
+            a = a - model.point_drift(q, v, c.body_b, c.point)
+        out.append(c.frame() @ a)
+    return np.array(out)
+
+
+def random_contacts(model, frames, rng, count, world=True):
+    out = []
+    for _ in range(count):
+        a, b = rng.choice(len(frames), 2, replace=False)
+        n = rng.normal(size=3)
+        out.append(Contact(frames[a], None if world else frames[b], rng.normal(scale=0.3, size=3), n,
+                           float(rng.uniform(0, 2)), float(rng.normal(scale=1e-3))))
+    return out
+
+
+@pytest.mark.parametrize("robot", ["links", "a1"])
+def test_quadruped_contact_matrices_and_drift_match_per_contact(robot):
+    quad = robots.quadruped(robot)
+    m = quad.model
+    rng = np.random.default_rng(0)
+    frames = list(quad.foot_frames) + [m.pinocchio_model.frames[2].name]
+    for _ in range(3):
+        q, v = random_q(m, rng), rng.normal(size=m.nv)
+        contacts = random_contacts(m, frames, rng, 9)
+        ref = reference_rows(m, q, contacts)
+        for given in (contacts, ContactSet.from_contacts(contacts)):
+            cj = contact_jacobians(m, q, given)
+            np.testing.assert_allclose(cj.stacked(), ref, rtol=0, atol=ROUND)
+            np.testing.assert_array_equal(cj.phi, [c.phi for c in contacts])
+        np.testing.assert_allclose(contact_drift(m, q, v, contacts), reference_drift(m, q, v, contacts),
+                                   rtol=0, atol=ROUND * max(1.0, np.abs(v).max() ** 2))
+
+
+def test_two_body_contacts_and_a_reused_workspace():
+    """Fingertip-box contacts (both bodies move); a workspace computed at (q, v) is reused."""
+    d = robots.manipulator()
+    m = d.model_with_box
+    rng = np.random.default_rng(1)
+    q, v = d.combined_q(d.q0), rng.normal(size=m.nv)
+    contacts = random_contacts(m, ["FINGERTIP_1", "FINGERTIP_2", "box", "ARM_LINK_3"], rng, 12, world=False)
+    ws = m.workspace().compute(q, v)
+    np.testing.assert_allclose(contact_jacobians(m, q, contacts, workspace=ws).stacked(),
+                               reference_rows(m, q, contacts), rtol=0, atol=ROUND)
+    np.testing.assert_allclose(contact_drift(m, q, v, contacts, workspace=ws),
+                               reference_drift(m, q, v, contacts), rtol=0, atol=1e-10)
+    # a stale workspace is not trusted: the answer is still the one at q2
+    q2 = m.integrate(q, v, 0.01)
+    np.testing.assert_allclose(contact_jacobians(m, q2, contacts, workspace=ws).stacked(),
+                               reference_rows(m, q2, contacts), rtol=0, atol=ROUND)
+    # M and h of the pass are pinocchio's, bit for bit
+    np.testing.assert_array_equal(ws.M, m.mass_matrix(q))
+    np.testing.assert_array_equal(ws.h, m.bias_forces(q, v))
+    frames = [c.body_a for c in contacts]
+    pts = np.array([c.point for c in contacts])
+    vel = ws.point_velocities(m.body_joints(frames), pts)
+    np.testing.assert_allclose(vel, [m.point_velocity(q, v, f, p) for f, p in zip(frames, pts)], atol=ROUND)
+    np.testing.assert_allclose(m.point_jacobians(q, frames, pts),
+                               [m.frame_jacobian(q, f, p)[:3] for f, p in zip(frames, pts)], atol=ROUND)
+
+
+def test_tangent_frames_match_the_scalar_formula_and_are_orthonormal():
+    rng = np.random.default_rng(2)
+    n = rng.normal(size=(50, 3))
+    n[0] = (0.0, 0.0, -1.0)
+    n[1] = (0.0, 0.0, 1.0)
+    n /= np.linalg.norm(n, axis=1)[:, None]
+    s, t = tangent_frames(n)
+    for i in range(n.shape[0]):
+        frame = np.vstack((n[i], s[i], t[i]))
+        np.testing.assert_allclose(frame @ frame.T, np.eye(3), atol=1e-12)
+        assert np.linalg.det(np.vstack((s[i], t[i], n[i]))) == pytest.approx(1.0)
+        np.testing.assert_array_equal(np.array(tangent_frame(n[i])), np.vstack((s[i], t[i])))
+    np.testing.assert_array_equal(s[1], [1, 0, 0])
+
+
+def test_contact_set_round_trip_and_typed_errors():
+    contacts = [Contact("LF_FOOT", None, [0.1, 0.2, 0.0], [0, 0, 2.0], 0.5, -1e-4),
+                Contact("RF_FOOT", None, [0.1, -0.2, 0.0], [0, 0.1, 1.0], np.inf)]
+    cs = ContactSet([c.body_a for c in contacts], [None, None], [c.point for c in contacts],
+                    [[0, 0, 2.0], [0, 0.1, 1.0]], [0.5, np.inf], [-1e-4, 0.0])
+    for a, b in zip(cs.contacts(), contacts):
+        assert (a.body_a, a.body_b, a.mu, a.phi) == (b.body_a, b.body_b, b.mu, b.phi)
+        np.testing.assert_allclose(a.frame(), b.frame(), atol=1e-15)
+    with pytest.raises(ShapeError):
+        ContactSet(["a"], [None], np.zeros((2, 3)), np.ones((1, 3)), 1.0)
+    with pytest.raises(NonFiniteError):
+        ContactSet(["a"], [None], [[0, np.nan, 0]], [[0, 0, 1]], 1.0)
+    with pytest.raises(InvalidInputError):
+        ContactSet(["a"], [None], [[0, 0, 0]], [[0, 0, 0]], 1.0)
+    with pytest.raises(InvalidInputError):
+        ContactSet(["a"], [None], [[0, 0, 0]], [[0, 0, 1]], [-1.0])
+    with pytest.raises(InvalidInputError):
+        ContactSet(["a"], ["a"], [[0, 0, 0]], [[0, 0, 1]], 1.0)
+
+
+def test_vectorized_detection_matches_per_probe_features():
+    """World.detect against the one-pair geometry functions on three terrain kinds at once."""
+    from robots import sim as sim_testbeds
+    tb = sim_testbeds.QuadrupedTestbed("links", "rigid", 0.5)
+    world = tb.sim.world
+    rng = np.random.default_rng(3)
+    hm = Heightmap.centred(0.01 * rng.normal(size=(11, 11)), 2.0, rng.uniform(0.1, 1.5, (10, 10)))
+    terrain = (Plane(mu=0.5), hm, StaticBox([0.05, 0.05, 0.2], translation=[0.1, 0.0, -0.1], mu=0.7))
+    world.terrain = terrain
+    world.margin = 1.0                               # keep every pair to compare all of them
+    q = tb.state().q
+    cs = world.detect(q)
+    expected = []
+    for shape in world.shapes:
+        M = tb.model.frame_placement(q, shape.frame)
+        if hasattr(shape, "radius"):
+            probes, r = [M.act(shape.offset)], shape.radius
+        else:
+            R = M.rotation @ shape.rotation
+            probes = [M.act(shape.offset) + R @ (c * shape.half_extents) for c in
+                      np.array([[a, b, c] for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)], float)]
+            r = 0.0
+        for p in probes:
+            expected.append((shape.frame, sphere_plane(p, r, terrain[0]), 0.5))
+            f = sphere_heightmap(p, r, hm)
+            expected.append((shape.frame, f, hm.friction_at(f.point)))
+            expected.append((shape.frame, sphere_box(p, r, terrain[2].rotation, terrain[2].translation,
+                                                     terrain[2].half_extents), 0.7))
+    assert cs.m == len(expected)
+    for i, (frame, f, mu) in enumerate(expected):
+        assert cs.body_a[i] == frame and cs.body_b[i] is None and cs.mu[i] == mu
+        np.testing.assert_allclose(cs.points[i], f.point, atol=ROUND)
+        np.testing.assert_allclose(cs.normals[i], f.normal, atol=ROUND)
+        assert cs.phi[i] == pytest.approx(f.phi, abs=ROUND)
+
+
+@pytest.mark.parametrize("name,mu", [("ap-lcp", 0.5), ("ap-lcp", np.inf), ("qp", 0.5), ("penalty", 0.5)])
+def test_simulator_step_equals_the_straightforward_step(name, mu):
+    """A trotting-pose LINKS step: the one-pass problem (M, h, J from the workspace) equals the one
+    built from mass_matrix, bias_forces and per-contact frame Jacobians, and so does the step."""
+    from robots import sim as sim_testbeds
+    tb = sim_testbeds.QuadrupedTestbed("links", "compliant" if name == "penalty" else "rigid", mu,
+                                       contact_model=name)
+    sim, m = tb.sim, tb.model
+    rng = np.random.default_rng(4)
+    tau = rng.normal(scale=0.5, size=m.na)
+    for _ in range(20):
+        tb.apply(tau)
+        tb.step()
+    q, v = sim.q.copy(), sim.v.copy()
+    contacts = sim.contacts()
+    assert contacts
+    f = -m.bias_forces(q, v)
+    f[m.actuated_v] += tau
+    ref = ContactProblem(m.mass_matrix(q), v, f, sim.dt, reference_rows(m, q, contacts),
+                         np.array([c.phi for c in contacts]), np.array([c.mu for c in contacts]))
+    fast = sim.problem(tau)
+    for key in ("M", "f", "J", "W", "u_free", "v_free"):
+        np.testing.assert_allclose(getattr(fast, key), getattr(ref, key), rtol=1e-12, atol=1e-12, err_msg=key)
+    sim.contact_model.reset()
+    expected = sim.contact_model.solve(ref)
+    sim.contact_model.reset()
+    result = sim.step(tau)
+    np.testing.assert_allclose(result.forces, expected.impulses / sim.dt, rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(sim.v, ref.velocity(expected.impulses), rtol=1e-7, atol=1e-9)
