@@ -1,7 +1,9 @@
 """Closest features between simple shapes: the contact points of the simulator (paper Fig. 4).
 
-Each function returns the contact data of one pair in world coordinates, in the sign
-conventions of :class:`idyn.Contact` (body A is the first argument):
+Each ``spheres_*`` function handles k spheres at once (numpy, no per-sphere Python) and returns
+:class:`Features` (points (k, 3), normals (k, 3), phi (k,)); the ``sphere_*`` functions are the
+one-pair forms returning a :class:`Feature`. In the sign conventions of :class:`idyn.Contact`
+(body A is the sphere, the first argument):
 
 * ``normal``: unit direction of the force that B exerts on A (from B towards A),
 * ``phi``: signed gap, positive when separated and negative when overlapping (paper eq. 9),
@@ -29,6 +31,23 @@ class Feature(NamedTuple):
     point: np.ndarray
     normal: np.ndarray
     phi: float
+
+
+class Features(NamedTuple):
+    """The closest features of k shape pairs: points (k, 3), normals (k, 3, B to A), gaps (k,)."""
+
+    points: np.ndarray
+    normals: np.ndarray
+    phi: np.ndarray
+
+    def one(self) -> Feature:
+        """The only pair of a batch of one."""
+        return Feature(self.points[0], self.normals[0], float(self.phi[0]))
+
+
+def _at_midpoint(surface: np.ndarray, normals: np.ndarray, phi: np.ndarray) -> Features:
+    """Contact points midway between the surface points of B and A (A is phi further along n)."""
+    return Features(surface + (0.5 * phi)[:, None] * normals, normals, phi)
 
 
 # ---------------------------------------------------------------------- static terrain shapes
@@ -61,6 +80,9 @@ class Plane:
 
     def friction_at(self, point) -> float:
         return self.mu
+
+    def frictions_at(self, points: np.ndarray) -> np.ndarray:
+        return np.full(points.shape[0], self.mu)
 
 
 @dataclass(frozen=True)
@@ -100,33 +122,41 @@ class Heightmap:
         h = np.asarray(heights, dtype=float)
         return cls(h, size / (h.shape[1] - 1), -size / 2, -size / 2, mu)
 
-    def _cell(self, x: float, y: float):
+    def _cells(self, x: np.ndarray, y: np.ndarray):
+        """Cell indices, fractions in the cell and whether each coordinate is inside the grid."""
         ny, nx = self.heights.shape
-        u = min(max((x - self.x0) / self.spacing, 0.0), nx - 1.0)
-        w = min(max((y - self.y0) / self.spacing, 0.0), ny - 1.0)
-        ix, iy = min(int(u), nx - 2), min(int(w), ny - 2)
-        inside_x = 0.0 < (x - self.x0) / self.spacing < nx - 1.0
-        inside_y = 0.0 < (y - self.y0) / self.spacing < ny - 1.0
-        return ix, iy, u - ix, w - iy, inside_x, inside_y
+        gx, gy = (x - self.x0) / self.spacing, (y - self.y0) / self.spacing
+        u, w = np.clip(gx, 0.0, nx - 1.0), np.clip(gy, 0.0, ny - 1.0)
+        ix, iy = np.minimum(u.astype(np.intp), nx - 2), np.minimum(w.astype(np.intp), ny - 2)
+        return ix, iy, u - ix, w - iy, (gx > 0.0) & (gx < nx - 1.0), (gy > 0.0) & (gy < ny - 1.0)
 
-    def surface(self, x: float, y: float) -> tuple[float, np.ndarray]:
-        """Height and upward unit normal ``(-dH/dx, -dH/dy, 1) / norm`` at ``(x, y)``."""
-        ix, iy, fx, fy, inx, iny = self._cell(x, y)
+    def surfaces(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Heights (k,) and upward unit normals (k, 3) ``(-dH/dx, -dH/dy, 1) / norm`` at (x, y)."""
+        ix, iy, fx, fy, inx, iny = self._cells(x, y)
         H = self.heights
         h00, h10, h01, h11 = H[iy, ix], H[iy, ix + 1], H[iy + 1, ix], H[iy + 1, ix + 1]
         z = (h00 * (1 - fx) + h10 * fx) * (1 - fy) + (h01 * (1 - fx) + h11 * fx) * fy
-        gx = ((h10 - h00) * (1 - fy) + (h11 - h01) * fy) / self.spacing if inx else 0.0
-        gy = ((h01 - h00) * (1 - fx) + (h11 - h10) * fx) / self.spacing if iny else 0.0
-        n = np.array([-gx, -gy, 1.0])
-        return float(z), n / np.linalg.norm(n)
+        gx = np.where(inx, ((h10 - h00) * (1 - fy) + (h11 - h01) * fy) / self.spacing, 0.0)
+        gy = np.where(iny, ((h01 - h00) * (1 - fx) + (h11 - h10) * fx) / self.spacing, 0.0)
+        n = np.column_stack((-gx, -gy, np.ones_like(gx)))
+        return z, n / np.sqrt(np.einsum("ij,ij->i", n, n))[:, None]
+
+    def surface(self, x: float, y: float) -> tuple[float, np.ndarray]:
+        """Height and upward unit normal at one point (see :meth:`surfaces`)."""
+        z, n = self.surfaces(np.array([x], dtype=float), np.array([y], dtype=float))
+        return float(z[0]), n[0]
+
+    def frictions_at(self, points: np.ndarray) -> np.ndarray:
+        """Friction at the (k, 3) points: per cell, or at the nearest node."""
+        if self.mu.ndim == 0:
+            return np.full(points.shape[0], float(self.mu))
+        ix, iy, fx, fy, _, _ = self._cells(points[:, 0], points[:, 1])
+        if self.mu.shape == self.heights.shape:  # per node: nearest node
+            return self.mu[iy + np.round(fy).astype(np.intp), ix + np.round(fx).astype(np.intp)]
+        return self.mu[iy, ix]
 
     def friction_at(self, point) -> float:
-        if self.mu.ndim == 0:
-            return float(self.mu)
-        ix, iy, fx, fy, _, _ = self._cell(point[0], point[1])
-        if self.mu.shape == self.heights.shape:  # per node: nearest node
-            return float(self.mu[iy + int(round(fy)), ix + int(round(fx))])
-        return float(self.mu[iy, ix])
+        return float(self.frictions_at(np.reshape(np.asarray(point, dtype=float), (1, 3)))[0])
 
 
 @dataclass(frozen=True)
@@ -150,6 +180,9 @@ class StaticBox:
     def friction_at(self, point) -> float:
         return self.mu
 
+    def frictions_at(self, points: np.ndarray) -> np.ndarray:
+        return np.full(points.shape[0], self.mu)
+
 
 def _check_mu(mu) -> float:
     mu = float(mu)
@@ -159,66 +192,89 @@ def _check_mu(mu) -> float:
 
 
 # ---------------------------------------------------------------------- closest features
-def sphere_plane(centre: np.ndarray, radius: float, plane: Plane) -> Feature:
-    """Sphere (A) against a plane (B)."""
+def spheres_plane(centres: np.ndarray, radii: np.ndarray, plane: Plane) -> Features:
+    """k spheres (A) against a plane (B)."""
     n = plane.normal
-    phi = float(n @ centre - plane.offset - radius)
-    return Feature(centre - (radius + 0.5 * phi) * n, n, phi)
+    phi = centres @ n - plane.offset - radii
+    return _at_midpoint(centres - np.outer(phi + radii, n), np.tile(n, (phi.shape[0], 1)), phi)
 
 
-def sphere_heightmap(centre: np.ndarray, radius: float, hm: Heightmap, iterations: int = 3) -> Feature:
-    """Sphere (A) against a heightmap (B).
+def spheres_heightmap(centres: np.ndarray, radii: np.ndarray, hm: Heightmap, iterations: int = 3) -> Features:
+    """k spheres (A) against a heightmap (B).
 
     The closest terrain point is found by projecting the centre onto the local tangent plane and
     re-evaluating the surface there (a fixed-point iteration that converges in a few steps for
     bumps much wider than the sphere); the gap is the distance to that tangent plane.
     """
-    x, y = centre[0], centre[1]
-    for _ in range(iterations):
-        z, n = hm.surface(x, y)
-        d = n @ (centre - np.array([x, y, z]))
-        foot = centre - d * n
-        x, y = foot[0], foot[1]
-    z, n = hm.surface(x, y)
-    phi = float(n @ (centre - np.array([x, y, z])) - radius)
-    return Feature(centre - (radius + 0.5 * phi) * n, n, phi)
+    x, y = centres[:, 0].copy(), centres[:, 1].copy()
+    for _ in range(iterations + 1):
+        z, n = hm.surfaces(x, y)
+        d = np.einsum("ij,ij->i", n, centres - np.column_stack((x, y, z)))
+        foot = centres - d[:, None] * n
+        x, y = foot[:, 0], foot[:, 1]
+    # the last pass evaluated the surface at the final foot point; its d is the distance
+    return _at_midpoint(foot, n, d - radii)
 
 
-def sphere_sphere(centre_a: np.ndarray, radius_a: float, centre_b: np.ndarray, radius_b: float) -> Feature:
-    """Sphere A against sphere B; coincident centres get the world z axis as normal."""
-    d = centre_a - centre_b
-    dist = float(np.linalg.norm(d))
-    n = d / dist if dist > 1e-12 else np.array([0.0, 0.0, 1.0])
-    phi = dist - radius_a - radius_b
-    return Feature(centre_b + (radius_b + 0.5 * phi) * n, n, phi)
+def spheres_spheres(centres_a: np.ndarray, radii_a: np.ndarray, centres_b: np.ndarray,
+                    radii_b: np.ndarray) -> Features:
+    """Spheres A against spheres B pairwise; coincident centres get the world z axis as normal."""
+    diff = centres_a - centres_b
+    dist = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    apart = dist > 1e-12
+    n = np.where(apart[:, None], diff / np.where(apart, dist, 1.0)[:, None], np.array([0.0, 0.0, 1.0]))
+    return _at_midpoint(centres_b + radii_b[:, None] * n, n, dist - radii_a - radii_b)
 
 
-def sphere_box(centre: np.ndarray, radius: float, rotation: np.ndarray, translation: np.ndarray,
-               half_extents: np.ndarray) -> Feature:
-    """Sphere (A) against a box (B) given by its rotation, centre and half extents.
+def spheres_box(centres: np.ndarray, radii: np.ndarray, rotation: np.ndarray, translation: np.ndarray,
+                half_extents: np.ndarray) -> Features:
+    """k spheres (A) against one box (B) given by its rotation, centre and half extents.
 
     Outside the box the closest box point is the clamped centre; inside, the exit is through the
     nearest face (the normal is that face's outward normal and phi = -(depth + radius)).
     """
-    local = rotation.T @ (centre - translation)
+    local = (centres - translation) @ rotation
     clamped = np.clip(local, -half_extents, half_extents)
     diff = local - clamped
-    dist = float(np.linalg.norm(diff))
-    if dist > 1e-12:
-        n_local = diff / dist
-        phi = dist - radius
-        surface = clamped
-    else:
-        slack = half_extents - np.abs(local)
-        axis = int(np.argmin(slack))
-        n_local = np.zeros(3)
-        n_local[axis] = 1.0 if local[axis] >= 0 else -1.0
-        phi = -float(slack[axis]) - radius
-        surface = local.copy()
-        surface[axis] = n_local[axis] * half_extents[axis]
-    n = rotation @ n_local
-    point = rotation @ surface + translation + 0.5 * phi * n
-    return Feature(point, n, float(phi))
+    dist = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    outside = dist > 1e-12
+    n_local = diff / np.where(outside, dist, 1.0)[:, None]
+    phi = dist - radii
+    surface = clamped
+    if not outside.all():
+        inside = np.flatnonzero(~outside)
+        slack = half_extents - np.abs(local[inside])
+        axis = np.argmin(slack, axis=1)
+        sign = np.where(local[inside, axis] >= 0.0, 1.0, -1.0)
+        n_local[inside] = 0.0
+        n_local[inside, axis] = sign
+        phi[inside] = -slack[np.arange(inside.size), axis] - radii[inside]
+        surface = clamped.copy()
+        surface[inside] = local[inside]
+        surface[inside, axis] = sign * half_extents[axis]
+    return _at_midpoint(surface @ rotation.T + translation, n_local @ rotation.T, phi)
+
+
+def sphere_plane(centre: np.ndarray, radius: float, plane: Plane) -> Feature:
+    """Sphere (A) against a plane (B)."""
+    return spheres_plane(np.reshape(centre, (1, 3)), np.array([radius]), plane).one()
+
+
+def sphere_heightmap(centre: np.ndarray, radius: float, hm: Heightmap, iterations: int = 3) -> Feature:
+    """Sphere (A) against a heightmap (B) (see :func:`spheres_heightmap`)."""
+    return spheres_heightmap(np.reshape(centre, (1, 3)), np.array([radius]), hm, iterations).one()
+
+
+def sphere_sphere(centre_a: np.ndarray, radius_a: float, centre_b: np.ndarray, radius_b: float) -> Feature:
+    """Sphere A against sphere B (see :func:`spheres_spheres`)."""
+    return spheres_spheres(np.reshape(centre_a, (1, 3)), np.array([radius_a]), np.reshape(centre_b, (1, 3)),
+                           np.array([radius_b])).one()
+
+
+def sphere_box(centre: np.ndarray, radius: float, rotation: np.ndarray, translation: np.ndarray,
+               half_extents: np.ndarray) -> Feature:
+    """Sphere (A) against a box (B) (see :func:`spheres_box`)."""
+    return spheres_box(np.reshape(centre, (1, 3)), np.array([radius]), rotation, translation, half_extents).one()
 
 
 #: The eight corners of the unit box, as signs of the half extents.

@@ -6,7 +6,8 @@ controller predicting with the same contact model reproduces the simulator's for
 
 1. contacts are detected at the start of the step (:meth:`World.detect`; the same set that
    :meth:`Simulator.contacts` hands to a controller),
-2. M(q), h(q, v) and the contact Jacobians N, S, T are evaluated at (q, v) of the start,
+2. M(q), h(q, v) and the contact Jacobians N, S, T are evaluated at (q, v) of the start; one
+   pinocchio pass (:class:`idyn.model.Workspace`) serves both the detection and the dynamics,
 3. v* = v + dt M^-1 (P^T tau - h); the contact model returns impulses f with
    v+ = v* + M^-1 (N^T f_N + S^T f_S + T^T f_T), the non-penetration rows stabilized by
    phi / dt (eq. 35-36),
@@ -17,26 +18,34 @@ the model computed them (:attr:`Simulator.last`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
 
 from .. import validation
-from ..contact import Contact, contact_jacobians
+from ..contact import Contact, ContactSet, stacked_contact_jacobian
 from ..errors import InvalidInputError, SolverError
 from ..model import RobotModel
 from .contact_models import ContactModel, ContactProblem, ContactSolution, make
-from .world import ContactSet, World
+from .world import World
 
 
 @dataclass
 class StepResult:
     """What one step did: the contacts it used and their forces (newtons, [normal, s, t])."""
 
-    contacts: list[Contact]
+    contact_set: ContactSet
     forces: np.ndarray
     solution: ContactSolution
+    _contacts: list[Contact] | None = field(default=None, repr=False)
+
+    @property
+    def contacts(self) -> list[Contact]:
+        """The step's contacts as :class:`idyn.Contact` objects (built on first use)."""
+        if self._contacts is None:
+            self._contacts = self.contact_set.contacts()
+        return self._contacts
 
     @property
     def normal_total(self) -> float:
@@ -66,6 +75,7 @@ class Simulator:
         self.contact_model = make(contact_model, **model_options) if isinstance(contact_model, str) \
             else contact_model
         self._data = model.pinocchio_model.createData()
+        self._workspace = model.workspace()
         self.reset(model.neutral(), np.zeros(model.nv))
 
     # ---------------------------------------------------------------- state
@@ -78,8 +88,14 @@ class Simulator:
         self._detect()
 
     def _detect(self) -> None:
-        self._pending: ContactSet = self.world.detect(self.q, self.v, self.dt)
+        """The step pass at the current state (M, h, Jacobians, placements), then detection."""
+        self._workspace.compute(self.q, self.v)
+        self._pending: ContactSet = self.world.detect(self.q, self.v, self.dt, self._workspace)
         self._pending_contacts: list[Contact] | None = None
+
+    def contact_set(self) -> ContactSet:
+        """The contacts the next step will use, as arrays (no per-contact objects)."""
+        return self._pending
 
     def contacts(self) -> list[Contact]:
         """The contacts the next step will use (detected at the current state)."""
@@ -90,18 +106,18 @@ class Simulator:
     # ---------------------------------------------------------------- stepping
     def problem(self, tau) -> ContactProblem:
         """The contact problem of the next step under actuator torques ``tau`` (na)."""
-        model = self.model
+        model, ws = self.model, self._workspace
         tau = validation.vector(tau, model.na, "tau")
         q, v = self.q, self.v
-        f = -model.bias_forces(q, v)
+        if not ws.is_at(q, v):      # q or v were assigned directly: re-evaluate the dynamics
+            ws.compute(q, v)
+        f = -ws.h
         f[model.actuated_v] += tau
         if not np.isfinite(f).all():
             raise SolverError(f"the simulation diverged at t = {self.t:.4f} s (|v| = {np.abs(v).max():.3g}): "
                               "check the torques and the time step")
-        M = model.mass_matrix(q)
-        contacts = self.contacts()
-        cj = contact_jacobians(model, q, contacts)
-        return ContactProblem(M, v, f, self.dt, cj.stacked(), cj.phi, cj.mu)
+        cs = self._pending
+        return ContactProblem(ws.M, v, f, self.dt, stacked_contact_jacobian(ws, cs), cs.phi, cs.mu)
 
     def step(self, tau) -> StepResult:
         """Advance by dt with torques ``tau`` held over the step; returns what the step did."""
@@ -116,7 +132,7 @@ class Simulator:
         if not np.isfinite(q_next).all():
             raise SolverError(f"the simulation diverged at t = {self.t:.4f} s (|v+| = {np.abs(v_next).max():.3g}): "
                               "check the torques and the time step")
-        self.last = StepResult(self.contacts(), sol.impulses / self.dt, sol)
+        self.last = StepResult(self._pending, sol.impulses / self.dt, sol, self._pending_contacts)
         self.q = q_next
         self.v = v_next
         self.t += self.dt

@@ -20,14 +20,13 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
-import pinocchio as pin
 
 from .. import validation
-from ..contact import Contact
+from ..contact import ContactSet
 from ..errors import InvalidInputError
-from ..model import RobotModel
-from .geometry import (BOX_CORNERS, Feature, Heightmap, Plane, StaticBox, sphere_box, sphere_heightmap,
-                       sphere_plane, sphere_sphere)
+from ..model import RobotModel, Workspace
+from .geometry import (BOX_CORNERS, Features, Heightmap, Plane, StaticBox, spheres_box, spheres_heightmap,
+                       spheres_plane, spheres_spheres)
 
 
 @dataclass(frozen=True)
@@ -65,33 +64,12 @@ class Box:
 Terrain = Plane | Heightmap | StaticBox
 
 
-@dataclass
-class ContactSet:
-    """The contacts of one step as arrays (m contacts), plus the bodies they join."""
-
-    body_a: list[str]
-    body_b: list[str | None]
-    points: np.ndarray      #: (m, 3)
-    normals: np.ndarray     #: (m, 3), force on A from B
-    phi: np.ndarray         #: (m,)
-    mu: np.ndarray          #: (m,)
-
-    @property
-    def m(self) -> int:
-        return len(self.body_a)
-
-    def contacts(self) -> list[Contact]:
-        """The same contacts as :class:`idyn.Contact` objects (what controllers receive)."""
-        return [Contact(a, b, p, n, mu, phi) for a, b, p, n, mu, phi in
-                zip(self.body_a, self.body_b, self.points, self.normals, self.mu, self.phi)]
-
-
-def _against_terrain(centre: np.ndarray, radius: float, t) -> Feature:
+def _against_terrain(centres: np.ndarray, radii: np.ndarray, t) -> Features:
     if isinstance(t, Plane):
-        return sphere_plane(centre, radius, t)
+        return spheres_plane(centres, radii, t)
     if isinstance(t, Heightmap):
-        return sphere_heightmap(centre, radius, t)
-    return sphere_box(centre, radius, t.rotation, t.translation, t.half_extents)
+        return spheres_heightmap(centres, radii, t)
+    return spheres_box(centres, radii, t.rotation, t.translation, t.half_extents)
 
 
 class World:
@@ -129,80 +107,119 @@ class World:
         self.default_mu = float(default_mu)
         self.friction = {frozenset(k): float(v) for k, v in (friction or {}).items()}
         pm = model.pinocchio_model
-        self._pm = pm
-        self._data = pm.createData()
+        self._workspace = model.workspace()
         self._fids = [model.frame_id(s.frame) for s in self.shapes]
-        joints = [pm.frames[f].parentJoint for f in self._fids]
+        self._joints = model.body_joints([s.frame for s in self.shapes])
+        joints = self._joints
+        # probes: the points tested against the terrain, rigidly attached to a shape's frame:
+        # sphere centres (with their radii) and box corners (vertex-face contacts, radius 0)
+        owner, local, radius = [], [], []
+        for i, shape in enumerate(self.shapes):
+            if isinstance(shape, Sphere):
+                owner.append(i)
+                local.append(shape.offset)
+                radius.append(shape.radius)
+            else:
+                corners = shape.offset + (BOX_CORNERS * shape.half_extents) @ shape.rotation.T
+                owner += [i] * len(corners)
+                local += list(corners)
+                radius += [0.0] * len(corners)
+        self._probe_shape = np.array(owner, dtype=np.intp)
+        self._probe_local = np.array(local, dtype=float).reshape(-1, 3)
+        self._probe_radius = np.array(radius, dtype=float)
+        self._world_probe = np.full(self._probe_shape.size, -1)
+        #: frame names by shape index; index -1 (the static world) is None
+        self._frames = [s.frame for s in self.shapes] + [None]
         self._pairs = []
         if self_collision:
             for i, j in combinations(range(len(self.shapes)), 2):
                 a, b = self.shapes[i], self.shapes[j]
-                ja, jb = joints[i], joints[j]
+                ja, jb = int(joints[i]), int(joints[j])
                 if ja == jb or pm.parents[ja] == jb or pm.parents[jb] == ja:
                     continue
                 if isinstance(a, Box) and isinstance(b, Box):
                     continue  # box-box is not supported; such bodies never touch in our scenes
                 self._pairs.append((j, i) if isinstance(a, Box) else (i, j))
+        self._pair_mus = np.array([self._pair_mu(self.shapes[i].frame, self.shapes[j].frame)
+                                   for i, j in self._pairs])
 
     def _pair_mu(self, frame_a: str, frame_b: str) -> float:
         return self.friction.get(frozenset((frame_a, frame_b)), self.default_mu)
 
-    def detect(self, q, v=None, dt: float = 0.0) -> ContactSet:
-        """Contact candidates at configuration ``q`` (speculative ones too if ``v`` is given)."""
+    def detect(self, q, v=None, dt: float = 0.0, workspace: Workspace | None = None) -> ContactSet:
+        """Contact candidates at configuration ``q`` (speculative ones too if ``v`` is given).
+
+        ``workspace``: a :class:`idyn.model.Workspace` of this model already computed at (q, v)
+        (the simulator's step pass) is reused instead of running pinocchio again.
+        """
         q = self.model.check_q(q)
-        pm, data = self._pm, self._data
-        if v is None:
-            pin.framesForwardKinematics(pm, data, q)
+        v = None if v is None else self.model.check_v(v)
+        ws = workspace
+        if ws is None or ws.model is not self.model or not ws.is_at(q, v) or (v is not None and ws.v is None):
+            ws = self._workspace.compute(q, v, dynamics=False)
+        oMf = ws.data.oMf
+        poses = np.array([oMf[f].homogeneous for f in self._fids]).reshape(-1, 4, 4)
+        R, t = poses[:, :3, :3], poses[:, :3, 3]
+        parts = []         # (shape a, shape b or -1, features, mu)
+        if self.terrain:
+            parts.append(self._terrain_features(R, t))
+        if self._pairs:
+            parts.append(self._pair_features(R, t))
+        if not parts:
+            return ContactSet._trusted((), (), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0))
+        if len(parts) == 1:
+            (a, b, (points, normals, phi), mu), = parts
         else:
-            pin.forwardKinematics(pm, data, q, self.model.check_v(v))
-            pin.updateFramePlacements(pm, data)
-        poses = [data.oMf[f] for f in self._fids]
-        found: list[tuple[int, int | None, Feature, float]] = []   # (shape a, shape b or None, feature, mu)
-        for i, (shape, M) in enumerate(zip(self.shapes, poses)):
-            if isinstance(shape, Sphere):
-                probes, radius = [M.act(shape.offset)], shape.radius
-            else:  # vertex-face contacts: the corners are spheres of radius 0
-                R, p = M.rotation @ shape.rotation, M.act(shape.offset)
-                probes, radius = p + (BOX_CORNERS * shape.half_extents) @ R.T, 0.0
-            for c in probes:
-                for t in self.terrain:
-                    f = _against_terrain(c, radius, t)
-                    found.append((i, None, f, t.friction_at(f.point)))
-        for i, j in self._pairs:
-            a, b = self.shapes[i], self.shapes[j]
-            ca = poses[i].act(a.offset)
-            if isinstance(b, Sphere):
-                f = sphere_sphere(ca, a.radius, poses[j].act(b.offset), b.radius)
-            else:
-                f = sphere_box(ca, a.radius, poses[j].rotation @ b.rotation, poses[j].act(b.offset),
-                               b.half_extents)
-            found.append((i, j, f, self._pair_mu(a.frame, b.frame)))
+            a, b, mu = (np.concatenate(x) for x in ([p[0] for p in parts], [p[1] for p in parts],
+                                                     [p[3] for p in parts]))
+            points, normals, phi = (np.concatenate(x) for x in zip(*[p[2] for p in parts]))
+        gap = phi
+        ahead = (phi > self.margin) & (phi <= self.margin + dt * self.max_speed)
+        if v is not None and ahead.any():        # speculative: would close within the step
+            k = np.flatnonzero(ahead)
+            gap = phi.copy()
+            gap[k] += dt * np.minimum(0.0, self._normal_speeds(ws, a[k], b[k], points[k], normals[k]))
+        keep = np.flatnonzero(gap <= self.margin)
+        frames = self._frames
+        return ContactSet._trusted(
+            [frames[i] for i in a[keep]], [frames[j] for j in b[keep]],
+            points[keep], normals[keep], mu[keep], phi[keep])
 
-        keep = []
-        reach = self.margin + dt * self.max_speed
-        for i, j, f, mu in found:
-            gap = f.phi
-            if v is not None and self.margin < gap <= reach:
-                gap += dt * min(0.0, self._normal_speed(i, j, f))
-            if gap <= self.margin:
-                keep.append((i, j, f, mu))
-        return ContactSet(
-            body_a=[self.shapes[i].frame for i, _, _, _ in keep],
-            body_b=[None if j is None else self.shapes[j].frame for _, j, _, _ in keep],
-            points=np.array([f.point for _, _, f, _ in keep]).reshape(-1, 3),
-            normals=np.array([f.normal for _, _, f, _ in keep]).reshape(-1, 3),
-            phi=np.array([f.phi for _, _, f, _ in keep]),
-            mu=np.array([mu for _, _, _, mu in keep]),
-        )
+    def _terrain_features(self, R: np.ndarray, t: np.ndarray):
+        """Every probe against every terrain shape, probe-major (each probe against each terrain
+        shape in turn), vectorized per terrain shape."""
+        owner = self._probe_shape
+        probes = np.einsum("kij,kj->ki", R[owner], self._probe_local) + t[owner]
+        fs = [_against_terrain(probes, self._probe_radius, terrain) for terrain in self.terrain]
+        mus = [terrain.frictions_at(f.points) for terrain, f in zip(self.terrain, fs)]
+        if len(fs) == 1:
+            return owner, self._world_probe, fs[0], mus[0]
+        nt, count = len(fs), owner.size * len(fs)
+        features = Features(*(np.stack(x, axis=1).reshape((count,) + x[0].shape[1:]) for x in zip(*fs)))
+        return np.repeat(owner, nt), np.full(count, -1), features, np.stack(mus, axis=1).reshape(-1)
 
-    def _point_velocity(self, shape_index: int, point: np.ndarray) -> np.ndarray:
-        fid = self._fids[shape_index]
-        vel = pin.getFrameVelocity(self._pm, self._data, fid, pin.LOCAL_WORLD_ALIGNED)
-        return vel.linear + pin.skew(vel.angular) @ (point - self._data.oMf[fid].translation)
+    def _pair_features(self, R: np.ndarray, t: np.ndarray):
+        """Features of the pairs of attached shapes (sphere-sphere, sphere-box)."""
+        centre = np.einsum("kij,kj->ki", R, np.array([s.offset for s in self.shapes])) + t
+        ia = np.array([i for i, _ in self._pairs])
+        ib = np.array([j for _, j in self._pairs])
+        points, normals, phi = np.empty((ia.size, 3)), np.empty((ia.size, 3)), np.empty(ia.size)
+        radii = np.array([getattr(s, "radius", 0.0) for s in self.shapes])
+        spheres = np.array([isinstance(self.shapes[j], Sphere) for j in ib], dtype=bool)
+        if spheres.any():
+            k = np.flatnonzero(spheres)
+            f = spheres_spheres(centre[ia[k]], radii[ia[k]], centre[ib[k]], radii[ib[k]])
+            points[k], normals[k], phi[k] = f
+        for k in np.flatnonzero(~spheres):           # sphere against an attached box
+            box = self.shapes[ib[k]]
+            f = spheres_box(centre[ia[k]][None], radii[ia[k]][None], R[ib[k]] @ box.rotation, centre[ib[k]],
+                            box.half_extents)
+            points[k], normals[k], phi[k] = f.points[0], f.normals[0], f.phi[0]
+        return ia, ib, Features(points, normals, phi), self._pair_mus
 
-    def _normal_speed(self, i: int, j: int | None, f: Feature) -> float:
-        """d(phi)/dt of a pair: normal component of A's point velocity relative to B's."""
-        rel = self._point_velocity(i, f.point)
-        if j is not None:
-            rel = rel - self._point_velocity(j, f.point)
-        return float(f.normal @ rel)
+    def _normal_speeds(self, ws: Workspace, a, b, points, normals) -> np.ndarray:
+        """d(phi)/dt of pairs: normal component of A's point velocity relative to B's."""
+        joints = self._joints
+        jb = np.where(b >= 0, joints[np.maximum(b, 0)], 0)
+        rel = ws.point_velocities(joints[a], points) - ws.point_velocities(jb, points)
+        return np.einsum("ij,ij->i", normals, rel)

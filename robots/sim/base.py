@@ -74,19 +74,16 @@ class SimTestbed:
         contacts = self._contacts if contacts is None else list(contacts)
         out = np.zeros((len(contacts), 3))
         last = self.sim.last
-        if last is None or not contacts or not last.contacts:
+        if last is None or not contacts or not last.contact_set.m:
             return out
-        world_forces = np.einsum("mij,mi->mj", np.array([c.frame() for c in last.contacts]), last.forces)
-        used = np.zeros(len(last.contacts), bool)
+        done = last.contact_set
+        world_forces = np.einsum("mij,mi->mj", done.frames(), last.forces)
+        used = np.zeros(done.m, bool)
         for i, c in enumerate(contacts):
-            best, best_d = -1, np.inf
-            for k, d in enumerate(last.contacts):
-                if used[k] or (d.body_a, d.body_b) != (c.body_a, c.body_b):
-                    continue
-                dist = float(np.linalg.norm(d.point - c.point))
-                if dist < best_d:
-                    best, best_d = k, dist
-            if best >= 0:
+            same = np.flatnonzero(~used & np.array([(a, b) == (c.body_a, c.body_b)
+                                                    for a, b in zip(done.body_a, done.body_b)]))
+            if same.size:
+                best = same[np.argmin(np.linalg.norm(done.points[same] - c.point, axis=1))]
                 used[best] = True
                 out[i] = c.frame() @ world_forces[best]
         return out

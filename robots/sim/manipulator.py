@@ -54,5 +54,6 @@ class ManipulatorTestbed(SimTestbed):
         last = self.sim.last
         if last is None:
             return 0.0
-        return float(sum(f[0] for c, f in zip(last.contacts, last.forces)
-                         if c.body_b == BOX_FRAME and c.body_a in self._tip_links))
+        cs = last.contact_set
+        return float(sum(f[0] for a, b, f in zip(cs.body_a, cs.body_b, last.forces)
+                         if b == BOX_FRAME and a in self._tip_links))
