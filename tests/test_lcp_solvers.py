@@ -253,3 +253,38 @@ def test_ppm_contact_survives_an_empty_active_set():
     Q, r = N @ N.T, N @ f_star
     assert res.solved and lcp_residuals(Q, r, res.z).ok()
     assert np.array_equal(res.basis, [0])
+
+
+def test_residuals_reject_huge_answers_that_violate_w_in_the_problems_units():
+    """An infeasible LCP (no solution exists) and a 'solution' of 1e13 whose w_1 = -1001 is
+    negative by 1000 times the data: relative to ||M|| max|z| that is 5e-11, which the first
+    residual check accepted (Lemke and Algorithm 2 reported such answers as SOLVED)."""
+    M, q = np.array([[1.0, -1.0], [-1.0, 1.0]]), np.array([-1.0, -1.0])
+    z = np.array([1e13, 1e13 - 1e3])
+    res = lcp_residuals(M, q, z)
+    assert res.negative_w > 1e2 and not res.ok()
+    assert res.roundoff > 1e-9          # terms 1e13 times the data: w = M z + q is noise
+
+
+def test_lemke_reports_a_singular_refactorisation_instead_of_raising():
+    """Stage I KKT LCP of a standing LINKS (seed 36 of 1e-5 rad jitter): the updated basis
+    drifted and was singular when rebuilt; numba's inverse raised LinAlgError out of lemke
+    (seen once in the 2000-step chatter test).  A solver reports, the fallback solves."""
+    import controllers
+    from controllers.dissipation import build_stage_one
+    from experiments.benchmarks.controllers import standing_problem
+
+    p = standing_problem("links", 4, 1.0)
+    ctrl = controllers.make("qp-coulomb", p.model, feedback=False)
+    rng = np.random.default_rng(36)
+    q = p.state.q.copy()
+    q[p.model.actuated_q] += rng.normal(0, 1e-5, p.model.na)
+    step = ctrl.dynamics.update(q, rng.normal(0, 1e-6, p.model.nv), p.desired.vdot, p.contacts)
+    prob = build_stage_one(step, True)
+    nc = prob.G.shape[0]
+    M = np.block([[prob.H, -prob.G.T], [prob.G, np.zeros((nc, nc))]])
+    r = np.concatenate((prob.c, prob.g))
+    res = lemke(M, r)                       # must not raise
+    assert res.solved or res.status is LCPStatus.NUMERICAL_FAILURE
+    reg = lemke_regularized(M, r)
+    assert reg.solved and lcp_residuals(M + reg.regularization * np.eye(r.size), r, reg.z).ok()

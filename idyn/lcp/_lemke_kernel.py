@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-SOLVED, MAX_PIVOTS, RAY = 0, 1, 2
+SOLVED, MAX_PIVOTS, RAY, SINGULAR = 0, 1, 2, 3
 _EPS = np.finfo(np.float64).eps
 #: z0 leaves when its ratio is within this many tie widths of the minimum: ending the path a
 #: hair early perturbs the answer by about 1e-11 * Z0_EXIT relative, which the residual check
@@ -139,7 +139,8 @@ def _inaccurate(MT, d, basic, x, rhs, work):
 
 @_jit
 def _refactor(MT, d, basic, q, Binv, xb):
-    """Recompute ``B^-1`` and ``x_B = B^-1 q`` from the basis columns."""
+    """Recompute ``B^-1`` and ``x_B = B^-1 q`` from the basis columns; False (nothing changed)
+    if the basis matrix is singular to machine precision."""
     n = xb.shape[0]
     B = np.zeros((n, n))
     for r in range(n):
@@ -150,8 +151,13 @@ def _refactor(MT, d, basic, q, Binv, xb):
             col = MT[v - n] if v < 2 * n else d
             for i in range(n):
                 B[i, r] = -col[i]
-    Binv[:, :] = np.linalg.inv(B)
+    try:
+        inverse = np.linalg.inv(B)
+    except Exception:  # noqa: BLE001 -- numba raises LinAlgError for a singular B
+        return False
+    Binv[:, :] = inverse
     xb[:] = Binv @ q
+    return True
 
 
 @_jit
@@ -178,8 +184,10 @@ def lemke_path(MT, q, d, Binv, xb, basic, limit, pivot_tol):
 
     ``d`` is the covering vector (the column of ``z0`` is ``-d``).  Every pivot checks that
     ``x_B`` and the entering column still solve their systems with the current basis and
-    refactorises ``B^-1`` when they do not (:data:`REFACTOR`).  Returns ``(status, pivots, z0_row)``; ``status`` is :data:`SOLVED`, :data:`MAX_PIVOTS` or
-    :data:`RAY`.  See :mod:`idyn.lcp.lemke` for the method and its tolerances.
+    refactorises ``B^-1`` when they do not (:data:`REFACTOR`).  Returns
+    ``(status, pivots, z0_row)``; ``status`` is :data:`SOLVED`, :data:`MAX_PIVOTS`, :data:`RAY`
+    or :data:`SINGULAR` (the updated basis drifted and is singular when rebuilt: round-off
+    pivots on a degenerate problem; the caller reports a numerical failure, never raises).  See :mod:`idyn.lcp.lemke` for the method and its tolerances.
     """
     n = xb.shape[0]
     z0 = 2 * n
@@ -221,7 +229,8 @@ def lemke_path(MT, q, d, Binv, xb, basic, limit, pivot_tol):
         else:
             column[:] = -MT[entering - n]
         if _inaccurate(MT, d, basic, xb, q, work) or _inaccurate(MT, d, basic, y, column, work):
-            _refactor(MT, d, basic, q, Binv, xb)
+            if not _refactor(MT, d, basic, q, Binv, xb):
+                return SINGULAR, pivots, z0_row
             _entering_column(Binv, MT, entering, n, y, noise)
         ymax = np.abs(y).max()
         floor = pivot_tol * ymax

@@ -39,14 +39,14 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
-from ._lemke_kernel import MAX_PIVOTS, RAY, SOLVED, TIE, Z0_EXIT, lemke_path
+from ._lemke_kernel import MAX_PIVOTS, RAY, SINGULAR, SOLVED, TIE, Z0_EXIT, lemke_path
 from .inputs import check_indices, check_lcp
 from .residuals import DEFAULT_TOL, lcp_residuals
 from .result import LCPResult, LCPStatus
 
 _EPS = np.finfo(float).eps
 _STATUS = {SOLVED: LCPStatus.SOLVED, MAX_PIVOTS: LCPStatus.MAX_PIVOTS,
-           RAY: LCPStatus.RAY_TERMINATION}
+           RAY: LCPStatus.RAY_TERMINATION, SINGULAR: LCPStatus.NUMERICAL_FAILURE}
 
 
 def lemke(M, q, *, warm_start=None, max_pivots: int | None = None, pivot_tol: float = 1e-12,
@@ -72,7 +72,7 @@ def lemke(M, q, *, warm_start=None, max_pivots: int | None = None, pivot_tol: fl
     limit = max(100, 50 * n) if max_pivots is None else int(max_pivots)
     if warm is not None and warm.size:
         res = _solve(M, q, warm, limit, pivot_tol, tol)
-        if res.status is not LCPStatus.RAY_TERMINATION:
+        if res.status not in (LCPStatus.RAY_TERMINATION, LCPStatus.NUMERICAL_FAILURE):
             return res
         cold = _solve(M, q, None, limit, pivot_tol, tol)
         return _with_pivots(cold, cold.pivots + res.pivots)

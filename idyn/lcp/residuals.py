@@ -4,16 +4,29 @@ Every solver in :mod:`idyn.lcp` accepts its answer only through :func:`lcp_resid
 tests and benchmarks use the same check, so "solved" means one thing everywhere.
 
 For the LCP ``w = M z + q, z >= 0, w >= 0, z . w = 0`` (paper eq. 115) the residuals are made
-dimensionless with the magnitudes that produce them:
+dimensionless in the problem's own units.  ``q`` carries them (for the contact LCPs a
+velocity, ``M z`` the velocity an impulse produces), so:
 
-* ``scale_z = max|z|`` and ``scale_w = max|q| + ||M||_inf max|z|`` (the size of the terms
-  that are summed to form ``w``);
-* ``negative_z = max(0, -min z) / scale_z``, ``negative_w = max(0, -min w) / scale_w``;
-* ``complementarity = sum_i |z_i w_i| / (scale_z scale_w)`` (the absolute value of every
+* ``scale_q = max|q|``, ``scale_z = max|z|`` and ``scale_w = scale_q + ||M||_inf max|z|`` (the
+  size of the terms that are summed to form ``w``);
+* ``negative_z = max(0, -min z) / scale_z``;
+* ``negative_w = max(0, -min w) / scale_q``: a negative ``w`` is measured against the data,
+  not against the answer's own terms;
+* ``complementarity = sum_i |z_i w_i| / (scale_z scale_q)`` (the absolute value of every
   product, so positive and negative products cannot cancel);
-* ``equation = max|w - (M z + q)| / scale_w``.
+* ``equation = max|w - (M z + q)| / scale_w`` (consistency of the reported ``w``);
+* ``roundoff = eps scale_w / scale_q``: the relative rounding error of ``w`` itself.  An answer
+  whose terms exceed the data by ``tol / eps`` (``4.5e6`` at the default) cannot be verified
+  to ``tol``: its ``w`` is noise.
 
-A solution passes when all four are at most ``tol`` (default ``1e-9``).
+Why not relative to ``scale_w`` alone (the first version did that): a solver that drifts to
+impulses of ``1e12``-``1e33`` (opposite friction-pyramid edges growing together, a nearly
+singular basis) produces ``w`` whose negative entries, though large in physical units
+(``w_N = -1e3`` m/s), are tiny next to ``||M|| max|z|``; such answers passed as SOLVED and only
+the controllers' physical check (:meth:`controllers.dynamics.Step.complementarity_violation`)
+caught them.  When ``q = 0`` the only solution a solver returns is ``z = 0`` (every residual 0).
+
+A solution passes when all five are at most ``tol`` (default ``1e-9``).
 """
 from __future__ import annotations
 
@@ -27,6 +40,7 @@ from .inputs import check_lcp
 #: Relative tolerance of :meth:`LCPResiduals.ok` unless told otherwise.
 DEFAULT_TOL = 1e-9
 _TINY = np.finfo(float).tiny
+_EPS = np.finfo(float).eps
 
 
 @dataclass(frozen=True)
@@ -37,10 +51,11 @@ class LCPResiduals:
     negative_w: float
     complementarity: float
     equation: float
+    roundoff: float = 0.0
 
     @property
     def worst(self) -> float:
-        return max(self.negative_z, self.negative_w, self.complementarity, self.equation)
+        return max(self.negative_z, self.negative_w, self.complementarity, self.equation, self.roundoff)
 
     def ok(self, tol: float = DEFAULT_TOL) -> bool:
         return self.worst <= tol
@@ -55,12 +70,17 @@ def residuals_from_parts(z: np.ndarray, w: np.ndarray, q_norm: float, m_norm: fl
     """
     zmax = float(np.max(np.abs(z), initial=0.0))
     scale_z = max(zmax, _TINY)
-    scale_w = max(q_norm + m_norm * zmax, _TINY)
+    terms = m_norm * zmax
+    scale_w = max(q_norm + terms, _TINY)
+    scale_q = max(q_norm, _TINY)
+    with np.errstate(over="ignore"):
+        products = float(np.abs(z) @ np.abs(w))
     return LCPResiduals(
         negative_z=max(0.0, -float(np.min(z, initial=0.0))) / scale_z,
-        negative_w=max(0.0, -float(np.min(w, initial=0.0))) / scale_w,
-        complementarity=float(np.abs(z) @ np.abs(w)) / max(scale_z * scale_w, _TINY),
+        negative_w=max(0.0, -float(np.min(w, initial=0.0))) / scale_q,
+        complementarity=products / scale_z / scale_q,
         equation=equation_error / scale_w,
+        roundoff=_EPS * terms / scale_q,
     )
 
 
