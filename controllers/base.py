@@ -34,6 +34,7 @@ from idyn import Contact, RobotModel, validation
 from idyn.errors import InvalidInputError
 from idyn.state import Desired, RobotState
 
+from .duplicates import merge_duplicates, split_forces
 from .dynamics import Step, StepDynamics
 from .feedback import DEFAULT_GAINS, ErrorFeedback
 
@@ -64,6 +65,9 @@ class Controller(ABC):
     name: ClassVar[str] = ""
     #: whether ``contact_forces`` are predictions (False for PID and the sensed-force ID)
     predicts_contact_forces: ClassVar[bool] = True
+    #: solve exactly duplicated contacts once and split their force equally
+    #: (:mod:`controllers.duplicates`; exact for every model that sets it)
+    merges_duplicate_contacts: ClassVar[bool] = True
 
     def __init__(self, model: RobotModel, *, dt: float = 1e-3, feedback: bool = True,
                  kp=DEFAULT_GAINS["kp"], kv=DEFAULT_GAINS["kv"], ki=DEFAULT_GAINS["ki"],
@@ -92,13 +96,20 @@ class Controller(ABC):
         vdot = self.command(q, v, desired)
         info: dict = {"controller": self.name, "status": "solved", "pivots": 0, "fallback": None}
         sol = None
+        merged = self.predicts_contact_forces and self.merges_duplicate_contacts and len(contacts) > 1
+        if merged:
+            solved_for, owner, copies = merge_duplicates(contacts)
+            merged = len(solved_for) < len(contacts)
+            info["merged_contacts"] = len(contacts) - len(solved_for)
         try:
-            sol = self._solve(q, v, vdot, contacts)
+            sol = self._solve(q, v, vdot, solved_for if merged else contacts)
         except Exception as exc:  # noqa: BLE001 -- inputs are validated above: any failure here
             # is numerical (or a solver bug) and must not reach the control loop; it is reported
             info["status"], info["error"] = "failed", f"{type(exc).__name__}: {exc}"
         if sol is not None:
             info.update(sol.info)
+            if merged:
+                sol.contact_forces = split_forces(sol.contact_forces, owner, copies)
         if sol is None or not (np.all(np.isfinite(sol.tau)) and np.all(np.isfinite(sol.contact_forces))):
             sol = self._fallback(q, v, vdot, len(contacts))
             info["fallback"] = "no-contact-id"

@@ -85,6 +85,7 @@ TANGENT_DEPENDENCE_TOL = 1e-3
 @register
 class LCPNoSlip(Controller):
     name = "lcp-noslip"
+    merges_duplicate_contacts = False   # Algorithm 2 handles dependent contacts (Appendix F)
 
     def __init__(self, model, *, consistency_tol: float = 1e-6, check_tangential: bool = False,
                  warm_start: bool = True, qp_backend: str = "quadprog",
