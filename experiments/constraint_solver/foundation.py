@@ -24,6 +24,10 @@ from idyn.constraint_solver.models import winkler
 from .common import Stopwatch, figure, make_solver, solver_stats, tolist
 
 SIDE, DENSITY, DEPTH, DAMPING, H, DURATION = 1.0, 8.0, 1.0, 1.0, 0.01, 1.0
+# Table 2's DOP853 reference (rtol 1e-10) runs on the 100-element cases only: measured 107 s
+# for 100 elements at E = 1e7 on this machine, and the explicit step shrinks as sqrt(m / K)
+# with E = 1e11 and with 9x the rhs cost at 900 elements (the paper's ode45: 17100 s).
+REFERENCE_MAX_ELEMENTS = 100
 
 
 class Foundation:
@@ -158,6 +162,9 @@ def run(short: bool = False, budget: float | None = None, **options) -> dict:
                "constraint_solver": ours}
         for method in ("BDF", "Radau"):
             row[method] = run_scipy(found, method, budget, rtol=1e-3, atol=1e-6)
+        if elements > REFERENCE_MAX_ELEMENTS:
+            rows.append(row)
+            continue
         ref = run_scipy(found, "DOP853", 3 * budget, rtol=1e-10, atol=1e-12)
         row["reference"] = ref
         if ref["completed"]:
@@ -172,6 +179,8 @@ def run(short: bool = False, budget: float | None = None, **options) -> dict:
 
 def table(results: dict) -> str:
     def t(r):
+        if r is None:
+            return "not run"
         return "timeout" if r["timeout"] else f"{r['seconds']:.3f}s"
 
     lines = ["elements  E      load  ours     BDF      Radau    DOP853-ref  abs.err   rel.err"]
@@ -179,7 +188,7 @@ def table(results: dict) -> str:
         err = f"{c['abs_error']:.2e}  {c['rel_error']:.2e}" if "abs_error" in c else "n/a"
         lines.append(f"{c['elements']:8d}  {c['youngs_modulus']:.0e}  {c['load']:4.0f}  "
                      f"{c['constraint_solver']['seconds']:.3f}s  {t(c['BDF']):8s} "
-                     f"{t(c['Radau']):8s} {t(c['reference']):10s}  {err}")
+                     f"{t(c['Radau']):8s} {t(c.get('reference')):10s}  {err}")
     return "\n".join(lines)
 
 
