@@ -3,7 +3,8 @@ constraint solver.
 
 Core math only: no simulator, planner or controller is imported here (SPEC section 1).
 """
-from .contact import Contact, ContactJacobians, contact_drift, contact_jacobians, friction_pyramid
+from .contact import (Contact, ContactJacobians, ContactSet, contact_drift, contact_jacobians,
+                      friction_pyramid)
 from .errors import (IdynError, InvalidInputError, ModelLoadError, NonFiniteError, ShapeError,
                      SolverError, UnknownFrameError)
 from .model import RobotModel
@@ -11,7 +12,7 @@ from .model import RobotModel
 __version__ = "0.1.0"
 
 __all__ = [
-    "RobotModel", "Contact", "ContactJacobians", "contact_jacobians", "contact_drift",
+    "RobotModel", "Contact", "ContactSet", "ContactJacobians", "contact_jacobians", "contact_drift",
     "friction_pyramid", "IdynError", "InvalidInputError", "ModelLoadError", "NonFiniteError",
     "ShapeError", "SolverError", "UnknownFrameError",
 ]
