@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from idyn.errors import InvalidInputError
 from planners import (ArmSinusoid, BalanceController, QuadrupedPlanner, TrotGait,
                       WaypointFollower)
 
@@ -21,11 +22,19 @@ class QuadrupedReference:
 
     ``planner_options`` go to :class:`planners.QuadrupedPlanner`; ``balance`` is a
     :class:`planners.BalanceController` (default gains), ``False`` to switch it off, or a dict of
-    its keyword arguments.
+    its keyword arguments. ``contacts`` chooses what the controller models: ``"schedule"``
+    (default: touching feet in planned stance, see :meth:`active_contacts`) or ``"all"`` (every
+    contact the testbed reports; the matched-model verification of paper Sec. 8.2 gives the
+    controller exactly the simulator's contact data).
     """
 
+    CONTACT_SELECTIONS = ("schedule", "all")
+
     def __init__(self, quadruped, *, gait=None, follower: WaypointFollower | None = None,
-                 balance=True, **planner_options):
+                 balance=True, contacts: str = "schedule", **planner_options):
+        if contacts not in self.CONTACT_SELECTIONS:
+            raise InvalidInputError(f"contacts must be one of {self.CONTACT_SELECTIONS}, got {contacts!r}")
+        self.contact_selection = contacts
         self.gait = gait or TrotGait()
         feet = {leg: f.link for leg, f in quadruped.feet.items()}
         self.planner = QuadrupedPlanner(quadruped.model, feet, quadruped.leg_joints,
@@ -55,7 +64,10 @@ class QuadrupedReference:
         separating contact, and with that force in its prediction it never commands the foot to
         lift: in PyBullet the swing feet stayed planted and LINKS fell within 60 ms. Selecting
         the contacts by the gait's schedule is what a legged controller does with its planner.
+        With ``contacts="all"`` every reported contact is modelled.
         """
+        if self.contact_selection == "all":
+            return list(contacts)
         stance = self.planner.stance
         return [c for c in contacts if stance[self._leg_of[c.body_a]] and c.phi <= TOUCH_GAP]
 

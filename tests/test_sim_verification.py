@@ -33,7 +33,8 @@ def relative_prediction_error(controller: str, backend: str, mu: float, duration
     else:
         testbed = sim_testbeds.QuadrupedTestbed(robot, "rigid", mu, contact_model=backend)
     try:
-        result = run_loop(testbed, robot.model, QuadrupedReference(robot),
+        # the paper's verification: controller and simulator share the same contact data
+        result = run_loop(testbed, robot.model, QuadrupedReference(robot, contacts="all"),
                           controllers.make(controller, robot.model, dt=testbed.dt), duration)
     finally:
         testbed.close()
