@@ -15,11 +15,15 @@ Common options of every controller: ``dt`` (control period, 1e-3 s), ``feedback`
 shared PID error feedback of :mod:`controllers.feedback` to the desired acceleration; False:
 feed-forward only), ``kp``, ``kv``, ``ki``, ``integral_limit`` (its gains),
 ``penetration_recovery`` (fraction of a negative gap corrected per step, default 0: see
-:mod:`controllers.dynamics`).
+:mod:`controllers.dynamics`), ``impact`` (True: a contact closing faster than
+``impact_speed_tol`` = 1e-2 m/s first receives the passive touchdown impulse of
+:mod:`controllers.impact`; False: the paper's literal models, whose prescribed joint velocities
+then absorb the impact).
 
 ``info`` keys (all controllers): ``controller``, ``status`` (str), ``pivots`` (int),
 ``fallback`` (None or the name of the fallback that produced ``tau``), ``solve_time`` (s),
-``v_next`` (predicted velocity at the end of the step, None if not predicted).
+``v_next`` (predicted velocity at the end of the step, None if not predicted), and after a
+touchdown impact ``impact_forces`` ((m, 3) N, the part of ``contact_forces`` due to it).
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ from idyn.state import Desired, RobotState
 from .duplicates import merge_duplicates, split_forces
 from .dynamics import Step, StepDynamics
 from .feedback import DEFAULT_GAINS, ErrorFeedback
+from .impact import IMPACT_SPEED_TOL
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,8 @@ class Controller(ABC):
 
     def __init__(self, model: RobotModel, *, dt: float = 1e-3, feedback: bool = True,
                  kp=DEFAULT_GAINS["kp"], kv=DEFAULT_GAINS["kv"], ki=DEFAULT_GAINS["ki"],
-                 integral_limit: float | None = None, penetration_recovery: float = 0.0):
+                 integral_limit: float | None = None, penetration_recovery: float = 0.0,
+                 impact: bool = True, impact_speed_tol: float = IMPACT_SPEED_TOL):
         if not isinstance(model, RobotModel):
             raise InvalidInputError(f"model must be an idyn.RobotModel, got {type(model).__name__}")
         if not (np.isfinite(dt) and dt > 0):
@@ -80,7 +86,9 @@ class Controller(ABC):
         self.dt = float(dt)
         if not 0.0 <= penetration_recovery <= 1.0:
             raise InvalidInputError(f"penetration_recovery must be in [0, 1], got {penetration_recovery}")
-        self.dynamics = StepDynamics(model, self.dt, penetration_recovery)
+        if not (np.isfinite(impact_speed_tol) and impact_speed_tol >= 0):
+            raise InvalidInputError(f"impact_speed_tol must be finite and >= 0, got {impact_speed_tol}")
+        self.dynamics = StepDynamics(model, self.dt, penetration_recovery, impact, impact_speed_tol)
         self.feedback = ErrorFeedback(model, kp, kv, ki, integral_limit) if feedback else None
 
     # ------------------------------------------------------------------ contract
@@ -110,6 +118,9 @@ class Controller(ABC):
             info.update(sol.info)
             if merged:
                 sol.contact_forces = split_forces(sol.contact_forces, owner, copies)
+            impact = self.dynamics.last_impact if self.predicts_contact_forces else None
+            if impact is not None:   # included in contact_forces; reported for the residual checks
+                info["impact_forces"] = split_forces(impact, owner, copies) if merged else impact
         if sol is None or not (np.all(np.isfinite(sol.tau)) and np.all(np.isfinite(sol.contact_forces))):
             sol = self._fallback(q, v, vdot, len(contacts))
             info["fallback"] = "no-contact-id"

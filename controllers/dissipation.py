@@ -17,10 +17,18 @@ is solved through its KKT conditions, the LCP ``([c; g], [[H, -G^T], [G, 0]])`` 
 method (``stage1_solver="lemke"``, with the regularisation fallback); ``"qp"`` solves the QP
 directly through :func:`idyn.qp.solve_qp` (ridge fallback) instead.
 
+**No slip** (ID_QP,inf, Table 6 "No-slip (impact model)").  The same model with the hard
+equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) for the tangent rows that Algorithm 1 keeps
+(:meth:`controllers.dynamics.Step.independent_tangents`; dropped rows are implied by the kept
+ones, Appendix E): ``E z + e = 0`` with ``E = S_u A^-1 R_u^T``.  Without them, maximal
+dissipation with the actuated velocities prescribed picks the momentum-cancelling base velocity
+and lets stance feet slide (measured in PyBullet: the base never moved).  The equalities make
+Stage I a QP with equality rows, solved by :func:`idyn.qp.solve_qp` whatever ``stage1_solver``.
+
 **Stage II** (Sec. 6.2.4, eqs. 102-112).  With ``W`` an orthonormal basis of ``ker(Z^T A Z) =
 ker(Y)`` (from the SVD of ``Y``), every ``z0 + W w`` dissipates the same energy; since
-``Z W = 0`` (the paper's "Z ker(Z^T A Z) = 0"), the energy equality (108) and the
-non-interpenetration rows (109) hold for every ``w`` and drop out.  Then ``dt tau`` changes by
+``Z W = 0`` (the paper's "Z ker(Z^T A Z) = 0"), the energy equality (108), the
+non-interpenetration rows (109) and the no-slip equalities hold for every ``w`` and drop out.  Then ``dt tau`` changes by
 ``-R_a W w`` only, and Stage II is
 
     minimize_w  1/2 |dt tau0 - R_a W w|^2 + rho/2 |z0 + W w|^2     s.t. (110), (111)
@@ -34,6 +42,7 @@ relative to the mean eigenvalue of the torque term (default 1e-6).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,7 +50,8 @@ from idyn.errors import SolverError
 from idyn.lcp import lemke_regularized
 from idyn.qp import solve_qp
 
-from .dynamics import Step
+if TYPE_CHECKING:   # dynamics imports this module's cone rows (touchdown impact)
+    from .dynamics import Step
 
 #: relative tolerance of the rank decisions (rows that impulses cannot move, nullspace of Y)
 RANK_TOL = 1e-10
@@ -58,6 +68,13 @@ class StageOne:
     g: np.ndarray
     cone: np.ndarray    #: (mf, k) cone rows mu f_N - 1^T f_F (eq. 101)
     unenforceable: int  #: non-penetration rows no impulse can change (dropped)
+    E: np.ndarray = None   #: no-slip equality rows ``E z + e = 0`` (eqs. 40-41), or (0, k)
+    e: np.ndarray = None
+    kept_tangent_rows: tuple = (0, 0)   #: (S rows, T rows) kept by Algorithm 1
+
+    def __post_init__(self):
+        if self.E is None:
+            self.E, self.e = np.zeros((0, self.R.shape[0])), np.zeros(0)
 
     @property
     def k(self) -> int:
@@ -79,8 +96,13 @@ def cone_rows(mu: np.ndarray) -> np.ndarray:
     return rows
 
 
-def build_stage_one(step: Step, coulomb: bool) -> StageOne:
-    """Assemble Stage I (eqs. 94-101) for ``step``; ``coulomb=False`` drops the cone (mu = inf)."""
+def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None) -> StageOne:
+    """Assemble Stage I (eqs. 94-101) for ``step``; ``coulomb=False`` drops the cone (mu = inf).
+
+    With ``no_slip_tol`` the no-slip equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) are added
+    for the tangent rows Algorithm 1 keeps at that dependence tolerance:
+    ``S_u (p + A^-1 R_u^T z) + S_a qd_des = 0``, linear in ``z``.
+    """
     u, a = step.u, step.a
     R = step.directions(pyramid=True)
     Ru = R[:, u].T
@@ -94,13 +116,21 @@ def build_stage_one(step: Step, coulomb: bool) -> StageOne:
     cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, R.shape[0]))
     G = np.vstack((Gn[live], cone))
     g = np.concatenate((gn[live], np.zeros(cone.shape[0])))
-    return StageOne(R, Y, c, G, g, cone, int(np.count_nonzero(~live & (gn < 0))))
+    prob = StageOne(R, Y, c, G, g, cone, int(np.count_nonzero(~live & (gn < 0))))
+    if no_slip_tol is not None:
+        J = step.jac
+        s_idx, t_idx = step.independent_tangents(np.arange(step.m), no_slip_tol)
+        Tg = np.vstack((J.S[s_idx], J.T[t_idx]))
+        prob.E = step.whiten(Tg[:, u].T).T @ Y                  # T_u A^-1 R_u^T
+        prob.e = Tg[:, u] @ step.p + Tg[:, a] @ step.qd
+        prob.kept_tangent_rows = (s_idx.size, t_idx.size)
+    return prob
 
 
 def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
     """Stage I optimum ``z0`` (any one of them) and solver info."""
     k, nc = prob.k, prob.G.shape[0]
-    if method == "lemke":
+    if method == "lemke" and not prob.E.shape[0]:
         Mlcp = np.block([[prob.H, -prob.G.T], [prob.G, np.zeros((nc, nc))]])
         try:
             res = lemke_regularized(Mlcp, np.concatenate((prob.c, prob.g)))
@@ -109,11 +139,11 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
         if res is not None and res.solved:
             return res.z[:k], {"stage1_status": res.status.value, "pivots": res.pivots,
                                "regularization": res.regularization}
-    qp = solve_qp(prob.H, prob.c, A_in=np.vstack((prob.G, np.eye(k))),
+    qp = solve_qp(prob.H, prob.c, A_eq=prob.E, b_eq=-prob.e, A_in=np.vstack((prob.G, np.eye(k))),
                   b_in=np.concatenate((-prob.g, np.zeros(k))), backend=qp_backend)
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations,
             "regularization": qp.regularization,
-            "stage1_solver": "qp" if method == "qp" else "qp (lemke failed)"}
+            "stage1_solver": "qp" if method == "qp" or prob.E.shape[0] else "qp (lemke failed)"}
     if not qp.solved:
         raise SolverError(f"Stage I failed: {qp.status.value}")
     return np.maximum(qp.x, 0.0), info

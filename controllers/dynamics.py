@@ -20,6 +20,12 @@ This is eqs. 88-94 of the paper with ``M^-1`` never formed: by the Schur-complem
 ``A`` (6 x 6 for a quadruped, 6 x 6 for the box) replaces the factorisation of ``M``.  A fixed
 base robot without free bodies has no ``u`` block at all and the controller reduces to RNEA.
 
+Touchdown (:mod:`controllers.impact`).  With ``impact=True`` (default) a contact that closes
+faster than its gap allows first receives the passive, maximally dissipative impact of Sec.
+2.3.4 (actuators cannot act impulsively); the step is then built from the post-impact velocity
+``v'`` (``Step.v``), with ``h`` still evaluated at the measured velocity (``Step.v_measured``)
+so that the step's dynamics over the period, impact included, remain those of eq. 37.
+
 Gap stabilization (eq. 35).  The non-penetration rows are ``N v+ >= -phi/dt``.  A positive gap
 lets a contact that is about to form be modelled (Sec. 3.2).  A negative gap (the bodies already
 overlap) is, by default, clamped to zero: ``-phi/dt`` would then demand a separation speed that
@@ -36,11 +42,25 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.linalg import lapack
+from scipy.linalg import lapack, qr
 
 from idyn import RobotModel
 from idyn.contact import ContactJacobians, contact_jacobians
 from idyn.errors import SolverError
+from idyn.lcp import find_indices
+
+from .impact import IMPACT_SPEED_TOL, closing_too_fast, passive_impact
+
+#: sine of the angle (in the A^-1 metric) below which Algorithm 1 treats a tangent row as
+#: dependent on the rows already kept; see "Near-dependent tangent rows" in
+#: :mod:`controllers.lcp_noslip`
+TANGENT_DEPENDENCE_TOL = 1e-3
+
+
+def pyramid_forces(z: np.ndarray) -> np.ndarray:
+    """(m, 3) [normal, s, t] from pyramid components ``[f_N; f_S+; f_S-; f_T+; f_T-]``."""
+    fn, fsp, fsm, ftp, ftm = z.reshape(5, -1)
+    return np.column_stack((fn, fsp - fsm, ftp - ftm))
 
 
 @dataclass
@@ -60,6 +80,8 @@ class Step:
     qd: np.ndarray           #: desired actuated velocity at the end of the step (eq. 39)
     p: np.ndarray            #: unactuated end velocity without contact impulses (eq. 93)
     jac: ContactJacobians    #: N, S, T, phi, mu of the step's contacts
+    v_measured: np.ndarray | None = None   #: the measured velocity when an impact replaced it
+    impact: np.ndarray | None = None       #: (m, 3) forces [normal, s, t] (N) of that impact
 
     # -------------------------------------------------------------- sizes and blocks
     @property
@@ -82,6 +104,38 @@ class Step:
             return np.zeros((0,) + X.shape[1:])
         return lapack.dtrtrs(self.L, X, lower=1)[0]
 
+    def independent_tangents(self, candidates: np.ndarray, dependence_tol: float
+                             ) -> tuple[np.ndarray, np.ndarray]:
+        """FIND-INDICES (Algorithm 1) on the reduced form: the contacts among ``candidates``
+        whose ``S`` and ``T`` rows are kept as no-slip equalities ``(s_idx, t_idx)``.
+
+        With ``X = [P^T S_S^T T_T^T]``, ``X`` has full column rank iff the chosen tangent rows
+        restricted to the unactuated columns are independent (``P`` covers the actuated ones), so
+        the call on ``A = M_uu`` keeps as many rows as the full-size Algorithm 1.  A row within
+        ``dependence_tol`` (sine of its angle, ``A^-1`` metric) of the span of the kept ones counts
+        as dependent (see :mod:`controllers.lcp_noslip`, "Near-dependent tangent rows").
+
+        Row order.  Algorithm 1 scans ``S_1, T_1, S_2, ...`` and keeps every row independent of
+        the rows before it, so which independent subset it keeps depends on the order, and a
+        subset can be independent yet badly conditioned: two feet at nearly the same lateral
+        position, whose ``S`` rows differ only by a 3 mm yaw lever, were kept in place of the
+        other foot's ``T`` row (a 0.26 m lever), and holding yaw through the 3 mm lever took
+        opposing tangential forces of 5.9e5 N (LINKS in PyBullet).  The rows are therefore
+        offered to Algorithm 1 in the order of a column-pivoted QR of the whitened rows (largest
+        remaining distance from the span first), which keeps the same number of rows, spanning
+        the same space, with the best-conditioned greedy choice.
+        """
+        J, u = self.jac, self.u
+        k = candidates.size
+        if k == 0 or self.nu == 0:
+            return candidates[:0], candidates[:0]
+        rows = np.vstack((J.S[candidates][:, u], J.T[candidates][:, u]))   # (2k, nu)
+        order = qr(self.whiten(rows.T), mode="r", pivoting=True)[1]
+        s_sub, t_sub = find_indices(self.A, None, rows[order[0::2]], rows[order[1::2]],
+                                    dependence_tol=dependence_tol)
+        kept = np.sort(order[np.concatenate((2 * s_sub, 2 * t_sub + 1))])
+        return candidates[kept[kept < k]], candidates[kept[kept >= k] - k]
+
     # -------------------------------------------------------------- contact directions
     def directions(self, pyramid: bool) -> np.ndarray:
         """Rows of ``R^T``: ``[N; S; -S; T; -T]`` (friction pyramid, Sec. 5.1) or ``[N; S; T]``."""
@@ -93,13 +147,10 @@ class Step:
     def forces_from_impulses(self, z: np.ndarray, pyramid: bool) -> np.ndarray:
         """(m, 3) contact forces [normal, s, t] in newtons from impulses ``z`` (layout of
         :meth:`directions`)."""
-        m = self.m
-        if pyramid:
-            fn, fsp, fsm, ftp, ftm = z.reshape(5, m)
-            out = np.column_stack((fn, fsp - fsm, ftp - ftm))
-        else:
-            out = z.reshape(3, m).T.copy()
-        return out / self.dt
+        out = (pyramid_forces(z) if pyramid else z.reshape(3, self.m).T) / self.dt
+        if self.impact is not None:       # the touchdown impulse is contact force of this step
+            out = out + self.impact
+        return out
 
     def complementarity_violation(self, fN: np.ndarray, v_next: np.ndarray) -> float:
         """Violation of ``0 <= f_N _|_ N v+ + phi/dt >= 0`` (eqs. 36, 54) in units of the
@@ -134,7 +185,8 @@ class Step:
 class StepDynamics:
     """Reusable workspace of one controller: the model, its index sets and the control period."""
 
-    def __init__(self, model: RobotModel, dt: float, penetration_recovery: float = 0.0):
+    def __init__(self, model: RobotModel, dt: float, penetration_recovery: float = 0.0,
+                 impact: bool = True, impact_speed_tol: float = IMPACT_SPEED_TOL):
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"dt must be positive and finite, got {dt}")
         if not 0.0 <= penetration_recovery <= 1.0:
@@ -142,6 +194,11 @@ class StepDynamics:
         self.model = model
         self.dt = float(dt)
         self.penetration_recovery = float(penetration_recovery)
+        if not (np.isfinite(impact_speed_tol) and impact_speed_tol >= 0):
+            raise ValueError(f"impact_speed_tol must be finite and >= 0, got {impact_speed_tol}")
+        self.impact, self.impact_speed_tol = bool(impact), float(impact_speed_tol)
+        #: (m, 3) forces [normal, s, t] (N) of the last update's touchdown impulse, or None
+        self.last_impact: np.ndarray | None = None
         self.u = np.asarray(model.unactuated_v, dtype=int)
         self.a = np.asarray(model.actuated_v, dtype=int)
         self._uu = np.ix_(self.u, self.u)
@@ -155,6 +212,11 @@ class StepDynamics:
         jac = contact_jacobians(model, q, contacts)
         if jac.m and jac.phi.min() < 0.0:   # see "Gap stabilization" above
             jac = replace(jac, phi=np.where(jac.phi < 0.0, self.penetration_recovery * jac.phi, jac.phi))
+        v_measured, impulses, self.last_impact = None, None, None
+        if self.impact and closing_too_fast(jac, v, dt, self.impact_speed_tol):
+            hit = passive_impact(M, v, jac, dt)
+            if hit is not None:
+                v_measured, (v, impulses) = v, hit
         qd = v[a] + dt * vdot_a
         A, B = M[self._uu], M[self._ua]
         L = np.zeros((0, 0))
@@ -162,7 +224,10 @@ class StepDynamics:
             L, info = lapack.dpotrf(A, lower=1, clean=1)
             if info != 0:
                 raise SolverError("the unactuated block of M is not positive definite")
-        step = Step(dt, u, a, M, A, B, M[a], h, L, v, qd, np.zeros(u.size), jac)
+        if impulses is not None:
+            self.last_impact = pyramid_forces(impulses) / dt
+        step = Step(dt, u, a, M, A, B, M[a], h, L, v, qd, np.zeros(u.size), jac, v_measured,
+                    self.last_impact)
         if u.size:
             step.p = v[u] + step.solve_A(-dt * h[u] - B @ (qd - v[a]))
         return step

@@ -68,18 +68,15 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from idyn.errors import InvalidInputError, SolverError
-from idyn.lcp import find_indices, ppm_contact
+from idyn.lcp import ppm_contact
 from idyn.qp import solve_qp
 
 from .base import Controller, Solution, register
-from .dynamics import Step
+from .dynamics import TANGENT_DEPENDENCE_TOL, Step
 from .warm_start import ActiveSetMemory, contact_keys
 
 #: ridge on the impulses in the consistency QP (relative to the unit weight on |P v+ - qd|^2)
 CONSISTENCY_RIDGE = 1e-8
-#: sine of the angle (in the A^-1 metric) below which Algorithm 1 treats a tangent row as
-#: dependent on the rows already kept; see "Near-dependent tangent rows" in the module docstring
-TANGENT_DEPENDENCE_TOL = 1e-3
 
 
 @register
@@ -148,9 +145,7 @@ class LCPNoSlip(Controller):
         """Solve the LCP with no-slip rows offered for ``contacts`` only; ``(impulses, w_N)``."""
         J, u, a, m = step.jac, step.u, step.a, step.m
         A = step.A
-        s_sub, t_sub = find_indices(A, None, J.S[contacts][:, u], J.T[contacts][:, u],
-                                    dependence_tol=self.tangent_dependence_tol)
-        s_idx, t_idx = contacts[s_sub], contacts[t_sub]
+        s_idx, t_idx = step.independent_tangents(contacts, self.tangent_dependence_tol)
         G = np.vstack((J.S[s_idx][:, u], J.T[t_idx][:, u]))
         b = -np.vstack((J.S[s_idx][:, a], J.T[t_idx][:, a])) @ step.qd
         Gw = step.whiten(G.T)                                  # L^-1 G^T

@@ -27,6 +27,8 @@ class DissipationController(Controller):
 
     #: True: Coulomb pyramid (eq. 101) for contacts with finite mu; False: mu = inf everywhere
     coulomb: ClassVar[bool] = True
+    #: Algorithm 1's dependence tolerance of the no-slip equalities (eqs. 40-41); None: no such rows
+    no_slip_tol: float | None = None
 
     def __init__(self, model, *, stage2: bool = True, stage1_solver: str = "lemke",
                  ridge: float = 1e-6, qp_backend: str = "quadprog", **common):
@@ -42,9 +44,11 @@ class DissipationController(Controller):
         if step.m == 0:
             tau, v_next = step.resolve(np.zeros(self.model.nv))
             return Solution(tau, np.zeros((0, 3)), v_next)
-        prob = build_stage_one(step, self.coulomb)
+        prob = build_stage_one(step, self.coulomb, self.no_slip_tol)
         z, info = self._impulses(step, prob)
         info["unenforceable_contacts"] = prob.unenforceable
+        if self.no_slip_tol is not None:
+            info["kept_tangent_rows"] = prob.kept_tangent_rows
         tau, v_next = step.resolve(prob.R.T @ z)
         return Solution(tau, step.forces_from_impulses(z, pyramid=True), v_next, info)
 

@@ -72,3 +72,82 @@ def test_a_receding_contact_carries_no_tangential_force():
     loaded = f[:, 0] > 0.0
     assert loaded.sum() >= 2 and abs(f[:, 0].sum() - weight(model)) < 0.1 * weight(model)
     assert np.abs(jac.S[loaded] @ vn).max() < 1e-9 and np.abs(jac.T[loaded] @ vn).max() < 1e-9
+
+
+def _diagonal_pair_pushing_forward():
+    """LF and RH on the ground, their legs accelerating the base forward at 1 m/s^2 with the
+    feet at rest (a trot's stance phase, consistent with no slip)."""
+    p = standing_problem("links", 4, np.inf)
+    model, robot = p.model, p.robot
+    contacts = [c for c in p.contacts if c.body_a.startswith(("LF", "RH"))]
+    jac = contact_jacobians(model, p.state.q, contacts)
+    u, a_base = np.asarray(model.unactuated_v), np.array([1.0, 0, 0, 0, 0, 0])
+    vdot = np.zeros(model.na)
+    for i, c in enumerate(contacts):
+        iv = next(robot.leg_joints[leg] for leg in robot.leg_joints if c.body_a.startswith(leg))
+        rows = np.vstack((jac.N[i], jac.S[i], jac.T[i]))
+        a_leg = np.linalg.solve(rows[:, iv], -rows[:, u] @ a_base)
+        vdot[[list(model.actuated_v).index(j) for j in iv]] = a_leg
+    return p, contacts, Desired(p.desired.q, p.desired.v, vdot)
+
+
+def test_qp_noslip_holds_the_feet_where_removing_the_cone_lets_them_slide():
+    """ID_QP,inf is Sec. 6's impact model with the no-slip equalities (eqs. 40-41): with two
+    feet down every tangent row is independent, so both feet must be at rest at the end of the
+    step (three rows are kept, the fourth is implied by this consistent motion).  Sec. 6 with
+    mu = inf but without those rows (qp-coulomb on an infinite-friction ground) minimises
+    kinetic energy by letting the feet slide under a base that does not follow."""
+    p, contacts, desired = _diagonal_pair_pushing_forward()
+    jac = contact_jacobians(p.model, p.state.q, contacts)
+    out = controllers.make("qp-noslip", p.model, feedback=False).compute(p.state, desired, contacts)
+    assert out.info["status"] == "solved" and sum(out.info["kept_tangent_rows"]) == 3
+    vn = out.info["v_next"]
+    assert np.abs(jac.S @ vn).max() < 1e-9 and np.abs(jac.T @ vn).max() < 1e-9
+    free = controllers.make("qp-coulomb", p.model, feedback=False).compute(p.state, desired, contacts)
+    vf = free.info["v_next"]
+    # the commanded base speed change is 1 m/s^2 * 1 ms: the feet slide by most of it
+    assert max(np.abs(jac.S @ vf).max(), np.abs(jac.T @ vf).max()) > 0.5e-3
+
+
+def test_no_slip_rows_are_chosen_well_conditioned():
+    """Two feet at nearly the same lateral position (PyBullet trot, RF and RH 3.4 mm apart in y):
+    Algorithm 1 in the order S_1, T_1, S_2 kept the second foot's S row, which constrains yaw
+    only through the 3.4 mm lever, and the step took 5.9e5 N of opposing tangential force.  In
+    pivoted order the kept rows span the same space with bounded forces."""
+    p = standing_problem("links", 4, np.inf)
+    model, robot = p.model, p.robot
+    right = [c for c in foot_contacts(robot, p.state.q, np.inf) if c.body_a.startswith(("RF", "RH"))]
+    rf, rh = right
+    rh = Contact(rh.body_a, None, rh.point + [0.0, rf.point[1] - rh.point[1] - 3.4e-3, 0.0],
+                 (0, 0, 1), np.inf, phi=0.0)
+    vdot = np.random.default_rng(5).normal(0, 20.0, model.na)
+    out = controllers.make("lcp-noslip", model).compute(p.state, Desired(p.desired.q, p.desired.v, vdot),
+                                                          [rf, rh])
+    assert out.info["status"] == "solved"
+    assert np.abs(out.contact_forces[:, 1:]).max() < 10 * weight(model)
+
+
+def test_touchdown_impact_is_not_fought_by_the_actuators():
+    """A swing foot landing at 0.3 m/s while the others stand (PyBullet trot, t = 0.068 s): with
+    the joint velocities prescribed through the impact (eq. 38) the rigid model asks the
+    actuators for the impulse that stops the foot (3.8e3 N m in closed loop).  With the passive
+    touchdown impact of controllers.impact the torques stay those of the stance, and the
+    impulse still appears in the predicted contact forces.  (lcp-coulomb is left out: with
+    mu = inf simulated as 100 its tangential forces between stance feet are indeterminate up to
+    100 f_N, and Lemke returns such internal forces, hundreds of N m, with or without impact.)"""
+    p = standing_problem("links", 4, np.inf)
+    model, robot = p.model, p.robot
+    q, v = p.state.q, p.state.v.copy()
+    leg = next(iter(robot.leg_joints))
+    iv = robot.leg_joints[leg]
+    Jf = model.frame_jacobian(q, robot.feet[leg].link, point=robot.foot_centres(q)[0])[:3, iv]
+    v[iv] = np.linalg.solve(Jf, [0.0, 0.0, -0.3])              # landing at 0.3 m/s
+    state = RobotState(q, v)
+    desired = Desired(p.desired.q, np.zeros(model.na), np.zeros(model.na))
+    for name in ("lcp-noslip", "qp-noslip", "qp-coulomb"):
+        rigid = controllers.make(name, model, feedback=False, impact=False).compute(state, desired, p.contacts)
+        out = controllers.make(name, model, feedback=False).compute(state, desired, p.contacts)
+        assert "impact_forces" in out.info and "impact_forces" not in rigid.info
+        assert np.abs(out.tau).max() < 0.2 * np.abs(rigid.tau).max(), name
+        assert out.info["impact_forces"][0, 0] > 0.0                 # the landing foot is stopped
+        assert np.all(np.isfinite(out.contact_forces))
