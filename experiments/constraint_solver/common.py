@@ -5,6 +5,7 @@ import os
 import time
 
 import numpy as np
+from scipy.integrate import solve_ivp
 
 from idyn.constraint_solver import ConstraintSolver
 
@@ -23,6 +24,33 @@ class Stopwatch:
 
     def __exit__(self, *exc):
         self.seconds = time.perf_counter() - self._t0
+
+
+class _Timeout(Exception):
+    pass
+
+
+def integrate_with_budget(rhs, y0, duration: float, method: str, budget: float, **options) -> dict:
+    """scipy's ``solve_ivp(rhs, (0, duration), y0, method)`` stopped after ``budget`` wall-clock
+    seconds (reported as a timeout, as the paper reports its slowest MATLAB integrators)."""
+    deadline = time.perf_counter() + budget
+    calls = [0]
+
+    def timed(t, y):
+        calls[0] += 1
+        if calls[0] % 256 == 0 and time.perf_counter() > deadline:
+            raise _Timeout
+        return rhs(t, y)
+
+    with Stopwatch() as sw:
+        try:
+            sol = solve_ivp(timed, (0.0, duration), y0, method=method, **options)
+            ok, y = sol.success, sol.y[:, -1]
+        except _Timeout:
+            ok, y = False, None
+    return {"method": method, "seconds": sw.seconds, "completed": bool(ok and y is not None),
+            "timeout": y is None, "rhs_evaluations": calls[0], "budget_s": budget,
+            "y_final": None if y is None else y}
 
 
 def solver_stats(infos) -> dict:
