@@ -4,7 +4,12 @@ Each contact with phi <= 0 becomes a spring-damper normal row (stiffness K, damp
 and two memoryless Coulomb damper rows (paper 000, Sec. 6.3-6.4, K = 0 and B = 1e6 / h), and
 :class:`idyn.constraint_solver.ConstraintSolver` integrates them implicitly, which is stable for
 any K, B and dt and bounds the friction force by the true cone |f_t| <= mu f_n (not a pyramid).
-Separated candidates exert nothing (a spring at rest length, Sec. 5). The step has the same
+Every candidate the world detects is a row, the speculative ones (gap phi > 0 that would close
+within the step) too: their spring -K (phi0 + h phi_dot1) pushes only if the implicit step would
+end overlapping, so a landing body meets the spring within the step instead of sinking up to
+|v| h before any force appears (the late rows added the energy 1/2 K d0^2 of that overlap on
+every landing: +4.7 mJ for a box dropped 1 cm). Their damper is off (B = 0): nothing to damp
+until the bodies touch, and B phi_dot would otherwise pull at a distance. The step has the same
 form as the other models (v1 = v0 + h M^-1 (G^T lambda + f), eq. 37 of paper 000 = eq. 37 of
 paper 001), so the impulses are lambda h with G = [N; S; T].
 """
@@ -40,20 +45,19 @@ class Compliant(ContactModel):
     def solve(self, problem: ContactProblem) -> ContactSolution:
         m = problem.m
         impulses = np.zeros((m, 3))
-        active = np.flatnonzero(problem.phi <= 0.0)
-        if active.size == 0:
+        if m == 0:
             return ContactSolution(impulses)
-        k = active.size
-        N, S, T = (problem.J[block * m + active] for block in range(3))
-        tangent = coulomb_tangents(k, problem.dt)
-        mu = np.where(problem.mu[active] >= self.no_slip_mu, np.inf, problem.mu[active])
+        N, S, T = (problem.J[block * m:(block + 1) * m] for block in range(3))
+        tangent = coulomb_tangents(m, problem.dt)
+        mu = np.where(problem.mu >= self.no_slip_mu, np.inf, problem.mu)
+        damping = np.where(problem.phi <= 0.0, self.damping, 0.0)
         rows = ContactRows(
-            normal=ConstraintRows(N, problem.phi[active], np.full(k, self.stiffness), np.full(k, self.damping)),
+            normal=ConstraintRows(N, problem.phi, np.full(m, self.stiffness), damping),
             tangent_r=ConstraintRows(S, tangent.phi, tangent.K, tangent.B),
             tangent_s=ConstraintRows(T, tangent.phi, tangent.K, tangent.B),
             mu=mu)
         sol = self.solver.solve(ConstraintProblem(problem.M, problem.f, problem.v, problem.dt, contacts=rows))
-        impulses[active, 0] = sol.lambda_n * problem.dt
-        impulses[active, 1] = sol.lambda_r * problem.dt
-        impulses[active, 2] = sol.lambda_s * problem.dt
+        impulses[:, 0] = sol.lambda_n * problem.dt
+        impulses[:, 1] = sol.lambda_r * problem.dt
+        impulses[:, 2] = sol.lambda_s * problem.dt
         return ContactSolution(impulses, sol.info.status, 0, 0.0, sol.info.iterations)
