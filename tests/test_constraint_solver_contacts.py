@@ -122,3 +122,42 @@ def test_compliant_model_landing_box_never_gains_energy():
         e.append(energy())
     assert np.diff(e).max() <= 1e-12
     assert sim.q[2] == pytest.approx(half[2] - 9.81 / (4 * k), abs=1e-4)   # landed, resting
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 4), st.floats(0.05, 2.0), st.floats(-0.3, 0.3), st.floats(-3.0, 3.0),
+       st.integers(0, 10_000))
+def test_cone_free_kkt_round_matches_the_conic_backend(n, mu, lateral, spin, seed):
+    """An exact-normals round solved by one KKT system (cones dropped) is accepted only when
+    its answer lies in every cone, and then it is the conic backend's optimum."""
+    from idyn.constraint_solver import appendix_a
+    from idyn.constraint_solver.conic import solve_conic
+
+    rng = np.random.default_rng(seed)
+    stack = sphere_stack.Stack(n)
+    q, v = stack.initial_state()
+    p = stack.bodies.positions(q).copy()
+    p[:, 2] -= sphere_stack.GAP * (np.arange(n) + 1) + 2e-5 * (n - np.arange(n))
+    p[:, :2] += rng.normal(scale=1e-3, size=(n, 2))
+    q = stack.bodies.state(p)
+    v = v.reshape(n, 6)
+    v[:, :2] = lateral * rng.normal(size=(n, 2))
+    v[:, 3:] = spin * rng.normal(size=(n, 3))
+    v = v.ravel()
+    prob, act, depth, _ = stack.problem(q, v, sphere_stack.H)
+    law = stack.law.take(act).chord(depth, 1.5 * np.maximum(depth, 1e-6))
+    c = prob.contacts
+    prob = ConstraintProblem(prob.M, prob.f, prob.v0, prob.h, contacts=type(c)(
+        type(c.normal)(c.normal.G, law.phi, law.K, law.B, Gdot_v=c.normal.Gdot_v),
+        c.tangent_r, np.full(c.m, mu), c.tangent_s))
+    rows = appendix_a.layout(prob, 1.0 / prob.h)
+    red = appendix_a.reduced_program(prob, rows, prob.M)
+    active = np.arange(rows.nu.shape[0])
+    x = appendix_a.equality_optimum(red, active)
+    ref = solve_conic(appendix_a.with_exact_normals(red.program, rows, active), "clarabel")
+    assert ref.status.ok
+    scale = 1.0 + np.abs(ref.x).max()
+    if appendix_a.cone_violation(rows, x) <= 1e-12 * (1.0 + np.abs(x).max()):
+        np.testing.assert_allclose(x, ref.x, atol=1e-5 * scale)
+    else:
+        assert appendix_a.cone_violation(rows, ref.x) <= 1e-6 * scale

@@ -31,15 +31,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--formulation", choices=("auto", "reduced", "lifted"), default="auto",
                         help="program form (default: %(default)s)")
     parser.add_argument("--budget", type=float, default=None,
-                        help="elastic-foundation: wall-clock seconds allowed per scipy "
-                             "integrator run before it is reported as a timeout")
+                        help="elastic-foundation, sphere-stack: wall-clock seconds allowed per "
+                             "scipy integrator run before it is reported as a timeout")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 
 def run(args) -> int:
     mod = importlib.import_module(f"experiments.constraint_solver.{_MODULES[args.example]}")
     options = {"backend": args.backend, "formulation": args.formulation}
-    if args.example == "elastic-foundation":
+    if args.example in ("elastic-foundation", "sphere-stack"):
         options["budget"] = args.budget
     results = mod.run(short=args.short, **options)
     results["options"] = {"short": args.short, **options}

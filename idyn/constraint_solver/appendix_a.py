@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
 from .conic import ConicProgram
 from .constraint_space import delassus, spring_terms
@@ -174,10 +175,25 @@ def _program(P, c, A_eq, b_eq, A_in, b_in, cones) -> ConicProgram:
 
 @dataclass
 class Reduced:
-    """Affine maps of the reduced form: y = T lambda* + t, and the program (eqs. 181-186)."""
+    """The reduced form: y = T lambda* + t, the objective 1/2 x^T P x + c^T x (eqs. 180, 184)
+    and, built on first use, the whole program with its inequality rows (eqs. 181-186)."""
     T: np.ndarray | sp.spmatrix
     t: np.ndarray
-    program: ConicProgram
+    P: sp.csc_matrix
+    c: np.ndarray
+    rows: RowLayout
+    _program: ConicProgram | None = None
+
+    @property
+    def program(self) -> ConicProgram:
+        if self._program is None:
+            rows, m, nu = self.rows, self.rows.m, self.rows.nu
+            fric, cones = _friction_rows(rows, m)
+            A_in = sp.vstack([sp.csr_matrix(self.T[nu]), _selector(nu, m), fric])
+            b_in = np.r_[-self.t[nu], np.zeros(nu.shape[0] + fric.shape[0])]
+            self._program = _program(self.P, self.c, sp.csr_matrix((0, m)), np.zeros(0),
+                                     A_in, b_in, cones)
+        return self._program
 
 
 def reduced_program(problem: ConstraintProblem, rows: RowLayout, inertia: MassMatrix) -> Reduced:
@@ -185,19 +201,15 @@ def reduced_program(problem: ConstraintProblem, rows: RowLayout, inertia: MassMa
     a0 = inertia.solve(problem.f + (rows.bilateral.G.T @ rows.rho_b if rows.bilateral else 0.0))
     L = delassus(rows.G, inertia)
     if sp.issparse(L):
-        T = sp.identity(m, format="csr") + sp.diags(rows.chi) @ L
+        T = sp.csr_matrix(L)
+        T.data *= np.repeat(rows.chi, np.diff(T.indptr))         # diag(chi) L, row scaling
+        T = T + sp.identity(m, format="csr")
     else:
         T = np.eye(m) + rows.chi[:, None] * L
     t = rows.chi * (rows.G @ a0) - rows.rho
-    nu, rs = rows.nu, rows.rs
-    T_rs = T[rs]
-    P = sp.diags(rows.weight) + sp.csr_matrix(T_rs.T @ T_rs)
-    c = T_rs.T @ t[rs]
-    fric, cones = _friction_rows(rows, m)
-    A_in = sp.vstack([sp.csr_matrix(T[nu]), _selector(nu, m), fric])
-    b_in = np.r_[-t[nu], np.zeros(nu.shape[0] + fric.shape[0])]
-    return Reduced(T, t, _program(P, np.asarray(c).ravel(), sp.csr_matrix((0, m)), np.zeros(0),
-                                  A_in, b_in, cones))
+    T_rs = T[rows.r.start:rows.s.stop]                  # the r and s rows are contiguous
+    P = sp.csc_matrix(sp.csr_matrix(T_rs.T @ T_rs) + sp.diags(rows.weight))
+    return Reduced(T, t, P, np.asarray(T_rs.T @ t[rows.r.start:rows.s.stop]).ravel(), rows)
 
 
 def lifted_program(problem: ConstraintProblem, rows: RowLayout) -> ConicProgram:
@@ -256,6 +268,25 @@ def trivial_feasible_point(rows: RowLayout, red: Reduced) -> np.ndarray | None:
     return ones * scale * (1.0 + 1e-9) + ones * 1e-12
 
 
+def _held_at_zero(rows: RowLayout, on: np.ndarray) -> np.ndarray:
+    """Variables an exact-normals round fixes at zero: the unilateral and normal rows off the
+    active set, and the tangents of contacts whose normal is off (no normal force, no
+    friction; their cones would have an empty interior)."""
+    off = rows.nu[~on]
+    n_idx = np.arange(rows.m)[rows.n]
+    pos = np.flatnonzero(np.isin(n_idx[rows.friction], off))
+    fixed = np.r_[off, np.arange(rows.m)[rows.r][pos]]
+    if rows.three_d:
+        fixed = np.r_[fixed, np.arange(rows.m)[rows.s][pos]]
+    return fixed
+
+
+def _active_mask(rows: RowLayout, active: np.ndarray) -> np.ndarray:
+    on = np.zeros(rows.nu.shape[0], dtype=bool)
+    on[active] = True
+    return on
+
+
 def with_exact_normals(prog: ConicProgram, rows: RowLayout, active: np.ndarray) -> ConicProgram:
     """The program with eq. 68 enforced on the unilateral and normal rows.
 
@@ -267,16 +298,8 @@ def with_exact_normals(prog: ConicProgram, rows: RowLayout, active: np.ndarray) 
     ``active`` until lambda >= 0 on it and the spring bound is <= 0 off it.
     """
     k = rows.nu.shape[0]
-    on = np.zeros(k, dtype=bool)
-    on[active] = True
-    off = rows.nu[~on]
-    # a contact whose normal force is zero carries no friction: fix its tangents to zero and
-    # drop its cone / Coulomb rows, which would otherwise have an empty interior
-    n_idx = np.arange(rows.m)[rows.n]
-    pos = np.flatnonzero(np.isin(n_idx[rows.friction], off))
-    fixed = np.r_[off, np.arange(rows.m)[rows.r][pos]]
-    if rows.three_d:
-        fixed = np.r_[fixed, np.arange(rows.m)[rows.s][pos]]
+    on = _active_mask(rows, active)
+    fixed = _held_at_zero(rows, on)
     A_in = sp.csr_matrix(prog.A_in)
     spring = A_in[:k]
     free_cols = np.ones(prog.n, dtype=bool)
@@ -291,6 +314,56 @@ def with_exact_normals(prog: ConicProgram, rows: RowLayout, active: np.ndarray) 
     return ConicProgram(prog.P, prog.c, A_eq, b_eq, A_in[keep], prog.b_in[keep],
                         prog.cone_t[cones], prog.cone_r[cones], prog.cone_s[cones],
                         prog.cone_mu[cones])
+
+
+def equality_optimum(red: Reduced, active: np.ndarray) -> np.ndarray | None:
+    """An exact-normals round of the reduced program without its inequalities and cones:
+
+        min 1/2 x^T P x + c^T x   s.t.  T_A x = -t_A (active spring rows),  x_fixed = 0,
+
+    one KKT solve (sparse LU when T is sparse). When its x lies in every friction cone it is
+    the round's optimum (dropping inactive constraints does not move a convex program's
+    optimum; the caller checks, see :func:`cone_violation`). The sign of the active rows is
+    left to the active-set loop, as in :func:`spring_active_set`. None if the KKT matrix is
+    singular (the conic backend then solves the round).
+    """
+    rows = red.rows
+    on = _active_mask(rows, active)
+    free = np.ones(rows.m, dtype=bool)
+    free[_held_at_zero(rows, on)] = False
+    fi = np.flatnonzero(free)
+    eq = rows.nu[on]
+    rhs = np.r_[-red.c[fi], -red.t[eq]]
+    every = fi.size == rows.m
+    try:
+        if sp.issparse(red.T):
+            A = red.T[eq] if every else sp.csr_matrix(red.T[eq])[:, fi]
+            P = red.P if every else red.P[fi][:, fi]
+            kkt = sp.bmat([[P, A.T], [A, None]], format="csc")
+            sol = spla.splu(kkt).solve(rhs)
+        else:
+            A = red.T[np.ix_(eq, fi)]
+            P = red.P[fi][:, fi].toarray()
+            sol = np.linalg.solve(np.block([[P, A.T], [A, np.zeros((eq.size, eq.size))]]), rhs)
+    except (RuntimeError, np.linalg.LinAlgError):
+        return None
+    if not np.isfinite(sol).all():
+        return None
+    x = np.zeros(rows.m)
+    x[fi] = sol[:fi.size]
+    return x
+
+
+def cone_violation(rows: RowLayout, lam: np.ndarray) -> float:
+    """max(|lambda_t| - mu lambda_n) over contacts with finite mu (eq. 142; 0 if none)."""
+    k = rows.bounded_friction()
+    contact = rows.friction[k]
+    lam_n = lam[rows.n][contact]
+    tang = np.abs(lam[rows.r][k])
+    if rows.three_d:
+        tang = np.hypot(tang, lam[rows.s][k])
+    return float(max(0.0, np.max(tang - rows.mu[contact] * lam_n, initial=0.0)))
+
 
 def spring_active_set(rows: RowLayout, red: Reduced, start: np.ndarray, max_rounds: int = 50):
     """Rows of the frictionless law lambda = max(0, spring) (eq. 68) by principal pivoting.

@@ -107,32 +107,30 @@ class RigidBodies:
         R = self.rotations(q)[bodies]
         return self.positions(q)[bodies] + np.einsum("kij,kj->ki", R, body_points)
 
-    def _rows(self, q, bodies, body_points, directions, sign: float):
-        bodies = np.asarray(bodies)
-        keep = bodies != WORLD
-        k = bodies.shape[0]
-        R = self.rotations(q)[bodies[keep]]
-        d_body = np.einsum("kji,kj->ki", R, directions[keep])         # R^T d
-        ang = np.cross(body_points[keep], d_body)                     # b x R^T d
-        rows = np.repeat(np.flatnonzero(keep), 6)
-        cols = (6 * bodies[keep])[:, None] + np.arange(6)
-        data = sign * np.hstack([d_body, ang])
-        return sp.csr_matrix((data.ravel(), (rows, cols.ravel())), shape=(k, self.nv))
-
-    def relative_rows(self, q, body_a, point_a, body_b, point_b, directions) -> sp.csr_matrix:
+    def relative_rows(self, q, body_a, point_a, body_b, point_b, directions,
+                      rotations=None) -> sp.csr_matrix:
         """Rows d^T (J_B(point_b) - J_A(point_a)): velocity of B relative to A along d.
 
         ``body_*`` are body indices or :data:`WORLD`; ``point_*`` body-frame points (k, 3);
         ``directions`` world unit vectors (k, 3). This is G for a contact (SPEC section 2).
+        Every row touches at most the two bodies' six columns; built in one pass
+        (``rotations``: the bodies' rotation matrices at q, if already at hand).
         """
         directions = np.asarray(directions, dtype=float).reshape(-1, 3)
         k = directions.shape[0]
-        body_a = np.broadcast_to(body_a, (k,))
-        body_b = np.broadcast_to(body_b, (k,))
-        point_a = np.broadcast_to(point_a, (k, 3))
-        point_b = np.broadcast_to(point_b, (k, 3))
-        return (self._rows(q, body_b, point_b, directions, 1.0)
-                + self._rows(q, body_a, point_a, directions, -1.0))
+        R = self.rotations(q) if rotations is None else rotations
+        rows, cols, data = [], [], []
+        for bodies, points, sign in ((body_b, point_b, 1.0), (body_a, point_a, -1.0)):
+            bodies = np.broadcast_to(bodies, (k,))
+            points = np.broadcast_to(points, (k, 3))
+            keep = np.flatnonzero(bodies != WORLD)
+            b = bodies[keep]
+            d_body = np.einsum("kji,kj->ki", R[b], directions[keep])          # R^T d
+            rows.append(np.repeat(keep, 6))
+            cols.append(((6 * b)[:, None] + np.arange(6)).ravel())
+            data.append(sign * np.hstack([d_body, np.cross(points[keep], d_body)]).ravel())
+        return sp.csr_matrix((np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))),
+                             shape=(k, self.nv))
 
     def point_drift(self, q, v, bodies, body_points) -> np.ndarray:
         """World acceleration of material points at zero vdot: R (w x v + w x (w x b)).

@@ -29,7 +29,7 @@ from .mass import MassMatrix
 def delassus(G, mass: MassMatrix):
     """G M^-1 G^T (= Mhat^-1), sparse when G and M are."""
     if sp.issparse(G):
-        return sp.csc_matrix(G @ mass.solve(sp.csc_matrix(G.T)))
+        return sp.csr_matrix((G @ mass.inverse()) @ G.T)
     return G @ mass.solve(G.T)
 
 

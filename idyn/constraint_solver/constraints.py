@@ -32,7 +32,8 @@ from .mass import MassMatrix
 
 def _jacobian(G, nv: int, name: str):
     if sp.issparse(G):
-        G = sp.csr_matrix(G, dtype=float)
+        if G.format != "csr" or G.dtype != np.float64:
+            G = sp.csr_matrix(G, dtype=float)
         if G.shape[1] != nv:
             raise ShapeError(f"{name} must have {nv} columns, got {G.shape}")
         if not np.isfinite(G.data).all():
@@ -83,6 +84,8 @@ class ConstraintRows:
 
     def take(self, idx: np.ndarray) -> "ConstraintRows":
         """The subset of rows ``idx``."""
+        if np.array_equal(idx, np.arange(self.m)):
+            return self
         return ConstraintRows(self.G[idx], self.phi[idx], self.K[idx], self.B[idx],
                               None if self.phi_dot is None else self.phi_dot[idx],
                               None if self.Gdot_v is None else self.Gdot_v[idx])

@@ -12,12 +12,12 @@ from .geometry import ContactGeometry, tangent_basis
 from .models import SpringLaw, coulomb_tangents
 
 
-def body_frame_points(bodies: RigidBodies, q, body, world_points) -> np.ndarray:
+def body_frame_points(bodies: RigidBodies, q, body, world_points, rotations=None) -> np.ndarray:
     """World points -> body-frame coordinates (zeros for WORLD)."""
     body = np.asarray(body)
     out = np.zeros((body.shape[0], 3))
     keep = body != WORLD
-    R = bodies.rotations(q)[body[keep]]
+    R = (bodies.rotations(q) if rotations is None else rotations)[body[keep]]
     rel = world_points[keep] - bodies.positions(q)[body[keep]]
     out[keep] = np.einsum("kji,kj->ki", R, rel)
     return out
@@ -30,16 +30,16 @@ def contact_rows(bodies: RigidBodies, q, geom: ContactGeometry, body_a, body_b,
     k = geom.depth.shape[0]
     body_a = np.broadcast_to(body_a, (k,))
     body_b = np.broadcast_to(body_b, (k,))
-    pa = body_frame_points(bodies, q, body_a, geom.point_a)
-    pb = body_frame_points(bodies, q, body_b, geom.point_b)
+    R = bodies.rotations(q)
+    pa = body_frame_points(bodies, q, body_a, geom.point_a, R)
+    pb = body_frame_points(bodies, q, body_b, geom.point_b, R)
     r, s = tangent_basis(geom.normal)
-
-    def rows(direction):
-        return bodies.relative_rows(q, body_a, pa, body_b, pb, direction)
-
+    three = np.tile(np.arange(k), 3)
+    G = bodies.relative_rows(q, body_a[three], pa[three], body_b[three], pb[three],
+                             np.vstack([geom.normal, r, s]), R)
     tan = coulomb_tangents(k, h, tangent_damping)
     return ContactRows(
-        ConstraintRows(rows(geom.normal), normal.phi, normal.K, normal.B, Gdot_v=normal_drift),
-        ConstraintRows(rows(r), tan.phi, tan.K, tan.B),
+        ConstraintRows(G[:k], normal.phi, normal.K, normal.B, Gdot_v=normal_drift),
+        ConstraintRows(G[k:2 * k], tan.phi, tan.K, tan.B),
         np.broadcast_to(np.asarray(mu, dtype=float), (k,)).copy(),
-        ConstraintRows(rows(s), tan.phi, tan.K, tan.B))
+        ConstraintRows(G[2 * k:], tan.phi, tan.K, tan.B))

@@ -196,8 +196,7 @@ class ConstraintSolver:
             lam, info = self._newton(problem, rows, inertia)
         if lam is None and self.exact_normals and rows.rs.shape[0] > 0:
             red = appendix_a.reduced_program(problem, rows, inertia) if form == "reduced" else None
-            prog = red.program if red is not None else self._build(problem, rows, inertia, form)
-            lam, info = self._active_set(problem, rows, inertia, prog, form, red)
+            lam, info = self._active_set(problem, rows, inertia, form, red)
         elif lam is None:
             lam, info = self._conic(self._build(problem, rows, inertia, form), form)
             if not ConicStatus(info.status).ok:
@@ -228,12 +227,14 @@ class ConstraintSolver:
         info.residuals["kkt"] = res.residual
         return res.lam, info
 
-    def _active_set(self, problem, rows, inertia, prog, form, red):
+    def _active_set(self, problem, rows, inertia, form, red):
         """Eq. 68 exactly on the normal rows: convex programs over an active set.
 
         The first active set is the frictionless law's (the LCP of spring_active_set, started
         from the rows whose spring pushes at zero force); the frictionless QP seeds it only
-        when that pivoting does not settle (or in the lifted form)."""
+        when that pivoting does not settle (or in the lifted form). In the reduced form a round
+        is first solved without its cones (one KKT solve, appendix_a.equality_optimum); the
+        conic backend runs only when that answer leaves a friction cone (a sliding contact)."""
         nu = rows.nu
         frictionless = np.zeros(rows.m)
         lcp = None
@@ -245,10 +246,20 @@ class ConstraintSolver:
             frictionless[nu] = seed
         else:
             active, frictionless[nu] = lcp
+        program = None
         seen, iterations, rounds = set(), 0, 0
         while True:
             rounds += 1
-            x, info = self._conic(appendix_a.with_exact_normals(prog, rows, active), form)
+            x = appendix_a.equality_optimum(red, active) if red is not None else None
+            if x is not None and appendix_a.cone_violation(rows, x) <= \
+                    1e-12 * (1.0 + np.max(np.abs(x), initial=0.0)):
+                info = SolveInfo(f"kkt-{form}", ConicStatus.SOLVED.value, "kkt", 1,
+                                 n_variables=rows.m)
+            else:
+                if program is None:
+                    program = red.program if red is not None else \
+                        self._build(problem, rows, inertia, form)
+                x, info = self._conic(appendix_a.with_exact_normals(program, rows, active), form)
             iterations += info.iterations
             lam = x[:rows.m]
             a, _ = appendix_a.recover(problem, rows, lam, inertia)
@@ -308,10 +319,4 @@ class ConstraintSolver:
         res = info.residuals
         res["spring"] = float(max(0.0, -np.min(slack, initial=0.0)))
         res["nonnegativity"] = float(max(0.0, -np.min(lam[nu], initial=0.0)))
-        k = rows.bounded_friction()
-        contact = rows.friction[k]
-        lam_n = lam[rows.n][contact]
-        tang = np.abs(lam[rows.r][k])
-        if rows.three_d:
-            tang = np.hypot(tang, lam[rows.s][k])
-        res["cone"] = float(max(0.0, np.max(tang - rows.mu[contact] * lam_n, initial=0.0)))
+        res["cone"] = appendix_a.cone_violation(rows, lam)
