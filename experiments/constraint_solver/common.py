@@ -43,14 +43,17 @@ def integrate_with_budget(rhs, y0, duration: float, method: str, budget: float, 
         return rhs(t, y)
 
     with Stopwatch() as sw:
+        timeout, message = False, ""
         try:
             sol = solve_ivp(timed, (0.0, duration), y0, method=method, **options)
-            ok, y = sol.success, sol.y[:, -1]
+            ok, y, message = sol.success, sol.y[:, -1], sol.message
         except _Timeout:
-            ok, y = False, None
+            ok, y, timeout = False, None, True
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            ok, y, message = False, None, f"{type(exc).__name__}: {exc}"
     return {"method": method, "seconds": sw.seconds, "completed": bool(ok and y is not None),
-            "timeout": y is None, "rhs_evaluations": calls[0], "budget_s": budget,
-            "y_final": None if y is None else y}
+            "timeout": timeout, "message": message, "rhs_evaluations": calls[0],
+            "budget_s": budget, "y_final": None if y is None else y}
 
 
 def solver_stats(infos) -> dict:

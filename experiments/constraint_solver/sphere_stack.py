@@ -106,12 +106,36 @@ class Stack:
     def vertical_rhs(self, t: float, y: np.ndarray) -> np.ndarray:
         """Centre heights and vertical speeds under gravity, Hertz and the normal damper
         (lambda = max(0, F(d) + B_n d_dot) on overlapping contacts, as the rows model it)."""
+        depth, rate, pushing = self._vertical_contacts(y)
+        lam = np.where(pushing, self.law.force(depth) + B_N * rate, 0.0)
+        acc = (lam - np.r_[lam[1:], 0.0]) / self.mass - GRAVITY
+        return np.r_[y[self.n:], acc]
+
+    def _vertical_contacts(self, y):
         z, w = y[:self.n], y[self.n:]
         depth = np.r_[RADIUS - z[0], 2 * RADIUS - np.diff(z)]
         rate = np.r_[-w[0], -np.diff(w)]
-        lam = np.where(depth > 0.0, np.maximum(0.0, self.law.force(depth) + B_N * rate), 0.0)
-        acc = (lam - np.r_[lam[1:], 0.0]) / self.mass - GRAVITY
-        return np.r_[w, acc]
+        pushing = (depth > 0.0) & (self.law.force(depth) + B_N * rate > 0.0)
+        return depth, rate, pushing
+
+    def vertical_jacobian(self, t: float, y: np.ndarray) -> np.ndarray:
+        """d rhs / dy of :meth:`vertical_rhs` (banded; scipy's finite differences overflow on
+        the columns of separated spheres, whose derivative is exactly zero)."""
+        n = self.n
+        depth, _, pushing = self._vertical_contacts(y)
+        k = np.where(pushing, 1.5 * self.law.c * np.sqrt(np.maximum(depth, 0.0)), 0.0)
+        b = np.where(pushing, B_N, 0.0)
+        # d lam_i / d x_j for x = z (through depth, stiffness k) or w (through rate, damping b):
+        # depth_i, rate_i fall with x_i and rise with x_(i-1)
+        D = np.zeros((n, n))
+        D[np.arange(n), np.arange(n)] = -1.0
+        D[np.arange(1, n), np.arange(n - 1)] = 1.0
+        S = np.eye(n) - np.eye(n, k=1)          # acc_i = (lam_i - lam_(i+1)) / m - g
+        J = np.zeros((2 * n, 2 * n))
+        J[:n, n:] = np.eye(n)
+        J[n:, :n] = S @ (k[:, None] * D) / self.mass
+        J[n:, n:] = S @ (b[:, None] * D) / self.mass
+        return J
 
 
 def reference_depths(stack: Stack, act, depth, closing, force_prev, h: float) -> np.ndarray:
@@ -180,7 +204,7 @@ def run_ode(n: int, method: str, budget: float, steps: int = STEPS) -> dict:
     q, _ = stack.initial_state()
     y0 = np.r_[stack.bodies.positions(q)[:, 2], np.zeros(n)]
     out = integrate_with_budget(stack.vertical_rhs, y0, steps * H, method, budget,
-                                rtol=1e-3, atol=1e-6)
+                                rtol=1e-3, atol=1e-6, jac=stack.vertical_jacobian)
     y = out.pop("y_final")
     out["n"] = n
     out["final_top_height"] = None if y is None else float(y[n - 1])
