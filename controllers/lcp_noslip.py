@@ -179,31 +179,36 @@ class LCPNoSlip(Controller):
             np.all(np.abs(J.S @ v_next) <= tol) and np.all(np.abs(J.T @ v_next) <= tol))
 
     def _min_deviation(self, step: Step, impulses, tau, v_next, info: dict):
-        """Eqs. 46-51: the consistent end velocity closest to the desired one."""
-        J, u, a, m, na = step.jac, step.u, step.a, step.m, self.model.na
-        R = step.directions(pyramid=False)                     # (3m, nv)
-        Zr = step.solve_A(R[:, u].T)                           # A^-1 R_u^T   (nu, 3m)
-        Zb = step.solve_A(step.B)                              # A^-1 B       (nu, na)
+        return min_deviation(step, impulses, tau, v_next, info, self.qp_backend)
 
-        def rows(X):  # X v+ = [X_a - X_u Zb] delta + [X_u Zr] z + (X_u p + X_a qd)
-            return np.hstack((X[:, a] - X[:, u] @ Zb, X[:, u] @ Zr)), X[:, u] @ step.p + X[:, a] @ step.qd
 
-        Nrow, n0 = rows(J.N)
-        Trow, t0 = rows(np.vstack((J.S, J.T)))
-        k = na + 3 * m
-        H = np.diag(np.concatenate((np.ones(na), np.full(3 * m, CONSISTENCY_RIDGE))))
-        sel = np.zeros((m, k))
-        sel[:, na:na + m] = np.eye(m)
-        qp = solve_qp(H, np.zeros(k), A_eq=Trow, b_eq=-t0,
-                      A_in=np.vstack((Nrow, sel)), b_in=np.concatenate((-n0 - J.phi / step.dt, np.zeros(m))),
-                      backend=self.qp_backend)
-        info["consistency_qp"] = qp.status.value
-        if not qp.solved:
-            if info.get("status") != "solved":
-                raise SolverError(f"no-slip LCP {info.get('status')} and consistency QP {qp.status.value}")
-            return impulses, tau, v_next  # keep the LCP answer; the flag tells the caller
-        delta, z = qp.x[:na], qp.x[na:]
-        z[:m] = np.maximum(z[:m], 0.0)
-        tau, v_next = step.resolve(R.T @ z, qd=step.qd + delta)
-        info["desired_deviation"] = float(np.linalg.norm(delta))
-        return z, tau, v_next
+def min_deviation(step: Step, impulses, tau, v_next, info: dict, qp_backend: str = "quadprog"):
+    """Eqs. 46-51: the consistent end velocity closest to the desired one; ``(z, tau, v+)`` with
+    ``z = [f_N; f_S; f_T]`` impulses (the given answer is kept, flagged, if the QP fails)."""
+    J, u, a, m, na = step.jac, step.u, step.a, step.m, step.a.size
+    R = step.directions(pyramid=False)                     # (3m, nv)
+    Zr = step.solve_A(R[:, u].T)                           # A^-1 R_u^T   (nu, 3m)
+    Zb = step.solve_A(step.B)                              # A^-1 B       (nu, na)
+
+    def rows(X):  # X v+ = [X_a - X_u Zb] delta + [X_u Zr] z + (X_u p + X_a qd)
+        return np.hstack((X[:, a] - X[:, u] @ Zb, X[:, u] @ Zr)), X[:, u] @ step.p + X[:, a] @ step.qd
+
+    Nrow, n0 = rows(J.N)
+    Trow, t0 = rows(np.vstack((J.S, J.T)))
+    k = na + 3 * m
+    H = np.diag(np.concatenate((np.ones(na), np.full(3 * m, CONSISTENCY_RIDGE))))
+    sel = np.zeros((m, k))
+    sel[:, na:na + m] = np.eye(m)
+    qp = solve_qp(H, np.zeros(k), A_eq=Trow, b_eq=-t0,
+                  A_in=np.vstack((Nrow, sel)), b_in=np.concatenate((-n0 - J.phi / step.dt, np.zeros(m))),
+                  backend=qp_backend)
+    info["consistency_qp"] = qp.status.value
+    if not qp.solved:
+        if info.get("status") != "solved":
+            raise SolverError(f"no-slip LCP {info.get('status')} and consistency QP {qp.status.value}")
+        return impulses, tau, v_next  # keep the LCP answer; the flag tells the caller
+    delta, z = qp.x[:na], qp.x[na:]
+    z[:m] = np.maximum(z[:m], 0.0)
+    tau, v_next = step.resolve(R.T @ z, qd=step.qd + delta)
+    info["desired_deviation"] = float(np.linalg.norm(delta))
+    return z, tau, v_next

@@ -49,6 +49,10 @@ class DissipationController(Controller):
         info["unenforceable_contacts"] = prob.unenforceable
         if self.no_slip_tol is not None:
             info["kept_tangent_rows"] = prob.kept_tangent_rows
+        return self._finish(step, prob, z, info)
+
+    def _finish(self, step: Step, prob, z: np.ndarray, info: dict) -> Solution:
+        """Torques and forces from the impulses ``z`` (eq. 79)."""
         tau, v_next = step.resolve(prob.R.T @ z)
         return Solution(tau, step.forces_from_impulses(z, pyramid=True), v_next, info)
 

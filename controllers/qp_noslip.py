@@ -10,15 +10,26 @@ Removing the friction cone alone is not this model: with the actuated velocities
 minimising the kinetic energy with unbounded tangential impulses picks the momentum-cancelling
 base velocity and lets stance feet slide (measured in PyBullet: the base did not move).
 
-Option (besides those of :mod:`controllers.qp_coulomb`): ``tangent_dependence_tol`` (1e-3), the
-tolerance of Algorithm 1's dependence test (see :mod:`controllers.lcp_noslip`).
+Unlike Stage I with Coulomb friction, which is always feasible (the paper's Sec. 6.2 argument),
+the no-slip equalities together with ``N v+ >= -phi/dt`` and ``f_N >= 0`` can be inconsistent
+with the desired accelerations (tilted normals, legs splaying).  As for ID_LCP,inf (Sec. 4.5),
+an answer that violates non-penetration by more than ``consistency_tol`` (1e-6 m/s) is replaced
+by the minimal-deviation QP of eqs. 46-51 (:func:`controllers.lcp_noslip.min_deviation`;
+``info["consistency_qp"]``, ``info["desired_deviation"]``).
+
+Options (besides those of :mod:`controllers.qp_coulomb`): ``tangent_dependence_tol`` (1e-3), the
+tolerance of Algorithm 1's dependence test (see :mod:`controllers.lcp_noslip`), and
+``consistency_tol``.
 """
 from __future__ import annotations
 
 from idyn.errors import InvalidInputError
 
-from .base import register
-from .dynamics import TANGENT_DEPENDENCE_TOL
+import numpy as np
+
+from .base import Solution, register
+from .dynamics import TANGENT_DEPENDENCE_TOL, pyramid_forces
+from .lcp_noslip import min_deviation
 from .qp_coulomb import DissipationController
 
 
@@ -29,8 +40,20 @@ class QPNoSlip(DissipationController):
     name = "qp-noslip"
     coulomb = False
 
-    def __init__(self, model, *, tangent_dependence_tol: float = TANGENT_DEPENDENCE_TOL, **options):
+    def __init__(self, model, *, tangent_dependence_tol: float = TANGENT_DEPENDENCE_TOL,
+                 consistency_tol: float = 1e-6, **options):
         super().__init__(model, **options)
         if not 0.0 < tangent_dependence_tol < 1.0:
             raise InvalidInputError(f"tangent_dependence_tol must be in (0, 1), got {tangent_dependence_tol}")
-        self.no_slip_tol = tangent_dependence_tol
+        if not consistency_tol > 0:
+            raise InvalidInputError(f"consistency_tol must be positive, got {consistency_tol}")
+        self.no_slip_tol, self.consistency_tol = tangent_dependence_tol, consistency_tol
+
+    def _finish(self, step, prob, z, info) -> Solution:
+        sol = super()._finish(step, prob, z, info)
+        J = step.jac
+        if np.all(J.N @ sol.v_next + J.phi / step.dt >= -self.consistency_tol):
+            return sol
+        impulses = pyramid_forces(z).T.ravel()                  # [f_N; f_S; f_T] impulses
+        impulses, tau, v_next = min_deviation(step, impulses, sol.tau, sol.v_next, info, self.qp_backend)
+        return Solution(tau, step.forces_from_impulses(impulses, pyramid=False), v_next, info)
