@@ -55,6 +55,13 @@ def _stack(mats, nv: int):
     mats = [m for m in mats if m.shape[0]]
     if not mats:
         return sp.csr_matrix((0, nv))
+    if all(sp.issparse(m) and m.format == "csr" for m in mats):
+        # CSR blocks stacked by concatenating their arrays (sp.vstack converts through COO)
+        offsets = np.cumsum([0] + [m.nnz for m in mats[:-1]])
+        indptr = np.concatenate([[0]] + [m.indptr[1:] + o for m, o in zip(mats, offsets)])
+        return sp.csr_matrix((np.concatenate([m.data for m in mats]),
+                              np.concatenate([m.indices for m in mats]), indptr),
+                             shape=(sum(m.shape[0] for m in mats), nv))
     if any(sp.issparse(m) for m in mats):
         return sp.vstack([sp.csr_matrix(m) for m in mats], format="csr")
     return np.vstack(mats)
@@ -201,14 +208,15 @@ def reduced_program(problem: ConstraintProblem, rows: RowLayout, inertia: MassMa
     a0 = inertia.solve(problem.f + (rows.bilateral.G.T @ rows.rho_b if rows.bilateral else 0.0))
     L = delassus(rows.G, inertia)
     if sp.issparse(L):
-        T = sp.csr_matrix(L)
+        T = sp.csr_matrix(L, copy=True)
         T.data *= np.repeat(rows.chi, np.diff(T.indptr))         # diag(chi) L, row scaling
         T = T + sp.identity(m, format="csr")
     else:
         T = np.eye(m) + rows.chi[:, None] * L
     t = rows.chi * (rows.G @ a0) - rows.rho
     T_rs = T[rows.r.start:rows.s.stop]                  # the r and s rows are contiguous
-    P = sp.csc_matrix(sp.csr_matrix(T_rs.T @ T_rs) + sp.diags(rows.weight))
+    TtT = T_rs.T @ T_rs
+    P = ((TtT if sp.issparse(TtT) else sp.csr_matrix(TtT)) + sp.diags(rows.weight)).tocsc()
     return Reduced(T, t, P, np.asarray(T_rs.T @ t[rows.r.start:rows.s.stop]).ravel(), rows)
 
 
@@ -337,9 +345,13 @@ def equality_optimum(red: Reduced, active: np.ndarray) -> np.ndarray | None:
     every = fi.size == rows.m
     try:
         if sp.issparse(red.T):
-            A = red.T[eq] if every else sp.csr_matrix(red.T[eq])[:, fi]
-            P = red.P if every else red.P[fi][:, fi]
-            kkt = sp.bmat([[P, A.T], [A, None]], format="csc")
+            A = (red.T[eq] if every else sp.csr_matrix(red.T[eq])[:, fi]).tocoo()
+            P = (red.P if every else red.P[fi][:, fi]).tocoo()
+            k = fi.size                                  # [[P, A^T], [A, 0]] from triplets
+            kkt = sp.csc_matrix((np.concatenate([P.data, A.data, A.data]),
+                                 (np.concatenate([P.row, A.row + k, A.col]),
+                                  np.concatenate([P.col, A.col, A.row + k]))),
+                                shape=(k + eq.size, k + eq.size))
             sol = spla.splu(kkt).solve(rhs)
         else:
             A = red.T[np.ix_(eq, fi)]

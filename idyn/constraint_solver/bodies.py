@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from .. import validation
 from ..errors import InvalidInputError
+from .geometry import cross
 from .mass import MassMatrix
 
 WORLD = -1
@@ -92,8 +93,8 @@ class RigidBodies:
         lin, ang = v[:, :3], v[:, 3:]
         Iw = np.einsum("kij,kj->ki", self.inertias, ang)
         f_lin = self.masses[:, None] * (np.einsum("kji,j->ki", R, self.gravity)
-                                        - np.cross(ang, lin))
-        f_ang = -np.cross(ang, Iw)
+                                        - cross(ang, lin))
+        f_ang = -cross(ang, Iw)
         if body_forces is not None:
             w = np.asarray(body_forces, dtype=float).reshape(self.n, 6)
             f_lin += np.einsum("kji,kj->ki", R, w[:, :3])
@@ -108,29 +109,40 @@ class RigidBodies:
         return self.positions(q)[bodies] + np.einsum("kij,kj->ki", R, body_points)
 
     def relative_rows(self, q, body_a, point_a, body_b, point_b, directions,
-                      rotations=None) -> sp.csr_matrix:
+                      rotations=None):
         """Rows d^T (J_B(point_b) - J_A(point_a)): velocity of B relative to A along d.
 
         ``body_*`` are body indices or :data:`WORLD`; ``point_*`` body-frame points (k, 3);
-        ``directions`` world unit vectors (k, 3). This is G for a contact (SPEC section 2).
-        Every row touches at most the two bodies' six columns; built in one pass
+        ``directions`` world unit vectors (k, 3), or (j, k, 3) for j direction sets (a contact
+        frame's n, r, s) sharing one sparsity pattern, returned as a tuple of j matrices.
+        This is G for a contact (SPEC section 2). Each row holds the six columns of each
+        non-world body, in column order, so the CSR arrays are written directly
         (``rotations``: the bodies' rotation matrices at q, if already at hand).
         """
-        directions = np.asarray(directions, dtype=float).reshape(-1, 3)
-        k = directions.shape[0]
+        dirs = np.asarray(directions, dtype=float)
+        sets = dirs.reshape(-1, *dirs.shape[-2:]) if dirs.ndim == 3 else dirs.reshape(1, -1, 3)
+        k = sets.shape[1]
         R = self.rotations(q) if rotations is None else rotations
-        rows, cols, data = [], [], []
-        for bodies, points, sign in ((body_b, point_b, 1.0), (body_a, point_a, -1.0)):
-            bodies = np.broadcast_to(bodies, (k,))
-            points = np.broadcast_to(points, (k, 3))
-            keep = np.flatnonzero(bodies != WORLD)
-            b = bodies[keep]
-            d_body = np.einsum("kji,kj->ki", R[b], directions[keep])          # R^T d
-            rows.append(np.repeat(keep, 6))
-            cols.append(((6 * b)[:, None] + np.arange(6)).ravel())
-            data.append(sign * np.hstack([d_body, np.cross(points[keep], d_body)]).ravel())
-        return sp.csr_matrix((np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))),
-                             shape=(k, self.nv))
+        a = np.broadcast_to(body_a, (k,))
+        b = np.broadcast_to(body_b, (k,))
+        first = np.where(a < b, a, b)            # WORLD = -1 sorts first and is dropped
+        second = np.where(a < b, b, a)
+        blocks = np.stack([first, second], axis=1)                    # (k, 2) body per block
+        sign = np.where(blocks == b[:, None], 1.0, -1.0)
+        point = np.where((blocks == b[:, None])[..., None],
+                         np.broadcast_to(point_b, (k, 3))[:, None, :],
+                         np.broadcast_to(point_a, (k, 3))[:, None, :])
+        real = blocks != WORLD
+        Rk = R[np.where(real, blocks, 0)]                              # (k, 2, 3, 3)
+        indptr = np.r_[0, np.cumsum(6 * real.sum(axis=1))]
+        indices = ((6 * blocks)[..., None] + np.arange(6))[real].ravel()
+        out = []
+        for d in sets:
+            d_body = np.einsum("kbji,kj->kbi", Rk, d)                  # R^T d per block
+            data = sign[..., None] * np.concatenate([d_body, cross(point, d_body)], axis=2)
+            out.append(sp.csr_matrix((data[real].ravel(), indices, indptr),
+                                     shape=(k, self.nv)))
+        return tuple(out) if dirs.ndim == 3 else out[0]
 
     def point_drift(self, q, v, bodies, body_points) -> np.ndarray:
         """World acceleration of material points at zero vdot: R (w x v + w x (w x b)).
@@ -143,7 +155,7 @@ class RigidBodies:
         v = np.asarray(v, dtype=float).reshape(self.n, 6)[bodies[keep]]
         lin, w = v[:, :3], v[:, 3:]
         b = np.asarray(body_points, dtype=float).reshape(-1, 3)[keep]
-        acc = np.cross(w, lin) + np.cross(w, np.cross(w, b))
+        acc = cross(w, lin) + cross(w, cross(w, b))
         out[keep] = np.einsum("kij,kj->ki", self.rotations(q)[bodies[keep]], acc)
         return out
 
@@ -154,6 +166,6 @@ class RigidBodies:
         keep = bodies != WORLD
         vv = np.asarray(v, dtype=float).reshape(self.n, 6)[bodies[keep]]
         b = np.asarray(body_points, dtype=float).reshape(-1, 3)[keep]
-        loc = vv[:, :3] + np.cross(vv[:, 3:], b)
+        loc = vv[:, :3] + cross(vv[:, 3:], b)
         out[keep] = np.einsum("kij,kj->ki", self.rotations(q)[bodies[keep]], loc)
         return out

@@ -20,13 +20,24 @@ class ContactGeometry:
     point_b: np.ndarray      # (k, 3) world contact point on B's surface
 
 
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise a x b for (k, 3) arrays (np.cross costs ~20 us of axis handling per call,
+    more than the arithmetic for the few hundred rows of a contact step)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
 def tangent_basis(normal: np.ndarray):
     """Two unit tangents r, s with (r, s, n) right-handed, for (k, 3) unit normals."""
     n = np.atleast_2d(normal)
     helper = np.where(np.abs(n[:, [0]]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
-    r = np.cross(helper, n)
+    r = cross(helper, n)
     r /= np.linalg.norm(r, axis=1, keepdims=True)
-    return r, np.cross(n, r)
+    return r, cross(n, r)
 
 
 def sphere_plane(centers, radii, plane_point, plane_normal) -> ContactGeometry:

@@ -34,12 +34,11 @@ def contact_rows(bodies: RigidBodies, q, geom: ContactGeometry, body_a, body_b,
     pa = body_frame_points(bodies, q, body_a, geom.point_a, R)
     pb = body_frame_points(bodies, q, body_b, geom.point_b, R)
     r, s = tangent_basis(geom.normal)
-    three = np.tile(np.arange(k), 3)
-    G = bodies.relative_rows(q, body_a[three], pa[three], body_b[three], pb[three],
-                             np.vstack([geom.normal, r, s]), R)
+    Gn, Gr, Gs = bodies.relative_rows(q, body_a, pa, body_b, pb, np.stack([geom.normal, r, s]),
+                                      R)
     tan = coulomb_tangents(k, h, tangent_damping)
     return ContactRows(
-        ConstraintRows(G[:k], normal.phi, normal.K, normal.B, Gdot_v=normal_drift),
-        ConstraintRows(G[k:2 * k], tan.phi, tan.K, tan.B),
+        ConstraintRows(Gn, normal.phi, normal.K, normal.B, Gdot_v=normal_drift),
+        ConstraintRows(Gr, tan.phi, tan.K, tan.B),
         np.broadcast_to(np.asarray(mu, dtype=float), (k,)).copy(),
-        ConstraintRows(G[2 * k:], tan.phi, tan.K, tan.B))
+        ConstraintRows(Gs, tan.phi, tan.K, tan.B))
