@@ -48,6 +48,34 @@ def test_sphere_stack_hessian_is_sparse_and_small_stack_stands():
     assert r["standing"]
 
 
+def test_sphere_stack_command_short(tmp_path):
+    """The table of Fig. 10 in small: every stack stands, no step adds energy, scipy's BDF and
+    Radau ran on the smallest stack in the same run."""
+    assert main(["constraint-solver", "sphere-stack", "--short", "--no-plots", "--budget", "20",
+                 "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["all_standing"] and data["energy_never_increases"]
+    assert [r["n"] for r in data["runs"]] == [2, 5, 10]
+    assert all(r["inconsistent_steps"] == 0 and r["solver"]["fallbacks"] == 0
+               for r in data["runs"])
+    assert abs(data["runs"][0]["final_top_height"]
+               - data["runs"][0]["hertz_static_top_height"]) < 1e-9           # Hertz statics
+    assert {o["method"] for o in data["ode"]} == {"BDF", "Radau"}
+    assert all(o["n"] == 2 and (o["completed"] or o["timeout"]) for o in data["ode"])
+
+
+@pytest.mark.slow
+def test_sphere_stack_full_sizes_stand(tmp_path):
+    """10, 25, 50 and 100 spheres, 500 steps of 10 ms: standing, energy never increases."""
+    assert main(["constraint-solver", "sphere-stack", "--no-plots", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert [r["n"] for r in data["runs"]] == [10, 25, 50, 100]
+    assert data["all_standing"] and data["energy_never_increases"]
+    for r in data["runs"]:
+        assert r["max_lateral_drift"] < 1e-9 and r["inconsistent_steps"] == 0
+        assert abs(r["final_top_height"] - r["hertz_static_top_height"]) < 1e-9   # at rest
+
+
 def test_cli_writes_results(tmp_path):
     assert main(["constraint-solver", "pendulum", "--short", "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "results.json").read_text())
