@@ -387,15 +387,18 @@ def spring_active_set(rows: RowLayout, red: Reduced, start: np.ndarray, max_roun
     if not settled in ``max_rounds`` (the caller then keeps ``start``).
     """
     nu = rows.nu
-    T = red.T[nu][:, nu]
-    T = T.toarray() if sp.issparse(T) else T
+    sparse = sp.issparse(red.T)
+    T = sp.csr_matrix(red.T[nu])[:, nu] if sparse else red.T[np.ix_(nu, nu)]
     t = red.t[nu]
     on = np.zeros(nu.shape[0], dtype=bool)
     on[start] = True
     for _ in range(max_rounds):
         lam = np.zeros(nu.shape[0])
         if on.any():
-            lam[on] = np.linalg.solve(T[np.ix_(on, on)], -t[on])
+            if sparse:     # banded for chains of bodies: O(rows), not a dense cubic solve
+                lam[on] = spla.splu(sp.csc_matrix(T[on][:, on])).solve(-t[on])
+            else:
+                lam[on] = np.linalg.solve(T[np.ix_(on, on)], -t[on])
         w = T @ lam + t
         tol = 1e-10 * (1.0 + np.abs(t))
         bad_in, bad_out = on & (lam < -tol), ~on & (w < -tol)
