@@ -22,28 +22,36 @@ class SphereFoot:
     offset: np.ndarray  #: sphere centre in the link frame
 
 
-def sphere_leaves(urdf_path) -> list[SphereFoot]:
-    """Leaf links of a URDF that carry a sphere collision geometry."""
+def _urdf_root(urdf_path):
     try:
-        root = ET.parse(str(urdf_path)).getroot()
+        return ET.parse(str(urdf_path)).getroot()
     except (OSError, ET.ParseError) as exc:
         raise ModelLoadError(f"cannot read URDF {urdf_path}: {exc}") from exc
-    parents = {j.find("parent").get("link") for j in root.findall("joint")}
-    feet = []
-    for link in root.findall("link"):
-        name = link.get("name")
-        if name in parents:
-            continue
-        for col in link.iter("collision"):
-            sphere = col.find("geometry/sphere")
-            if sphere is None:
+
+
+def collisions(urdf_path, shape: str):
+    """Yield (link name, shape element, origin xyz, origin rpy) of every ``<collision>`` whose
+    geometry is ``shape`` (``"sphere"``, ``"box"``, ...), in file order."""
+    for link in _urdf_root(urdf_path).findall("link"):
+        for col in link.findall("collision"):
+            geom = col.find(f"geometry/{shape}")
+            if geom is None:
                 continue
             origin = col.find("origin")
-            xyz = np.zeros(3) if origin is None else np.array(
-                [float(x) for x in origin.get("xyz", "0 0 0").split()])
-            feet.append(SphereFoot(name, float(sphere.get("radius")), xyz))
-            break
-    return feet
+            xyz, rpy = (np.zeros(3), np.zeros(3)) if origin is None else (
+                np.array([float(x) for x in origin.get("xyz", "0 0 0").split()]),
+                np.array([float(x) for x in origin.get("rpy", "0 0 0").split()]))
+            yield link.get("name"), geom, xyz, rpy
+
+
+def sphere_leaves(urdf_path) -> list[SphereFoot]:
+    """Leaf links of a URDF that carry a sphere collision geometry (the first one per link)."""
+    parents = {j.find("parent").get("link") for j in _urdf_root(urdf_path).findall("joint")}
+    feet: dict[str, SphereFoot] = {}
+    for name, sphere, xyz, _ in collisions(urdf_path, "sphere"):
+        if name not in parents and name not in feet:
+            feet[name] = SphereFoot(name, float(sphere.get("radius")), xyz)
+    return list(feet.values())
 
 
 def order_legs(names_positions: dict[str, np.ndarray]) -> dict[str, str]:

@@ -159,6 +159,14 @@ class Heightmap:
         return float(self.frictions_at(np.reshape(np.asarray(point, dtype=float), (1, 3)))[0])
 
 
+def checked_box(half_extents, rotation) -> tuple[np.ndarray, np.ndarray]:
+    """Validated (half extents > 0, 3 x 3 rotation) of a box shape."""
+    half = validation.vector(half_extents, 3, "box half extents")
+    if (half <= 0).any():
+        raise InvalidInputError(f"box half extents must be positive, got {half}")
+    return half, validation.matrix(rotation, (3, 3), "box rotation")
+
+
 @dataclass(frozen=True)
 class StaticBox:
     """A box fixed in the world: half extents, rotation (3 x 3) and centre."""
@@ -169,11 +177,9 @@ class StaticBox:
     mu: float = 1.0
 
     def __post_init__(self):
-        half = validation.vector(self.half_extents, 3, "box half extents")
-        if (half <= 0).any():
-            raise InvalidInputError(f"box half extents must be positive, got {half}")
+        half, rotation = checked_box(self.half_extents, self.rotation)
         object.__setattr__(self, "half_extents", half)
-        object.__setattr__(self, "rotation", validation.matrix(self.rotation, (3, 3), "box rotation"))
+        object.__setattr__(self, "rotation", rotation)
         object.__setattr__(self, "translation", validation.vector(self.translation, 3, "box centre"))
         object.__setattr__(self, "mu", _check_mu(self.mu))
 

@@ -25,7 +25,8 @@ from .. import validation
 from ..contact import ContactSet
 from ..errors import InvalidInputError
 from ..model import RobotModel, Workspace
-from .geometry import (BOX_CORNERS, Features, Heightmap, Plane, StaticBox, spheres_box, spheres_heightmap,
+from .geometry import (BOX_CORNERS, Features, Heightmap, Plane, StaticBox, checked_box, spheres_box,
+                       spheres_heightmap,
                        spheres_plane, spheres_spheres)
 
 
@@ -53,11 +54,9 @@ class Box:
     offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
     def __post_init__(self):
-        half = validation.vector(self.half_extents, 3, "box half extents")
-        if (half <= 0).any():
-            raise InvalidInputError(f"box half extents must be positive, got {half}")
+        half, rotation = checked_box(self.half_extents, self.rotation)
         object.__setattr__(self, "half_extents", half)
-        object.__setattr__(self, "rotation", validation.matrix(self.rotation, (3, 3), "box rotation"))
+        object.__setattr__(self, "rotation", rotation)
         object.__setattr__(self, "offset", validation.vector(self.offset, 3, "box offset"))
 
 

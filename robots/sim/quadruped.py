@@ -18,16 +18,16 @@ the base's URDF collision boxes (so a fallen robot rests on its body, as in PyBu
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
 
 import numpy as np
 import pinocchio as pin
 
-from idyn.errors import InvalidInputError, ModelLoadError
+from idyn.errors import InvalidInputError
 from idyn.sim import Box, Heightmap, Plane, Simulator, Sphere, World
 from idyn.sim.geometry import sphere_heightmap, sphere_plane
 from idyn.state import RobotState
 
+from ..description import collisions
 from ..quadruped import resolve_quadruped
 from ..terrain import (COMPLIANT_CONTACTS, COMPLIANT_SINK, ROUGH_SIZE, TERRAINS, rough_friction,
                        rough_heightmap, simulated_mu)
@@ -36,24 +36,8 @@ from .base import SimTestbed
 
 def collision_boxes(urdf, link: str) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(half extents, rotation, offset) of the box collision geometries of ``link`` in a URDF."""
-    try:
-        root = ET.parse(str(urdf)).getroot()
-    except (OSError, ET.ParseError) as exc:
-        raise ModelLoadError(f"cannot read URDF {urdf}: {exc}") from exc
-    out = []
-    for node in root.findall("link"):
-        if node.get("name") != link:
-            continue
-        for col in node.findall("collision"):
-            box = col.find("geometry/box")
-            if box is None:
-                continue
-            origin = col.find("origin")
-            xyz = np.zeros(3) if origin is None else np.array([float(x) for x in origin.get("xyz", "0 0 0").split()])
-            rpy = np.zeros(3) if origin is None else np.array([float(x) for x in origin.get("rpy", "0 0 0").split()])
-            size = np.array([float(x) for x in box.get("size").split()])
-            out.append((0.5 * size, pin.rpy.rpyToMatrix(*rpy), xyz))
-    return out
+    return [(0.5 * np.array([float(x) for x in box.get("size").split()]), pin.rpy.rpyToMatrix(*rpy), xyz)
+            for name, box, xyz, rpy in collisions(urdf, "box") if name == link]
 
 
 class QuadrupedTestbed(SimTestbed):
