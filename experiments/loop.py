@@ -9,6 +9,17 @@ One place connects a testbed, a reference (planner), a controller and the trace:
                         (the shared error feedback of Sec. 7.3 lives in the controller)
     tau              <- out.tau + reference.extra_torque(...)     (the balance term)
                         clipped to the torque limits, if any
+
+The balance term is added as torques for every controller, as the authors' Pacer does (its
+stabilization plugin adds -N_q^T c_N to the joint load goal, not to qdd_des, despite the wording
+of paper Sec. 7.3). Realising the same base PD instead as a desired acceleration of the stance
+legs (foot held: qdd = J^-1 (-(a + alpha x p))), so that the ID controller plans it with its
+contact model, was measured worse on rigid-high in PyBullet (fall time, torque path -> acceleration
+path): lcp-noslip 0.93 -> 0.38 s with gains kp (z, roll, pitch) = (1e2, 1e3, 1e3) 1/s^2,
+kv (20, 63, 63) 1/s; 0.78 s at kp 1e2, kv 20; 0.42 s with roll/pitch damping 10 alone; 0.09 s
+when applied only with three or more stance feet; qp-coulomb 0.74 -> 0.58 s. In two-foot stance
+a rotation about the support diagonal cannot be produced by the feet, so the stance legs'
+commanded motion is inconsistent and the ID's contact forces fight it.
     testbed.apply(tau); testbed.step()
     sensed forces    -> trace, and to sensed-force controllers (observe_contact_forces)
 
