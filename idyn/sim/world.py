@@ -26,8 +26,7 @@ from ..contact import ContactSet
 from ..errors import InvalidInputError
 from ..model import RobotModel, Workspace
 from .geometry import (BOX_CORNERS, Features, Heightmap, Plane, StaticBox, checked_box, spheres_box,
-                       spheres_heightmap,
-                       spheres_plane, spheres_spheres)
+                       spheres_heightmap, spheres_plane, spheres_spheres)
 
 
 @dataclass(frozen=True)
