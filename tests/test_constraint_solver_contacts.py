@@ -3,7 +3,7 @@ of the steps (sphere stack of paper Sec. 6.5; the compliant contact model of idy
 import numpy as np
 import pinocchio as pin
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from idyn import RobotModel
 from idyn.constraint_solver import ConstraintProblem, ConstraintSolver
@@ -124,14 +124,10 @@ def test_compliant_model_landing_box_never_gains_energy():
     assert sim.q[2] == pytest.approx(half[2] - 9.81 / (4 * k), abs=1e-4)   # landed, resting
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.integers(2, 4), st.floats(0.05, 2.0), st.floats(-0.3, 0.3), st.floats(-3.0, 3.0),
-       st.integers(0, 10_000))
-def test_cone_free_kkt_round_matches_the_conic_backend(n, mu, lateral, spin, seed):
-    """An exact-normals round solved by one KKT system (cones dropped) is accepted only when
-    its answer lies in every cone, and then it is the conic backend's optimum."""
+def _pressed_stack_round(n, mu, lateral, spin, seed):
+    """A random sphere stack pressed together and moving (sliding and spinning contacts):
+    (problem, rows, reduced program) of its step with chords."""
     from idyn.constraint_solver import appendix_a
-    from idyn.constraint_solver.conic import solve_conic
 
     rng = np.random.default_rng(seed)
     stack = sphere_stack.Stack(n)
@@ -151,8 +147,22 @@ def test_cone_free_kkt_round_matches_the_conic_backend(n, mu, lateral, spin, see
         type(c.normal)(c.normal.G, law.phi, law.K, law.B, Gdot_v=c.normal.Gdot_v),
         c.tangent_r, np.full(c.m, mu), c.tangent_s))
     rows = appendix_a.layout(prob, 1.0 / prob.h)
-    red = appendix_a.reduced_program(prob, rows, prob.M)
-    active = np.arange(rows.nu.shape[0])
+    return prob, rows, appendix_a.reduced_program(prob, rows, prob.M)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 4), st.floats(0.05, 2.0), st.floats(-0.3, 0.3), st.floats(-3.0, 3.0),
+       st.integers(0, 10_000))
+@example(n=4, mu=1.0, lateral=-0.296875, spin=0.0, seed=8173)     # a pulling spring row
+def test_cone_free_kkt_round_matches_the_conic_backend(n, mu, lateral, spin, seed):
+    """An exact-normals round solved by one KKT system (cones dropped) is accepted only when
+    its answer lies in every cone, and then it is the conic backend's optimum. The round is
+    the solver's first one (the frictionless law's active set, feasible by construction)."""
+    from idyn.constraint_solver import appendix_a
+    from idyn.constraint_solver.conic import solve_conic
+
+    prob, rows, red = _pressed_stack_round(n, mu, lateral, spin, seed)
+    active, _ = appendix_a.frictionless_active_set(rows, red)
     x = appendix_a.equality_optimum(red, active)
     ref = solve_conic(appendix_a.with_exact_normals(red.program, rows, active), "clarabel")
     assert ref.status.ok
@@ -161,3 +171,34 @@ def test_cone_free_kkt_round_matches_the_conic_backend(n, mu, lateral, spin, see
         np.testing.assert_allclose(x, ref.x, atol=1e-5 * scale)
     else:
         assert appendix_a.cone_violation(rows, ref.x) <= 1e-6 * scale
+
+
+def test_round_with_a_pulling_spring_row_is_infeasible_and_the_solver_avoids_it():
+    """Every row active is not a valid exact-normals round when a spring pulls: row 4's
+    lambda_n is -48 N s with zero friction, and no tangential forces inside the cones bring it
+    to zero (clarabel's 'infeasible' is right). The solver starts from the frictionless law's
+    active set instead, whose zero-tangential point is feasible, and solves the step."""
+    from idyn.constraint_solver import appendix_a
+    from idyn.constraint_solver.conic import ConicStatus, solve_conic
+
+    prob, rows, red = _pressed_stack_round(4, 1.0, -0.296875, 0.0, 8173)
+    nu = rows.nu
+    every = np.arange(nu.shape[0])
+    T = red.T.toarray()
+    zero_tangential = np.linalg.solve(T[np.ix_(nu, nu)], -red.t[nu])
+    assert zero_tangential[3] < -40.0
+    program = appendix_a.with_exact_normals(red.program, rows, every)
+    assert solve_conic(program, "clarabel").status is ConicStatus.INFEASIBLE
+    active, lam = appendix_a.frictionless_active_set(rows, red)
+    np.testing.assert_array_equal(active, [0, 1, 2])
+    assert lam.min() >= 0.0
+    for backend in ("clarabel", "cvxopt"):
+        res = solve_conic(appendix_a.with_exact_normals(red.program, rows, active), backend)
+        assert res.status.ok
+    sol = ConstraintSolver().solve(prob)
+    assert sol.info.status == "solved" and not sol.info.fallback
+    scale = 1.0 + np.abs(sol.lambda_n).max()
+    assert sol.info.residuals["cone"] <= 1e-9 * scale
+    assert sol.info.residuals["nonnegativity"] <= 1e-9 * scale
+    assert sol.info.residuals["spring"] <= 1e-9 * scale
+    assert abs(sol.lambda_n[3]) <= 1e-9 * scale                      # row 4 off

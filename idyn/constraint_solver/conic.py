@@ -34,7 +34,9 @@ class ConicStatus(enum.Enum):
     ALMOST_SOLVED = "almost_solved"      # converged to the backend's reduced tolerances
     MAX_ITERATIONS = "max_iterations"
     NUMERICAL_ERROR = "numerical_error"
-    INFEASIBLE = "infeasible"            # cannot happen for our programs (feasible by construction)
+    INFEASIBLE = "infeasible"            # clarabel only; cvxopt's coneqp cannot detect it
+    # (the paper's programs are feasible by construction; an exact-normals round is only for
+    # a consistent active set, see appendix_a.with_exact_normals)
 
     @property
     def ok(self) -> bool:

@@ -234,8 +234,8 @@ class ConstraintSolver:
     def _active_set(self, problem, rows, inertia, form, red):
         """Eq. 68 exactly on the normal rows: convex programs over an active set.
 
-        The first active set is the frictionless law's (the LCP of spring_active_set, started
-        from the rows whose spring pushes at zero force); the frictionless QP seeds it only
+        The first active set is the frictionless law's (appendix_a.frictionless_active_set;
+        its round is feasible by construction); the frictionless QP seeds it only
         when that pivoting does not settle (or in the lifted form). In the reduced form a round
         is first solved without its cones (one KKT solve, appendix_a.equality_optimum); the
         conic backend runs only when that answer leaves a friction cone (a sliding contact)."""
@@ -243,7 +243,7 @@ class ConstraintSolver:
         frictionless = np.zeros(rows.m)
         lcp = None
         if red is not None:
-            lcp = appendix_a.spring_active_set(rows, red, np.flatnonzero(red.t[nu] < 0.0))
+            lcp = appendix_a.frictionless_active_set(rows, red)
         if lcp is None:
             seed = self._solve_program(problem.frictionless()).lambda_u
             active = np.flatnonzero(seed > 1e-9 * (1.0 + np.max(seed, initial=0.0)))
