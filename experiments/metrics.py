@@ -26,14 +26,21 @@ def _rpy(quat_xyzw: np.ndarray) -> np.ndarray:
     return np.stack((roll, pitch, yaw), axis=1)
 
 
+def fallen(q: np.ndarray, nominal_height: float, max_tilt: float = 1.0) -> np.ndarray:
+    """Per row of floating-base configurations ``q`` (n, nq): has the robot fallen?
+
+    SPEC section 6: base height below half its nominal value, or |roll| or |pitch| above
+    ``max_tilt`` (rad)."""
+    rpy = _rpy(q[:, 3:7])
+    return (q[:, 2] < 0.5 * nominal_height) | (np.abs(rpy[:, 0]) > max_tilt) | (np.abs(rpy[:, 1]) > max_tilt)
+
+
 def fall_index(trace: Trace, nominal_height: float, max_tilt: float = 1.0) -> int | None:
     """First step at which a floating-base robot has fallen, or None."""
     q = trace.q
     if q.shape[1] < 7 or q.shape[0] == 0:
         return None
-    rpy = _rpy(q[:, 3:7])
-    bad = (q[:, 2] < 0.5 * nominal_height) | (np.abs(rpy[:, 0]) > max_tilt) | (np.abs(rpy[:, 1]) > max_tilt)
-    idx = np.flatnonzero(bad)
+    idx = np.flatnonzero(fallen(q, nominal_height, max_tilt))
     return int(idx[0]) if idx.size else None
 
 

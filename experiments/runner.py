@@ -24,7 +24,7 @@ import robots
 from idyn.errors import InvalidInputError
 
 from .loop import run_loop
-from .metrics import _rpy, summarize
+from .metrics import fallen, summarize
 from .references import ArmReference, QuadrupedReference
 from .scenario import Scenario
 
@@ -62,11 +62,9 @@ def build_reference(scenario: Scenario, robot):
 
 
 def _fallen(nominal_height: float):
-    """The fall criterion of SPEC section 6, used to stop a run early."""
+    """Stop a run at the first fallen state (the criterion of :func:`experiments.metrics.fallen`)."""
     def stop(state) -> bool:
-        q = state.q
-        rpy = _rpy(q[None, 3:7])[0]
-        return bool(q[2] < 0.5 * nominal_height or abs(rpy[0]) > 1.0 or abs(rpy[1]) > 1.0)
+        return bool(fallen(state.q[None, :], nominal_height)[0])
     return stop
 
 
