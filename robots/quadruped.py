@@ -129,7 +129,10 @@ def build(facts: QuadrupedFacts, name: str = "custom") -> Quadruped:
             raise InvalidInputError(
                 f"{name}: leg {leg} has {leg_q[leg].size} joints, guess has {len(angles)}")
         q[leg_q[leg]] = angles
-    if facts.stance_length is not None and facts.base_height is not None:
+    stance = (facts.base_height, facts.stance_length, facts.stance_width)
+    if any(s is not None for s in stance) and any(s is None for s in stance):
+        raise InvalidInputError(f"{name}: base_height, stance_length and stance_width go together")
+    if facts.stance_length is not None:
         # SPEC section 4: feet at (+-L/2, +-W/2) on the ground with the base at the nominal height
         q[2] = facts.base_height
         r = np.mean([f.radius for f in feet.values()])

@@ -32,3 +32,22 @@ def test_bare_links_get_zero_inertial_for_pybullet(tmp_path):
     assert pybullet_urdf(links) == links  # LINKS declares its massless feet explicitly
     a1 = robots.quadruped_urdf("a1")
     assert pybullet_urdf(a1) == a1  # every a1 link has an inertial: used as it is
+
+
+def test_nominal_stance_facts_place_the_feet_by_ik():
+    """A robot described by its nominal stance (SPEC section 4's LINKS numbers) stands with its
+    feet at (+-L/2, +-W/2) on the ground and the base at the given height."""
+    import numpy as np
+
+    from robots.quadruped import KNOWN, QuadrupedFacts, build
+
+    links = KNOWN["links"]
+    quad = build(QuadrupedFacts(links.urdf, links.leg_joint_guess, base_height=0.161853,
+                                stance_length=0.309926, stance_width=0.1344496), "links-spec")
+    assert quad.q_stand[2] == pytest.approx(0.161853)
+    feet = quad.foot_centres(quad.q_stand)
+    np.testing.assert_allclose(np.abs(feet[:, 0]), 0.309926 / 2, atol=1e-8)
+    np.testing.assert_allclose(np.abs(feet[:, 1]), 0.1344496 / 2, atol=1e-8)
+    np.testing.assert_allclose(feet[:, 2], quad.foot_radius, atol=1e-8)
+    with pytest.raises(InvalidInputError, match="go together"):
+        build(QuadrupedFacts(links.urdf, links.leg_joint_guess, stance_length=0.3), "partial")
