@@ -67,15 +67,20 @@ def test_redundant_bilateral_rows_share_the_force_without_regularization():
 
 
 # ------------------------------------------------------------------ unilateral (Sec. 5.3)
+def _random_unilateral_problem(seed, m, nv, max_log_stiffness):
+    """m unilateral rows on an nv-DOF system, stiffness 1e3 .. 10**max_log_stiffness, slightly
+    penetrating."""
+    rng = np.random.default_rng(seed)
+    M, G = _random_spd(rng, nv), rng.normal(size=(m, nv))
+    rows = ConstraintRows(G, -np.abs(rng.normal(size=m)) * 1e-3,
+                          10.0 ** rng.uniform(3, max_log_stiffness, m), rng.uniform(0, 10, m))
+    return ConstraintProblem(M, rng.normal(size=nv) * 10, rng.normal(size=nv), 0.01, unilateral=rows)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(1, 6), st.integers(2, 7), st.integers(0, 10_000))
 def test_unilateral_qp_reduced_and_lifted_agree_across_backends(m, nv, seed):
-    rng = np.random.default_rng(seed)
-    M, G = _random_spd(rng, nv), rng.normal(size=(m, nv))
-    rows = ConstraintRows(G, -np.abs(rng.normal(size=m)) * 1e-3, 10.0 ** rng.uniform(3, 9, m),
-                          rng.uniform(0, 10, m))
-    prob = ConstraintProblem(M, rng.normal(size=nv) * 10, rng.normal(size=nv), 0.01,
-                             unilateral=rows)
+    prob = _random_unilateral_problem(seed, m, nv, max_log_stiffness=9)
     a = ConstraintSolver(formulation="reduced", backend="clarabel", kkt_newton=False).solve(prob)
     b = ConstraintSolver(formulation="lifted", backend="cvxopt", kkt_newton=False).solve(prob)
     scale = 1.0 + np.max(np.abs(a.lambda_u))
@@ -102,12 +107,7 @@ def _objective_and_violation(prob, lam, zeta):
 def test_kkt_newton_solves_the_same_qp_as_the_conic_backends(m, nv, seed):
     """Coupled unilateral rows (m may exceed nv, as under a Winkler foundation): Newton's
     lambda is feasible and its objective is no worse than clarabel's and cvxopt's."""
-    rng = np.random.default_rng(seed)
-    M, G = _random_spd(rng, nv), rng.normal(size=(m, nv))
-    rows = ConstraintRows(G, -np.abs(rng.normal(size=m)) * 1e-3, 10.0 ** rng.uniform(3, 11, m),
-                          rng.uniform(0, 10, m))
-    prob = ConstraintProblem(M, rng.normal(size=nv) * 10, rng.normal(size=nv), 0.01,
-                             unilateral=rows)
+    prob = _random_unilateral_problem(seed, m, nv, max_log_stiffness=11)
     newton = ConstraintSolver().solve(prob)
     if newton.info.method != "kkt-newton":          # non-convergence is allowed, if reported
         assert newton.info.method.startswith("conic") or newton.info.method == "closed_form"
