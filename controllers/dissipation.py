@@ -3,10 +3,9 @@
 **Stage I** (eqs. 69-74, reduced as in Sec. 6.2.1-6.2.2, eqs. 75-101).  Impulses
 ``z = [f_N; f_S+; f_S-; f_T+; f_T-] >= 0`` (friction pyramid, Sec. 5.1) along the rows of
 ``R = [N; S; -S; T; -T]``.  With the reduced dynamics of :mod:`controllers.dynamics`
-(``v+_u = p + Z z``, ``Z = A^-1 R_u^T``, actuated velocity fixed to ``qd_des``) the kinetic
-energy ``1/2 v+^T M v+`` is, up to a constant (eqs. 95-98),
+(``v+_u = p + Z z``, ``Z = A^-1 R_u^T``, actuated velocity fixed to ``qd_des``) Stage I is
 
-    1/2 z^T (Z^T A Z) z + z^T (Z^T A p + Z^T B qd_des)
+    minimize  1/2 z^T (Z^T A Z) z + c^T z
 
 subject to non-interpenetration ``N v+ >= -phi/dt`` (eq. 99), ``z >= 0`` (eq. 100) and, for
 finite friction, ``mu_i f_N,i >= 1^T f_F,i`` (eq. 101; the sum of the four pyramid components,
@@ -17,12 +16,35 @@ is solved through its KKT conditions, the LCP ``([c; g], [[H, -G^T], [G, 0]])`` 
 method (``stage1_solver="lemke"``, with the regularisation fallback); ``"qp"`` solves the QP
 directly through :func:`idyn.qp.solve_qp` (ridge fallback) instead.
 
+**Which energy.**  Eqs. 95-98 take ``c = Z^T A p + Z^T B qd_des``: the kinetic energy
+``1/2 v+^T M v+`` of the whole robot (``objective="kinetic-energy"``, the literal paper).  With
+the actuated velocities prescribed, that energy includes what the actuators inject, and its
+minimum cancels the robot's momentum through the contacts: legs pushing the base forward get
+stance feet that slide back under a slowing base (tested), and the frictionless QP is *not* the
+contact LCP the paper says it is (Sec. 6.2: "identical to an LCP of the form that Baraff has
+proven solvable").  Maximal dissipation is a statement about the contact impulses: the work
+they do over the step, ``z^T R (v + v+)/2``, is as negative as possible.  Up to a constant that
+is ``1/2 z^T (Z^T A Z) z + z^T R v+(0)`` with ``v+(0) = (p, qd_des)`` the velocity without
+contact impulses, so the default ``objective="contact-work"`` takes ``c = R v+(0)``.  This is
+the forward model's objective (Anitescu 2006; idyn.sim's ``qp`` contact model) with the
+actuated rows prescribed: feet that can stick stick, and with ``mu = 0`` the optimality
+conditions are the contact LCP ``w = N v+ >= 0, z_N >= 0, z_N w = 0`` (tested).  Measured on
+the trot against idyn.sim's ``qp`` model (mu 0.5, 0.3 s): summed normal force error 10.3 % with
+the literal objective, 0.45 % with this one.  One more step: ``R v+(0)`` is projected onto the
+range of ``R_u`` (the contact velocities the impulses can change).  The part outside it is
+relative motion of the feet that the prescribed joint velocities impose and no impulse can
+stop (with error feedback, every closed-loop step has some); left in, it is opposed with the
+full ``mu f_N`` of internal friction (1.3 kN between two feet at ``mu = 100``, measured), the
+way Algorithm 1 drops the tangent rows such motion would make inconsistent (Appendix E).  The
+projection keeps the Stage I objective constant along ``ker(Z^T A Z)``, so Stage II below holds
+unchanged.
+
 **No slip** (ID_QP,inf, Table 6 "No-slip (impact model)").  The same model with the hard
 equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) for the tangent rows that Algorithm 1 keeps
 (:meth:`controllers.dynamics.Step.independent_tangents`; dropped rows are implied by the kept
-ones, Appendix E): ``E z + e = 0`` with ``E = S_u A^-1 R_u^T``.  Without them, maximal
-dissipation with the actuated velocities prescribed picks the momentum-cancelling base velocity
-and lets stance feet slide (measured in PyBullet: the base never moved).  The equalities make
+ones, Appendix E): ``E z + e = 0`` with ``E = S_u A^-1 R_u^T``.  With the literal
+kinetic-energy objective they are what holds the feet (measured in PyBullet: without them the
+base never moved).  The equalities make
 Stage I a QP with equality rows, solved by :func:`idyn.qp.solve_qp` whatever ``stage1_solver``.
 
 **Stage II** (Sec. 6.2.4, eqs. 102-112).  With ``W`` an orthonormal basis of ``ker(Z^T A Z) =
@@ -96,8 +118,16 @@ def cone_rows(mu: np.ndarray) -> np.ndarray:
     return rows
 
 
-def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None) -> StageOne:
+#: Stage I objectives: the contact impulses' work (default) or the literal kinetic energy
+OBJECTIVES = ("contact-work", "kinetic-energy")
+
+
+def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
+                    objective: str = "contact-work") -> StageOne:
     """Assemble Stage I (eqs. 94-101) for ``step``; ``coulomb=False`` drops the cone (mu = inf).
+
+    ``objective`` chooses the linear term (see "Which energy" in the module docstring):
+    ``"contact-work"`` ``c = R v+(0)``, ``"kinetic-energy"`` eq. 98's ``c = R_u (p + A^-1 B qd)``.
 
     With ``no_slip_tol`` the no-slip equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) are added
     for the tangent rows Algorithm 1 keeps at that dependence tolerance:
@@ -107,7 +137,16 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None)
     R = step.directions(pyramid=True)
     Ru = R[:, u].T
     Y = step.whiten(Ru)
-    c = R[:, u] @ (step.p + step.solve_A(step.B @ step.qd))
+    if objective == "contact-work":
+        c = R[:, u] @ step.p + R[:, a] @ step.qd             # R v+ at z = 0
+        friction = c.copy()
+        friction[:step.m] = 0.0
+        # remove the friction rows' part outside range(R_u): sliding no impulse can stop
+        c -= friction - Ru.T @ np.linalg.lstsq(Ru.T, friction, rcond=None)[0]
+    elif objective == "kinetic-energy":
+        c = R[:, u] @ (step.p + step.solve_A(step.B @ step.qd))
+    else:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     N = step.jac.N
     Gn = step.whiten(N[:, u].T).T @ Y                       # N_u A^-1 R_u^T
     gn = N[:, u] @ step.p + N[:, a] @ step.qd + step.jac.phi / step.dt
@@ -168,7 +207,13 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
     c2 = -RW.T @ (step.dt * tau0) + rho * (W.T @ z0)
     A_in = np.vstack((W, prob.cone @ W))
     b_in = np.concatenate((-z0, -np.maximum(prob.cone @ z0, 0.0)))
-    qp = solve_qp(H2, c2, A_in=A_in, b_in=b_in, backend=qp_backend)
+    # eq. 108: the Stage I objective is constant along W up to its linear part c^T W w (the
+    # normal work of feet moving apart, see "Which energy"), which must stay zero
+    cW = (prob.c @ W)[None, :]
+    if np.linalg.norm(cW) <= RANK_TOL * max(float(np.linalg.norm(prob.c)), 1.0):
+        cW = np.zeros((0, W.shape[1]))
+    qp = solve_qp(H2, c2, A_eq=cW, b_eq=np.zeros(cW.shape[0]), A_in=A_in, b_in=b_in,
+                  backend=qp_backend)
     info = {"stage2_status": qp.status.value, "nullity": int(W.shape[1]),
             "stage2_iterations": qp.iterations}
     if not qp.solved:

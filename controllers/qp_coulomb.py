@@ -7,7 +7,9 @@ regularised one-stage variant of Sec. 6.1.  The mathematics is in :mod:`controll
 Options (besides the common ones of :class:`controllers.Controller`):
   ``stage2`` (True; False gives "Stage I alone", the indeterminate controller of Fig. 15),
   ``stage1_solver`` ("lemke": the KKT LCP as the authors did, footnote 1; or "qp"),
-  ``ridge`` (1e-6, Stage II tie-break), ``qp_backend`` ("quadprog" or "cvxopt").
+  ``ridge`` (1e-6, Stage II tie-break), ``qp_backend`` ("quadprog" or "cvxopt"),
+  ``objective`` ("contact-work": the contact impulses' maximal dissipation; "kinetic-energy":
+  eqs. 95-98 literally; see "Which energy" in :mod:`controllers.dissipation`).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import numpy as np
 from idyn.errors import InvalidInputError
 
 from .base import Controller, Solution, register
-from .dissipation import build_stage_one, solve_one_stage, solve_stage_one, solve_stage_two
+from .dissipation import OBJECTIVES, build_stage_one, solve_one_stage, solve_stage_one, solve_stage_two
 from .dynamics import Step
 
 
@@ -31,8 +33,12 @@ class DissipationController(Controller):
     no_slip_tol: float | None = None
 
     def __init__(self, model, *, stage2: bool = True, stage1_solver: str = "lemke",
-                 ridge: float = 1e-6, qp_backend: str = "quadprog", **common):
+                 ridge: float = 1e-6, qp_backend: str = "quadprog",
+                 objective: str = "contact-work", **common):
         super().__init__(model, **common)
+        if objective not in OBJECTIVES:
+            raise InvalidInputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+        self.objective = objective
         if stage1_solver not in ("lemke", "qp"):
             raise InvalidInputError(f"stage1_solver must be 'lemke' or 'qp', got {stage1_solver!r}")
         if not (np.isfinite(ridge) and ridge > 0):
@@ -44,7 +50,7 @@ class DissipationController(Controller):
         if step.m == 0:
             tau, v_next = step.resolve(np.zeros(self.model.nv))
             return Solution(tau, np.zeros((0, 3)), v_next)
-        prob = build_stage_one(step, self.coulomb, self.no_slip_tol)
+        prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective)
         z, info = self._impulses(step, prob)
         info["unenforceable_contacts"] = prob.unenforceable
         if self.no_slip_tol is not None:

@@ -95,18 +95,22 @@ def test_qp_noslip_holds_the_feet_where_removing_the_cone_lets_them_slide():
     """ID_QP,inf is Sec. 6's impact model with the no-slip equalities (eqs. 40-41): with two
     feet down every tangent row is independent, so both feet must be at rest at the end of the
     step (three rows are kept, the fourth is implied by this consistent motion).  Sec. 6 with
-    mu = inf but without those rows (qp-coulomb on an infinite-friction ground) minimises
-    kinetic energy by letting the feet slide under a base that does not follow."""
+    mu = inf but without those rows and with eqs. 95-98's literal kinetic-energy objective
+    minimises the robot's energy by letting the feet slide under a base that does not follow;
+    the default contact-work objective holds them as the equalities do."""
     p, contacts, desired = _diagonal_pair_pushing_forward()
     jac = contact_jacobians(p.model, p.state.q, contacts)
     out = controllers.make("qp-noslip", p.model, feedback=False).compute(p.state, desired, contacts)
     assert out.info["status"] == "solved" and sum(out.info["kept_tangent_rows"]) == 3
     vn = out.info["v_next"]
     assert np.abs(jac.S @ vn).max() < 1e-9 and np.abs(jac.T @ vn).max() < 1e-9
-    free = controllers.make("qp-coulomb", p.model, feedback=False).compute(p.state, desired, contacts)
-    vf = free.info["v_next"]
+    literal = controllers.make("qp-coulomb", p.model, feedback=False, objective="kinetic-energy")
+    vf = literal.compute(p.state, desired, contacts).info["v_next"]
     # the commanded base speed change is 1 m/s^2 * 1 ms: the feet slide by most of it
     assert max(np.abs(jac.S @ vf).max(), np.abs(jac.T @ vf).max()) > 0.5e-3
+    work = controllers.make("qp-coulomb", p.model, feedback=False).compute(p.state, desired, contacts)
+    vw = work.info["v_next"]
+    assert max(np.abs(jac.S @ vw).max(), np.abs(jac.T @ vw).max()) < 1e-9
 
 
 def test_no_slip_rows_are_chosen_well_conditioned():

@@ -56,8 +56,10 @@ def prediction_table(duration: float = 30.0) -> list[dict]:
     return rows
 
 
-def test_matched_lcp_coulomb_prediction_short_run():
-    row = relative_prediction_error("lcp-coulomb", "ap-lcp", 0.5, 0.3)
+@pytest.mark.parametrize("controller", ["lcp-coulomb", "qp-coulomb"])
+def test_matched_prediction_short_run(controller):
+    backend, mu = MATCHED[controller]
+    row = relative_prediction_error(controller, backend, mu, 0.3)
     assert row["steps"] > 100
     assert row["mean_rel"] < 0.01
 
