@@ -30,14 +30,15 @@ the forward model's objective (Anitescu 2006; idyn.sim's ``qp`` contact model) w
 actuated rows prescribed: feet that can stick stick, and with ``mu = 0`` the optimality
 conditions are the contact LCP ``w = N v+ >= 0, z_N >= 0, z_N w = 0`` (tested).  Measured on
 the trot against idyn.sim's ``qp`` model (mu 0.5, 0.3 s): summed normal force error 10.3 % with
-the literal objective, 0.45 % with this one.  One more step: ``R v+(0)`` is projected onto the
-range of ``R_u`` (the contact velocities the impulses can change).  The part outside it is
-relative motion of the feet that the prescribed joint velocities impose and no impulse can
-stop (with error feedback, every closed-loop step has some); left in, it is opposed with the
-full ``mu f_N`` of internal friction (1.3 kN between two feet at ``mu = 100``, measured), the
-way Algorithm 1 drops the tangent rows such motion would make inconsistent (Appendix E).  The
-projection keeps the Stage I objective constant along ``ker(Z^T A Z)``, so Stage II below holds
-unchanged.
+the literal objective, 0.45 % with this one.  One more step concerns the friction rows:
+their part of ``R v+(0)`` outside the range of ``R_u`` (the contact velocities impulses can
+change) is removed.  That part is relative sliding of the feet that the prescribed joint
+velocities impose and no impulse can stop (with error feedback, every closed-loop step has
+some); left in, it is opposed with the full ``mu f_N`` of internal friction (1.3 kN between two
+feet at ``mu = 100``, measured), the way Algorithm 1 drops the tangent rows such motion would
+make inconsistent (Appendix E).  The normal rows keep it: feet the legs move apart unload, as
+complementarity says.  So the objective is constant along ``ker(Z^T A Z)`` up to that normal
+work, which Stage II holds at zero (eq. 108 as one equality row).
 
 **No slip** (ID_QP,inf, Table 6 "No-slip (impact model)").  The same model with the hard
 equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) for the tangent rows that Algorithm 1 keeps
@@ -49,8 +50,9 @@ Stage I a QP with equality rows, solved by :func:`idyn.qp.solve_qp` whatever ``s
 
 **Stage II** (Sec. 6.2.4, eqs. 102-112).  With ``W`` an orthonormal basis of ``ker(Z^T A Z) =
 ker(Y)`` (from the SVD of ``Y``), every ``z0 + W w`` dissipates the same energy; since
-``Z W = 0`` (the paper's "Z ker(Z^T A Z) = 0"), the energy equality (108), the
-non-interpenetration rows (109) and the no-slip equalities hold for every ``w`` and drop out.  Then ``dt tau`` changes by
+``Z W = 0`` (the paper's "Z ker(Z^T A Z) = 0"), the non-interpenetration rows (109) and the
+no-slip equalities hold for every ``w`` and drop out; the energy equality (108) reduces to
+``c^T W w = 0``, kept as an equality row when ``c^T W`` is not zero.  Then ``dt tau`` changes by
 ``-R_a W w`` only, and Stage II is
 
     minimize_w  1/2 |dt tau0 - R_a W w|^2 + rho/2 |z0 + W w|^2     s.t. (110), (111)

@@ -61,9 +61,7 @@ def test_literal_kinetic_energy_objective_lets_pushing_feet_slide():
 def test_frictionless_stage_one_is_the_contact_lcp(seed):
     """mu = 0: the Stage I optimum satisfies the normal complementarity conditions.
 
-    The base velocity is perturbed, so the contact velocities are ones the impulses can change
-    (range of R_u); a relative motion of the feet that no impulse reaches is outside Stage I's
-    model (see "Which energy" in controllers.dissipation).
+    The base velocity is perturbed at random (the legs keep their feet-holding velocities).
     """
     model, state, desired, contacts, jac = pushing_stance(mu=0.0)
     rng = np.random.default_rng(seed)
