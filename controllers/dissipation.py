@@ -30,15 +30,16 @@ the forward model's objective (Anitescu 2006; idyn.sim's ``qp`` contact model) w
 actuated rows prescribed: feet that can stick stick, and with ``mu = 0`` the optimality
 conditions are the contact LCP ``w = N v+ >= 0, z_N >= 0, z_N w = 0`` (tested).  Measured on
 the trot against idyn.sim's ``qp`` model (mu 0.5, 0.3 s): summed normal force error 10.3 % with
-the literal objective, 0.45 % with this one.  One more step concerns the friction rows:
-their part of ``R v+(0)`` outside the range of ``R_u`` (the contact velocities impulses can
-change) is removed.  That part is relative sliding of the feet that the prescribed joint
-velocities impose and no impulse can stop (with error feedback, every closed-loop step has
-some); left in, it is opposed with the full ``mu f_N`` of internal friction (1.3 kN between two
-feet at ``mu = 100``, measured), the way Algorithm 1 drops the tangent rows such motion would
-make inconsistent (Appendix E).  The normal rows keep it: feet the legs move apart unload, as
-complementarity says.  So the objective is constant along ``ker(Z^T A Z)`` up to that normal
-work, which Stage II holds at zero (eq. 108 as one equality row).
+the literal objective, 0.45 % with this one.  One more step: ``R v+(0)`` is projected onto
+the range of ``R_u``, the contact velocities the impulses can change.  The part outside it is
+relative motion of the feet that the prescribed joint velocities impose and no impulse can
+stop (with error feedback, every closed-loop step has some).  Left in, it is opposed with the
+full ``mu f_N`` of internal friction (1.3 kN between two feet at ``mu = 100``, measured) and
+its normal part picks an extreme load distribution whose choice flips with micrometre-per-second
+velocities: the torque chatter of Fig. 15 came back through Stage I (max |d tau/dt| 977 N m/s
+with and without Stage II, measured), because the objective was no longer constant along
+``ker(Z^T A Z)``.  Projected, it is constant there, as with eq. 98, Stage II holds unchanged,
+and Algorithm 1 treats such motion the same way (dependent tangent rows dropped, Appendix E).
 
 **No slip** (ID_QP,inf, Table 6 "No-slip (impact model)").  The same model with the hard
 equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) for the tangent rows that Algorithm 1 keeps
@@ -50,9 +51,9 @@ Stage I a QP with equality rows, solved by :func:`idyn.qp.solve_qp` whatever ``s
 
 **Stage II** (Sec. 6.2.4, eqs. 102-112).  With ``W`` an orthonormal basis of ``ker(Z^T A Z) =
 ker(Y)`` (from the SVD of ``Y``), every ``z0 + W w`` dissipates the same energy; since
-``Z W = 0`` (the paper's "Z ker(Z^T A Z) = 0"), the non-interpenetration rows (109) and the
-no-slip equalities hold for every ``w`` and drop out; the energy equality (108) reduces to
-``c^T W w = 0``, kept as an equality row when ``c^T W`` is not zero.  Then ``dt tau`` changes by
+``Z W = 0`` (the paper's "Z ker(Z^T A Z) = 0") and ``c`` lies in the range of ``R_u``, the
+energy equality (108), the non-interpenetration rows (109) and the no-slip equalities hold for
+every ``w`` and drop out.  Then ``dt tau`` changes by
 ``-R_a W w`` only, and Stage II is
 
     minimize_w  1/2 |dt tau0 - R_a W w|^2 + rho/2 |z0 + W w|^2     s.t. (110), (111)
@@ -140,11 +141,8 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     Ru = R[:, u].T
     Y = step.whiten(Ru)
     if objective == "contact-work":
-        c = R[:, u] @ step.p + R[:, a] @ step.qd             # R v+ at z = 0
-        friction = c.copy()
-        friction[:step.m] = 0.0
-        # remove the friction rows' part outside range(R_u): sliding no impulse can stop
-        c -= friction - Ru.T @ np.linalg.lstsq(Ru.T, friction, rcond=None)[0]
+        c = R[:, u] @ step.p + R[:, a] @ step.qd             # R v+ at z = 0 ...
+        c = Ru.T @ np.linalg.lstsq(Ru.T, c, rcond=None)[0]   # ... in range(R_u): impulses move it
     elif objective == "kinetic-energy":
         c = R[:, u] @ (step.p + step.solve_A(step.B @ step.qd))
     else:
@@ -209,13 +207,7 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
     c2 = -RW.T @ (step.dt * tau0) + rho * (W.T @ z0)
     A_in = np.vstack((W, prob.cone @ W))
     b_in = np.concatenate((-z0, -np.maximum(prob.cone @ z0, 0.0)))
-    # eq. 108: the Stage I objective is constant along W up to its linear part c^T W w (the
-    # normal work of feet moving apart, see "Which energy"), which must stay zero
-    cW = (prob.c @ W)[None, :]
-    if np.linalg.norm(cW) <= RANK_TOL * max(float(np.linalg.norm(prob.c)), 1.0):
-        cW = np.zeros((0, W.shape[1]))
-    qp = solve_qp(H2, c2, A_eq=cW, b_eq=np.zeros(cW.shape[0]), A_in=A_in, b_in=b_in,
-                  backend=qp_backend)
+    qp = solve_qp(H2, c2, A_in=A_in, b_in=b_in, backend=qp_backend)
     info = {"stage2_status": qp.status.value, "nullity": int(W.shape[1]),
             "stage2_iterations": qp.iterations}
     if not qp.solved:

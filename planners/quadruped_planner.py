@@ -15,9 +15,10 @@ desired joint positions, velocities and accelerations (``idyn.state.Desired``) f
   (:class:`~planners.spline.ClampedCubicSpline`). The goal is the foot's nominal position under
   the base pose predicted, from the measured base and the command, for the middle of the next
   stance phase;
-* **inverse kinematics** is done per leg relative to the *measured* base pose (as in Pacer):
-  resolved-rate Newton iterations with backtracking (beta 0.75), warm-started from the previous
-  step; qd = J^-1 xd and qdd = J^-1 (xdd - Jdot qd).
+* **inverse kinematics** is done per leg relative to the *gait pose* (level, at the planned
+  height, kept within ``max_lead`` of the measured base), so tracking the joints also levels
+  the base: resolved-rate Newton iterations with backtracking (beta 0.75), warm-started from
+  the previous step; qd = J^-1 xd and qdd = J^-1 (xdd - Jdot qd).
 
 The planner also integrates the commanded twist into a *gait pose* (the planned base pose);
 :meth:`QuadrupedPlanner.base_goal` reports it for the balance term

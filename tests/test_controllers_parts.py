@@ -14,14 +14,14 @@ from idyn.errors import InvalidInputError, ShapeError
 def test_error_feedback_is_the_pid_of_sec_7_3():
     p = standing_problem()
     model = p.model
-    fb = ErrorFeedback(model)                     # kp 1e3, kv 10, ki 1
+    fb = ErrorFeedback(model)                     # kp 1e3, kv 2 sqrt(kp), ki 1
     q = p.state.q.copy()
     q[model.actuated_q] -= 0.01
     v = np.zeros(model.nv)
     v[model.actuated_v] = 0.1
     des = Desired(p.desired.q, np.zeros(model.na), np.full(model.na, 2.0))
     a1 = fb.acceleration(q, v, des, 1e-3)
-    assert np.allclose(a1, 2.0 + 1e3 * 0.01 - 10 * 0.1 + 1 * 0.01 * 1e-3)
+    assert np.allclose(a1, 2.0 + 1e3 * 0.01 - 2 * 1e3 ** 0.5 * 0.1 + 1 * 0.01 * 1e-3)
     a2 = fb.acceleration(q, v, des, 1e-3)
     assert np.allclose(a2 - a1, 0.01 * 1e-3)      # the integral grows by e dt
     fb.reset()

@@ -4,16 +4,15 @@ Headless. Prints tracking error, distance covered, falls and the real-time facto
 the centre-of-mass path and joint tracking plot, the metrics and the trace to ``--out``.
 
 Status (rigid-high, PyBullet): no inverse-dynamics controller completes the 10 s course yet.
-``qp-coulomb`` (the default, the paper's ID_QP,mu) falls at 0.74 s: its Stage I (eqs. 69-74)
-explains the stance legs' motion by feet sliding under a base at rest, so in PyBullet, where
-the feet stick, its torques give no propulsion.  ``lcp-noslip`` lasts longest (0.93 s); ``qp-noslip`` 0.07 s.  The
-``pid`` baseline trots the 10 s.
+``qp-coulomb`` (the default, the paper's ID_QP,mu) falls at 0.28 s, ``sensed-1`` lasts longest
+(2.7 s); the ``pid`` baseline trots the 10 s. On idyn.sim's matched ``qp`` contact model
+qp-coulomb trots (README, Results).
 """
 from __future__ import annotations
 
 NAME = "demo"
 HELP = ("LINKS trotting the waypoint course in PyBullet under an ID controller (headless; the ID "
-        "controllers still fall within 1 s on rigid-high, --controller pid trots)")
+        "controllers still fall within 3 s on rigid-high, --controller pid trots)")
 
 
 def add_arguments(parser) -> None:
