@@ -28,7 +28,8 @@ is ``1/2 z^T (Z^T A Z) z + z^T R v+(0)`` with ``v+(0) = (p, qd_des)`` the veloci
 contact impulses, so the default ``objective="contact-work"`` takes ``c = R v+(0)``.  This is
 the forward model's objective (Anitescu 2006; idyn.sim's ``qp`` contact model) with the
 actuated rows prescribed: feet that can stick stick, and with ``mu = 0`` the optimality
-conditions are the contact LCP ``w = N v+ >= 0, z_N >= 0, z_N w = 0`` (tested).  Measured on
+conditions are the contact LCP ``w = N v+ >= 0, z_N >= 0, z_N w = 0`` for contact velocities
+the impulses can change (tested; see the projection below for the others).  Measured on
 the trot against idyn.sim's ``qp`` model (mu 0.5, 0.3 s): summed normal force error 10.3 % with
 the literal objective, 0.45 % with this one.  One more step: ``R v+(0)`` is projected onto
 the range of ``R_u``, the contact velocities the impulses can change.  The part outside it is
@@ -71,7 +72,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from idyn.errors import SolverError
+from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import lemke_regularized
 from idyn.qp import solve_qp
 
@@ -146,7 +147,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     elif objective == "kinetic-energy":
         c = R[:, u] @ (step.p + step.solve_A(step.B @ step.qd))
     else:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+        raise InvalidInputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     N = step.jac.N
     Gn = step.whiten(N[:, u].T).T @ Y                       # N_u A^-1 R_u^T
     gn = N[:, u] @ step.p + N[:, a] @ step.qd + step.jac.phi / step.dt
