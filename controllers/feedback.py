@@ -15,7 +15,9 @@ inverse-dynamics controller that predicts its contact forces well makes the join
 touchdown and liftoff transients of the trot (every 75 ms) add up faster than they decay.
 Measured with qp-coulomb on idyn.sim's matched ``qp`` contact model (mu 0.5, the simulator's
 contacts, 5 s of the trot): kv 10 falls at 1.5 s, kv 63.2 trots to 4.7 s (mean joint error
-0.043 rad, summed normal force predicted within 0.33 %); in PyBullet (rigid-high) qp-coulomb
+0.043 rad, summed normal force predicted within 0.33 %; the fall time is sensitive to round-off:
+the same solve with its projection computed from another factorisation, equal to 1e-17, fell at
+3.9 s); in PyBullet (rigid-high) qp-coulomb
 falls at 0.10 s with kv 10 and 0.28 s with kv 63.2.  Pass ``kv=10`` to reproduce SPEC's gains.
 """
 from __future__ import annotations
