@@ -42,12 +42,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.linalg import lapack, qr
+from scipy.linalg import lapack
 
 from idyn import RobotModel
 from idyn.contact import ContactJacobians, contact_jacobians
 from idyn.errors import SolverError
 from idyn.lcp import find_indices
+from idyn.lcp.qr import pivoted_qr
 
 from .impact import IMPACT_SPEED_TOL, closing_too_fast, passive_impact
 
@@ -130,9 +131,9 @@ class Step:
         if k == 0 or self.nu == 0:
             return candidates[:0], candidates[:0]
         rows = np.vstack((J.S[candidates][:, u], J.T[candidates][:, u]))   # (2k, nu)
-        order = qr(self.whiten(rows.T), mode="r", pivoting=True)[1]
+        order = pivoted_qr(self.whiten(rows.T), mode="r")[1]
         s_sub, t_sub = find_indices(self.A, None, rows[order[0::2]], rows[order[1::2]],
-                                    dependence_tol=dependence_tol)
+                                    dependence_tol=dependence_tol, cholesky=self.L)
         kept = np.sort(order[np.concatenate((2 * s_sub, 2 * t_sub + 1))])
         return candidates[kept[kept < k]], candidates[kept[kept >= k] - k]
 
@@ -201,15 +202,18 @@ class StepDynamics:
         self.last_impact: np.ndarray | None = None
         self.u = np.asarray(model.unactuated_v, dtype=int)
         self.a = np.asarray(model.actuated_v, dtype=int)
+        #: the pinocchio workspace of :meth:`update` (M, h and the joint Jacobians in one pass)
+        self.workspace = model.workspace()
         self._uu = np.ix_(self.u, self.u)
         self._ua = np.ix_(self.u, self.a)
 
     def update(self, q: np.ndarray, v: np.ndarray, vdot_a: np.ndarray, contacts) -> Step:
-        """Evaluate M, h (pinocchio CRBA / RNEA), the contact Jacobians and ``p`` at (q, v)."""
+        """Evaluate M, h (pinocchio CRBA / RNEA), the contact Jacobians and ``p`` at (q, v), which
+        the caller has validated (:meth:`controllers.Controller.compute` does)."""
         model, dt, u, a = self.model, self.dt, self.u, self.a
-        M = model.mass_matrix(q)
-        h = model.bias_forces(q, v)
-        jac = contact_jacobians(model, q, contacts)
+        ws = self.workspace.compute_checked(q, v, drift=False)   # one pinocchio pass: M, h, J
+        M, h = ws.M, ws.h
+        jac = contact_jacobians(model, q, contacts, workspace=ws)
         if jac.m and jac.phi.min() < 0.0:   # see "Gap stabilization" above
             jac = replace(jac, phi=np.where(jac.phi < 0.0, self.penetration_recovery * jac.phi, jac.phi))
         v_measured, impulses, self.last_impact = None, None, None

@@ -65,7 +65,7 @@ contacts.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import lapack
 
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import ppm_contact
@@ -150,14 +150,15 @@ class LCPNoSlip(Controller):
         b = -np.vstack((J.S[s_idx][:, a], J.T[t_idx][:, a])) @ step.qd
         Gw = step.whiten(G.T)                                  # L^-1 G^T
         if G.shape[0]:
-            SG = cho_factor(Gw.T @ Gw)                          # G A^-1 G^T, positive definite
-            f_star = step.p + step.solve_A(G.T @ cho_solve(SG, b - G @ step.p))
+            SG = _cholesky_upper(Gw.T @ Gw)                     # G A^-1 G^T, positive definite
+            f_star = step.p + step.solve_A(G.T @ lapack.dpotrs(SG, b - G @ step.p, lower=0)[0])
         else:
             SG = None
             f_star = step.p
         offset = J.N[:, a] @ step.qd + J.phi / step.dt
         warm = self._active.recall(keys) if self.warm_start else None
-        res = ppm_contact(J.N[:, u], A, f_star, warm, constraints=G if G.shape[0] else None, offset=offset)
+        res = ppm_contact(J.N[:, u], A, f_star, warm, constraints=G if G.shape[0] else None, offset=offset,
+                          cholesky=step.L)
         self._active.store(keys, res.basis)
         info.update(status=res.status.value, pivots=info.get("pivots", 0) + res.pivots, lcp_w=res.w,
                     kept_tangent_rows=(s_idx.size, t_idx.size))
@@ -165,7 +166,7 @@ class LCPNoSlip(Controller):
         mu = np.zeros(G.shape[0])
         if SG is not None:
             Nw = step.whiten(J.N[:, u].T)
-            mu = cho_solve(SG, b - G @ step.p - Gw.T @ (Nw @ fN))
+            mu = lapack.dpotrs(SG, b - G @ step.p - Gw.T @ (Nw @ fN), lower=0)[0]
         fS, fT = np.zeros(m), np.zeros(m)
         fS[s_idx], fT[t_idx] = mu[:s_idx.size], mu[s_idx.size:]
         return np.concatenate((fN, fS, fT)), res.w
@@ -180,6 +181,15 @@ class LCPNoSlip(Controller):
 
     def _min_deviation(self, step: Step, impulses, tau, v_next, info: dict):
         return min_deviation(step, impulses, tau, v_next, info, self.qp_backend)
+
+
+def _cholesky_upper(X: np.ndarray) -> np.ndarray:
+    """Upper Cholesky factor of ``X`` for LAPACK ``potrs`` (``scipy.linalg.cho_factor``'s, without
+    its wrapper's cost); LinAlgError if ``X`` is not positive definite."""
+    U, info = lapack.dpotrf(X, lower=0, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError("G A^-1 G^T is not positive definite")
+    return U
 
 
 def min_deviation(step: Step, impulses, tau, v_next, info: dict, qp_backend: str = "quadprog"):

@@ -31,10 +31,10 @@ import enum
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import qr
 
 from . import validation
 from .errors import InvalidInputError
+from .lcp.qr import pivoted_qr
 
 #: Relative ridge values tried, in order, when the backend rejects a singular Hessian.
 REGULARIZATION_SCHEDULE = (1e-9, 1e-7, 1e-5)
@@ -95,7 +95,7 @@ def independent_equalities(A, b, tol: float = EQUALITY_RANK_TOL) -> tuple[np.nda
     """
     if A.shape[0] == 0:
         return A, b
-    _, R, piv = qr(A.T, mode="economic", pivoting=True, check_finite=False)
+    _, R, piv = pivoted_qr(A.T, mode="economic")
     d = np.abs(np.diag(R))
     rank = int(np.count_nonzero(d > tol * max(d.max(initial=0.0), 1e-300)))
     keep = np.sort(piv[:rank])

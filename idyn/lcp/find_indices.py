@@ -22,10 +22,10 @@ from scipy.linalg import lapack
 
 from .. import validation
 from ..errors import InvalidInputError
-from .gram import DEFAULT_DEPENDENCE_TOL
+from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor
 
 
-def find_indices(M, P, S, T, *, dependence_tol: float = DEFAULT_DEPENDENCE_TOL
+def find_indices(M, P, S, T, *, dependence_tol: float = DEFAULT_DEPENDENCE_TOL, cholesky=None
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Return the row indices ``(s_idx, t_idx)`` of ``S`` and ``T`` kept by Algorithm 1.
 
@@ -35,6 +35,7 @@ def find_indices(M, P, S, T, *, dependence_tol: float = DEFAULT_DEPENDENCE_TOL
             always kept and must be linearly independent.
         S, T: (n, m) first and second tangent-direction wrenches, one row per contact.
         dependence_tol: sine of the angle below which a row counts as dependent.
+        cholesky: the lower Cholesky factor of ``M``, if already computed (not recomputed).
 
     Raises:
         InvalidInputError: ``M`` not positive definite or ``P`` rank deficient.
@@ -44,9 +45,7 @@ def find_indices(M, P, S, T, *, dependence_tol: float = DEFAULT_DEPENDENCE_TOL
     P = np.zeros((0, m)) if P is None else validation.matrix(P, (None, m), "P")
     S = validation.matrix(S, (None, m), "S")
     T = validation.matrix(T, (S.shape[0], m), "T")
-    L, info = lapack.dpotrf(M, lower=1, clean=1)
-    if info != 0:
-        raise InvalidInputError("M must be symmetric positive definite")
+    L = cholesky_factor(M, cholesky)
     p, n = P.shape[0], S.shape[0]
     # whitened candidate columns in Algorithm 1's order: S_1, T_1, S_2, T_2, ...
     rows = np.empty((2 * n, m))

@@ -21,8 +21,11 @@ Each operation is ``O(m k)`` or ``O(k^2)`` with ``k <= m``; nothing is refactori
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import blas
+from scipy.linalg import blas, lapack
 from scipy.linalg._decomp_update import qr_delete as _qr_delete
+
+from .. import validation
+from ..errors import InvalidInputError
 
 #: A column whose distance from the current span is below this fraction of its norm is treated
 #: as linearly dependent (the sine of its angle to the span).
@@ -77,3 +80,14 @@ class GramFactor:
             return np.zeros(0)
         Rk = self.R[:self.size, :self.size]
         return blas.dtrsv(Rk, blas.dtrsv(Rk, b, lower=0, trans=1), lower=0, trans=0)
+
+
+def cholesky_factor(M: np.ndarray, cholesky=None) -> np.ndarray:
+    """The lower Cholesky factor of ``M``: ``cholesky`` itself when given (shape-checked), else
+    LAPACK ``potrf``; InvalidInputError if ``M`` is not positive definite."""
+    if cholesky is not None:
+        return validation.matrix(cholesky, M.shape, "cholesky")
+    L, info = lapack.dpotrf(M, lower=1, clean=1)
+    if info != 0:
+        raise InvalidInputError("M must be symmetric positive definite")
+    return L

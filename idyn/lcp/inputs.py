@@ -34,4 +34,6 @@ def check_indices(indices, n: int, name: str) -> np.ndarray:
         raise ShapeError(f"{name} must be a 1-D array of integer indices or a boolean mask")
     if a.min() < 0 or a.max() >= n:
         raise ShapeError(f"{name} has indices outside [0, {n})")
+    if a.size == 1 or (a[1:] > a[:-1]).all():   # already sorted and distinct (a warm start)
+        return a.astype(np.intp, copy=False)
     return np.unique(a).astype(np.intp)

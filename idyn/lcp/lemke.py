@@ -41,7 +41,7 @@ from scipy.linalg import lu_factor, lu_solve
 
 from ._lemke_kernel import MAX_PIVOTS, RAY, SINGULAR, SOLVED, TIE, Z0_EXIT, lemke_path
 from .inputs import check_indices, check_lcp
-from .residuals import DEFAULT_TOL, lcp_residuals
+from .residuals import DEFAULT_TOL, checked_residuals
 from .result import LCPResult, LCPStatus
 
 _EPS = np.finfo(float).eps
@@ -67,6 +67,12 @@ def lemke(M, q, *, warm_start=None, max_pivots: int | None = None, pivot_tol: fl
         :class:`LCPResult`; ``basis`` holds the indices of basic ``z`` variables.
     """
     M, q = check_lcp(M, q)
+    return checked_lemke(M, q, warm_start=warm_start, max_pivots=max_pivots, pivot_tol=pivot_tol, tol=tol)
+
+
+def checked_lemke(M: np.ndarray, q: np.ndarray, *, warm_start=None, max_pivots: int | None = None,
+                  pivot_tol: float = 1e-12, tol: float = DEFAULT_TOL) -> LCPResult:
+    """:func:`lemke` for ``(M, q)`` already validated by the caller (no second check)."""
     n = q.shape[0]
     warm = check_indices(warm_start, n, "warm_start") if warm_start is not None else None
     limit = max(100, 50 * n) if max_pivots is None else int(max_pivots)
@@ -86,7 +92,7 @@ def _with_pivots(res: LCPResult, pivots: int) -> LCPResult:
 def _finish(M, q, z, status, pivots, tol) -> LCPResult:
     z = np.maximum(z, 0.0)
     w = M @ z + q
-    if status is LCPStatus.SOLVED and not lcp_residuals(M, q, z, w).ok(tol):
+    if status is LCPStatus.SOLVED and not checked_residuals(M, q, z, w).ok(tol):
         status = LCPStatus.NUMERICAL_FAILURE
     return LCPResult(z, w, status, pivots, 0.0, np.flatnonzero(z > 0.0))
 

@@ -34,28 +34,29 @@ is what we implement.  ``offset`` adds the ``phi / dt`` term of eq. 45.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lapack, qr
+from scipy.linalg import lapack
 
 from .. import validation
-from ..errors import InvalidInputError
-from .gram import DEFAULT_DEPENDENCE_TOL, GramFactor
+from .gram import DEFAULT_DEPENDENCE_TOL, GramFactor, cholesky_factor
 from .inputs import check_indices
 from .principal_pivoting import principal_pivoting
+from .qr import pivoted_qr
 from .residuals import DEFAULT_TOL, residuals_from_parts
 from .result import LCPResult, LCPStatus
 
 
-def contact_factor(N, M, constraints=None) -> np.ndarray:
+def contact_factor(N, M, constraints=None, cholesky=None) -> np.ndarray:
     """Return ``G`` with ``G^T G = N W N^T`` (see the module docstring), in ``O(m^2 n)``.
+
+    ``cholesky``: the lower Cholesky factor ``L`` of ``M`` if the caller has it (a controller
+    factors ``M`` once per step), else ``M`` is factored here.
 
     Raises :class:`idyn.errors.InvalidInputError` if ``M`` is not symmetric positive definite.
     """
     M = validation.square(M, "M")
     m = M.shape[0]
     N = validation.matrix(N, (None, m), "N")
-    L, info = lapack.dpotrf(M, lower=1, clean=1)
-    if info != 0:
-        raise InvalidInputError("M must be symmetric positive definite")
+    L = cholesky_factor(M, cholesky)
     G = _lower_solve(L, N.T)
     if constraints is None:
         return G
@@ -63,7 +64,7 @@ def contact_factor(N, M, constraints=None) -> np.ndarray:
     if J.shape[0] == 0:
         return G
     H = _lower_solve(L, J.T)
-    U, R, _ = qr(H, pivoting=True, check_finite=False)
+    U, R, _ = pivoted_qr(H)
     diag = np.abs(np.diag(R))
     rank = int(np.count_nonzero(diag > DEFAULT_DEPENDENCE_TOL * diag.max(initial=0.0)))
     return U[:, rank:].T @ G  # component of G outside span(L^-1 J^T)
@@ -105,7 +106,7 @@ class _ContactSystem:
 
 def ppm_contact(N, M, f_star, warm_start=None, *, constraints=None, offset=None,
                 max_pivots: int | None = None, dependence_tol: float = DEFAULT_DEPENDENCE_TOL,
-                tol: float = DEFAULT_TOL) -> LCPResult:
+                tol: float = DEFAULT_TOL, cholesky=None) -> LCPResult:
     """Solve the contact LCP ``(N f* + offset, N W N^T)`` by Algorithm 2 (module docstring).
 
     Args:
@@ -118,12 +119,13 @@ def ppm_contact(N, M, f_star, warm_start=None, *, constraints=None, offset=None,
         max_pivots: pivot limit (default ``max(100, 4 n)``).
         dependence_tol: sine of the angle below which a contact counts as dependent.
         tol: relative residual tolerance of the acceptance check.
+        cholesky: the lower Cholesky factor of ``M``, if already computed (not recomputed).
 
     Returns:
         :class:`LCPResult` with ``z`` the normal impulses, ``w = N v+ + offset`` and ``basis``
         the active contacts (at most ``m``) to warm-start the next call.
     """
-    G = contact_factor(N, M, constraints)
+    G = contact_factor(N, M, constraints, cholesky)
     n = G.shape[1]
     r = np.asarray(N, dtype=float) @ validation.vector(f_star, np.shape(M)[0], "f_star")
     if offset is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .inputs import check_lcp
-from .lemke import lemke
+from .lemke import checked_lemke
 from .result import LCPResult
 
 #: The regularisation values, tried in this order after the unregularised attempt.
@@ -27,13 +27,13 @@ def lemke_regularized(M, q, *, schedule=REGULARIZATION_SCHEDULE, **opts) -> LCPR
     attempt.  If no candidate passes, the unregularised attempt is returned with its status.
     """
     M, q = check_lcp(M, q)
-    first = lemke(M, q, **opts)
+    first = checked_lemke(M, q, **opts)
     if first.solved:
         return first
     pivots = first.pivots
     eye = np.eye(q.shape[0])
     for eps in schedule:
-        res = lemke(M + eps * eye, q, **opts)
+        res = checked_lemke(M + eps * eye, q, **opts)
         pivots += res.pivots
         if res.solved:
             return LCPResult(res.z, res.w, res.status, pivots, float(eps), res.basis)
