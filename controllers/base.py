@@ -166,9 +166,8 @@ class Controller(ABC):
         for c in contacts:
             if not isinstance(c, Contact):
                 raise InvalidInputError(f"contacts must be idyn.Contact objects, got {type(c).__name__}")
-            self.model.frame_id(c.body_a)
-            if c.body_b is not None:
-                self.model.frame_id(c.body_b)
+        # UnknownFrameError for a body the model lacks (names are looked up once, then cached)
+        self.model.body_joints([c.body_a for c in contacts] + [c.body_b for c in contacts])
         return q, v, contacts
 
     def _step(self, q, v, vdot, contacts) -> Step:

@@ -55,7 +55,7 @@ class SensedForceID(Controller):
             tau, v_next = step.resolve(np.zeros(self.model.nv))
             return Solution(tau, np.zeros((len(contacts), 3)), v_next, {"sensed": "none yet"})
         seen, forces = self._history[0]
-        jac = contact_jacobians(self.model, q, seen)
+        jac = contact_jacobians(self.model, q, seen, workspace=self.dynamics.workspace)   # the step's pass
         impulse = self.dt * (jac.N.T @ forces[:, 0] + jac.S.T @ forces[:, 1] + jac.T.T @ forces[:, 2]) \
             if seen else np.zeros(self.model.nv)
         tau, v_next = step.resolve(impulse)

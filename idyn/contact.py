@@ -67,6 +67,8 @@ class Contact:
     mu: float
     phi: float = 0.0
     tangents: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False, compare=False)
+    #: (3, 3) rows n, s, t, read-only (made once: every control step reads it)
+    _frame: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         point = validation.vector(self.point, 3, "contact point")
@@ -87,6 +89,12 @@ class Contact:
         object.__setattr__(self, "mu", mu)
         object.__setattr__(self, "phi", float(self.phi))
         object.__setattr__(self, "tangents", tangent_frame(normal))
+        self._set_frame()
+
+    def _set_frame(self) -> None:
+        frame = np.vstack((self.normal,) + tuple(self.tangents))
+        frame.setflags(write=False)
+        object.__setattr__(self, "_frame", frame)
 
     @classmethod
     def _trusted(cls, body_a, body_b, point, normal, mu, phi, tangents) -> "Contact":
@@ -95,12 +103,12 @@ class Contact:
         for name, value in (("body_a", body_a), ("body_b", body_b), ("point", point), ("normal", normal),
                             ("mu", float(mu)), ("phi", float(phi)), ("tangents", tangents)):
             object.__setattr__(c, name, value)
+        c._set_frame()
         return c
 
     def frame(self) -> np.ndarray:
-        """3 x 3 matrix with rows n, s, t (world to contact-frame rotation)."""
-        s, t = self.tangents
-        return np.vstack((self.normal, s, t))
+        """3 x 3 matrix with rows n, s, t (world to contact-frame rotation), read-only."""
+        return self._frame
 
 
 class ContactSet:
@@ -153,11 +161,10 @@ class ContactSet:
         out.body_a = tuple(c.body_a for c in contacts)
         out.body_b = tuple(c.body_b for c in contacts)
         out.points = np.array([c.point for c in contacts], dtype=float).reshape(-1, 3)
-        out.normals = np.array([c.normal for c in contacts], dtype=float).reshape(-1, 3)
+        frames = np.array([c._frame for c in contacts], dtype=float).reshape(-1, 3, 3)
+        out.normals, out.tangents = frames[:, 0], (frames[:, 1], frames[:, 2])
         out.mu = np.array([c.mu for c in contacts], dtype=float)
         out.phi = np.array([c.phi for c in contacts], dtype=float)
-        tangents = np.array([c.tangents for c in contacts], dtype=float).reshape(-1, 2, 3)
-        out.tangents = (tangents[:, 0], tangents[:, 1])
         return out
 
     @property

@@ -366,16 +366,24 @@ class Workspace:
         """The pinocchio Data of the last pass (placements ``oMf``, ``oMi``; read-only use)."""
         return self._data
 
-    def compute(self, q, v=None, *, dynamics: bool = True) -> "Workspace":
+    def compute(self, q, v=None, *, dynamics: bool = True, drift: bool = True) -> "Workspace":
         """Evaluate the pass at (q, v); without ``v`` there is no h and no drift, without
-        ``dynamics`` no M and no h (kinematics only). Returns self."""
-        pm, data = self._pm, self._data
+        ``dynamics`` no M and no h (kinematics only), without ``drift`` no Jacobian time
+        variation (``dJ``: point drifts unavailable; velocities still are). Returns self."""
         q = self.model.check_q(q)
+        return self.compute_checked(q, None if v is None else self.model.check_v(v),
+                                    dynamics=dynamics, drift=drift)
+
+    def compute_checked(self, q: np.ndarray, v: np.ndarray | None = None, *, dynamics: bool = True,
+                        drift: bool = True) -> "Workspace":
+        """:meth:`compute` for a ``q`` (and ``v``) already validated by the caller (a controller
+        checks its inputs once per step)."""
+        pm, data = self._pm, self._data
         self.q = q.copy()
-        self.v = None if v is None else self.model.check_v(v).copy()
+        self.v = None if v is None else v.copy()
         self.M = self.model._symmetric(pin.crba(pm, data, q)) if dynamics else None
         self.h = pin.nonLinearEffects(pm, data, q, self.v).copy() if dynamics and v is not None else None
-        if v is None:
+        if v is None or not drift:
             self.J = pin.computeJointJacobians(pm, data, q).copy()
             self.dJ = None
         else:
@@ -409,7 +417,10 @@ class Workspace:
         d^T (J_lin - [p]x J_ang) = d^T J_lin + (p x d)^T J_ang."""
         rows = directions @ self.J[:3] + cross(points, directions) @ self.J[3:]
         support = self.model.support
-        rows *= support.take(joints_a, axis=0) - support.take(joints_b, axis=0)
+        if joints_b.any():
+            rows *= support.take(joints_a, axis=0) - support.take(joints_b, axis=0)
+        else:    # every body B is the world (joint 0, no support)
+            rows *= support.take(joints_a, axis=0)
         return rows
 
     def _twists(self, joints: np.ndarray, rate: np.ndarray) -> np.ndarray:

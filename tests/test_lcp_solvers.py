@@ -288,3 +288,19 @@ def test_lemke_reports_a_singular_refactorisation_instead_of_raising():
     assert res.solved or res.status is LCPStatus.NUMERICAL_FAILURE
     reg = lemke_regularized(M, r)
     assert reg.solved and lcp_residuals(M + reg.regularization * np.eye(r.size), r, reg.z).ok()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (6, 3), (6, 24), (18, 6), (40, 40), (3, 200)])
+@pytest.mark.parametrize("mode", ["full", "economic", "r"])
+def test_pivoted_qr_equals_scipy_bit_for_bit(shape, mode):
+    """idyn.lcp.qr.pivoted_qr calls LAPACK as scipy.linalg.qr does, without its overhead: the
+    rank decisions of Algorithms 1-2 and the QP adapter must not change."""
+    from scipy.linalg import qr
+
+    from idyn.lcp.qr import pivoted_qr
+
+    A = np.random.default_rng(sum(shape)).standard_normal(shape)
+    if shape[1] > 3:
+        A[:, 3] = A[:, 0] - 2.0 * A[:, 1]            # a dependent column: pivoting matters
+    for ours, theirs in zip(pivoted_qr(A, mode), qr(A, mode=mode, pivoting=True)):
+        assert ours.shape == theirs.shape and np.array_equal(ours, theirs)
