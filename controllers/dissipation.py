@@ -51,7 +51,9 @@ base never moved).  The equalities make
 Stage I a QP with equality rows, solved by :func:`idyn.qp.solve_qp` whatever ``stage1_solver``.
 
 **Stage II** (Sec. 6.2.4, eqs. 102-112).  With ``W`` an orthonormal basis of ``ker(Z^T A Z) =
-ker(Y)`` (from the SVD of ``Y``), every ``z0 + W w`` dissipates the same energy; since
+ker(Y)`` (from the SVD of ``Y``, whose other right singular vectors span ``range(R_u)`` and
+project ``c`` onto it: one factorisation and one rank decision for both), every ``z0 + W w``
+dissipates the same energy; since
 ``Z W = 0`` (the paper's "Z ker(Z^T A Z) = 0") and ``c`` lies in the range of ``R_u``, the
 energy equality (108), the non-interpenetration rows (109) and the no-slip equalities hold for
 every ``w`` and drop out.  Then ``dt tau`` changes by
@@ -89,6 +91,7 @@ class StageOne:
 
     R: np.ndarray       #: (k, nv) impulse directions, k = 5 m
     Y: np.ndarray       #: (nu, k) whitened unactuated impulse map; Hessian H = Y^T Y
+    W: np.ndarray       #: (k, k - rank) orthonormal basis of ker(H) = ker(Y) (Stage II)
     c: np.ndarray       #: (k,) linear term (eq. 98)
     G: np.ndarray       #: constraint rows: live non-penetration rows, then cone rows
     g: np.ndarray
@@ -116,9 +119,10 @@ def cone_rows(mu: np.ndarray) -> np.ndarray:
     m = mu.size
     finite = np.flatnonzero(np.isfinite(mu))
     rows = np.zeros((finite.size, 5 * m))
-    for r, i in enumerate(finite):
-        rows[r, i] = mu[i]
-        rows[r, m + i::m] = -1.0
+    r = np.arange(finite.size)
+    rows[r, finite] = mu[finite]
+    for edge in range(1, 5):
+        rows[r, edge * m + finite] = -1.0
     return rows
 
 
@@ -141,9 +145,15 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     R = step.directions(pyramid=True)
     Ru = R[:, u].T
     Y = step.whiten(Ru)
+    # ker(H) = ker(Y) and its complement, the row space of Y = range(R_u) (the contact velocities
+    # impulses move), from one SVD of Y: one rank decision for Stage II and the projection of c
+    Vt, rank = np.eye(R.shape[0]), 0
+    if Y.shape[0]:
+        _, sv, Vt = np.linalg.svd(Y, full_matrices=True)
+        rank = int(np.count_nonzero(sv > RANK_TOL * max(sv.max(initial=0.0), 1e-300)))
     if objective == "contact-work":
         c = R[:, u] @ step.p + R[:, a] @ step.qd             # R v+ at z = 0 ...
-        c = Ru.T @ np.linalg.lstsq(Ru.T, c, rcond=None)[0]   # ... in range(R_u): impulses move it
+        c = Vt[:rank].T @ (Vt[:rank] @ c)                    # ... in range(R_u): impulses move it
     elif objective == "kinetic-energy":
         c = R[:, u] @ (step.p + step.solve_A(step.B @ step.qd))
     else:
@@ -156,7 +166,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, R.shape[0]))
     G = np.vstack((Gn[live], cone))
     g = np.concatenate((gn[live], np.zeros(cone.shape[0])))
-    prob = StageOne(R, Y, c, G, g, cone, int(np.count_nonzero(~live & (gn < 0))))
+    prob = StageOne(R, Y, Vt[rank:].T, c, G, g, cone, int(np.count_nonzero(~live & (gn < 0))))
     if no_slip_tol is not None:
         J = step.jac
         s_idx, t_idx = step.independent_tangents(np.arange(step.m), no_slip_tol)
@@ -171,7 +181,10 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
     """Stage I optimum ``z0`` (any one of them) and solver info."""
     k, nc = prob.k, prob.G.shape[0]
     if method == "lemke" and not prob.E.shape[0]:
-        Mlcp = np.block([[prob.H, -prob.G.T], [prob.G, np.zeros((nc, nc))]])
+        Mlcp = np.zeros((k + nc, k + nc))                 # [[H, -G^T], [G, 0]]
+        Mlcp[:k, :k] = prob.H
+        Mlcp[:k, k:] = -prob.G.T
+        Mlcp[k:, :k] = prob.G
         try:
             res = lemke_regularized(Mlcp, np.concatenate((prob.c, prob.g)))
         except np.linalg.LinAlgError:  # a solver must report, not raise; fall through to the QP
@@ -192,13 +205,7 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
 def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
                     qp_backend: str) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112)."""
-    k = prob.k
-    if prob.Y.shape[0]:
-        _, s, Vt = np.linalg.svd(prob.Y, full_matrices=True)
-        rank = int(np.count_nonzero(s > RANK_TOL * max(s.max(initial=0.0), 1e-300)))
-    else:
-        Vt, rank = np.eye(k), 0
-    W = Vt[rank:].T
+    W = prob.W
     if W.shape[1] == 0:
         return z0, {"stage2_status": "determinate", "nullity": 0}
     tau0, _ = step.resolve(prob.R.T @ z0)

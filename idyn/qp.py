@@ -31,6 +31,7 @@ import enum
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import lapack
 
 from . import validation
 from .errors import InvalidInputError
@@ -161,25 +162,28 @@ def _positive_definite(H, tol: float = 1e-12) -> bool:
     A semi-definite ``H`` often passes a plain Cholesky by rounding, and quadprog then returns
     a feasible but visibly suboptimal point, so tiny pivots count as singular.
     """
-    try:
-        d = np.diag(np.linalg.cholesky(H)) ** 2
-    except np.linalg.LinAlgError:
+    L, info = lapack.dpotrf(H, lower=1)
+    if info != 0:
         return False
+    d = np.diag(L) ** 2
     return bool(d.min(initial=1.0) > tol * max(d.max(initial=0.0), 1e-300))
 
 
 def _feasible(x, Ae, be, Ai, bi, tol) -> bool:
-    if not np.all(np.isfinite(x)):
+    if not np.isfinite(x).all():
         return False
     scale = 1.0 + float(np.abs(x).max(initial=0.0))
     if Ae.shape[0]:
         sc = scale * (1.0 + np.abs(Ae).max(axis=1)) + np.abs(be)
-        if np.any(np.abs(Ae @ x - be) > tol * sc):
+        if (np.abs(Ae @ x - be) > tol * sc).any():
             return False
     if Ai.shape[0]:
-        sc = scale * (1.0 + np.abs(Ai).max(axis=1)) + np.abs(bi)
-        if np.any(Ai @ x - bi < -tol * sc):
-            return False
+        slack = Ai @ x - bi
+        low = np.flatnonzero(slack < 0.0)          # only these rows can violate the tolerance
+        if low.size:
+            sc = scale * (1.0 + np.abs(Ai[low]).max(axis=1)) + np.abs(bi[low])
+            if (slack[low] < -tol * sc).any():
+                return False
     return True
 
 

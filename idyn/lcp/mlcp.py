@@ -16,11 +16,10 @@ and, given its solution ``z``, the unconstrained variables are ``x = -A^-1 (C z 
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import LinAlgWarning, lu_factor, lu_solve
+from scipy.linalg import lapack
 
 from .. import validation
 from ..errors import InvalidInputError
@@ -45,7 +44,7 @@ class ReducedLCP:
     def unconstrained(self, z) -> np.ndarray:
         """Return ``x = -A^-1 (C z + g)`` (eq. 120) for an LCP solution ``z``."""
         z = validation.vector(z, self._C.shape[1], "z")
-        return -lu_solve(self._lu, self._C @ z + self._g, check_finite=False)
+        return -_lu_solve(self._lu, self._C @ z + self._g)
 
 
 def mlcp_to_lcp(A, B, C, D, g, h) -> ReducedLCP:
@@ -63,11 +62,14 @@ def mlcp_to_lcp(A, B, C, D, g, h) -> ReducedLCP:
     D = validation.matrix(D, (t, s), "D")
     g = validation.vector(g, s, "g")
     h = validation.vector(h, t, "h")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LinAlgWarning)  # singularity is checked just below
-        lu = lu_factor(A, check_finite=False)
+    lu = lapack.dgetrf(A)[:2]     # LAPACK as scipy's lu_factor calls it, without its wrapper
     piv = np.abs(np.diag(lu[0]))
-    if s and piv.min() <= s * np.finfo(float).eps * piv.max():
+    if s and piv.min() <= s * np.finfo(float).eps * piv.max():   # also catches getrf's info > 0
         raise InvalidInputError("A is singular: the MLCP cannot be reduced to an LCP")
-    X = lu_solve(lu, np.column_stack([C, g]), check_finite=False)
+    X = _lu_solve(lu, np.column_stack([C, g]))
     return ReducedLCP(Q=B - D @ X[:, :t], r=h - D @ X[:, t], _lu=lu, _C=C, _g=g)
+
+
+def _lu_solve(lu: tuple, b: np.ndarray) -> np.ndarray:
+    """``scipy.linalg.lu_solve`` (LAPACK getrs) without its wrapper's checks."""
+    return lapack.dgetrs(lu[0], lu[1], b)[0]
