@@ -69,4 +69,5 @@ def test_matched_prediction_short_run(controller):
 def test_matched_models_predict_summed_normal_force_within_one_percent(controller):
     backend, mu = MATCHED[controller]
     row = relative_prediction_error(controller, backend, mu, 30.0)
+    print(row)          # the numbers of the table (shown with pytest -rP)
     assert row["mean_rel"] < 0.01, row

@@ -20,7 +20,8 @@ from .controllers import single_threaded_blas
 
 #: (label, terrain, mu, contact model) of the idyn.sim runs
 CASES = (("ap-lcp mu=0.5", "rigid", 0.5, "ap-lcp"), ("ap-lcp mu=inf (no-slip)", "rigid", np.inf, "ap-lcp"),
-         ("qp mu=0.5", "rigid", 0.5, "qp"), ("penalty (compliant)", "compliant", 0.5, "penalty"))
+         ("noslip", "rigid", 0.5, "noslip"), ("qp mu=0.5", "rigid", 0.5, "qp"),
+         ("compliant mu=0.5", "rigid", 0.5, "compliant"), ("penalty (compliant)", "compliant", 0.5, "penalty"))
 
 
 def _time_steps(testbed, steps: int, warmup: int = 50) -> np.ndarray:
@@ -58,14 +59,14 @@ def run(out="results/bench", *, counts=None, seeds: int = 1, repeats: int = 2000
     with pb_testbeds.QuadrupedTestbed(robot, "rigid", 0.5) as tb:
         report["pybullet"] = _summary(_time_steps(tb, repeats))
     base = report["pybullet"]["median_us"]
-    print(f"{'backend':28s} {'median us':>10s} {'p90 us':>10s} {'x PyBullet':>11s}")
-    print(f"{'pybullet stepSimulation':28s} {base:10.1f} {report['pybullet']['p90_us']:10.1f} {1.0:11.2f}")
+    print(f"{'backend':34s} {'median us':>10s} {'p90 us':>10s} {'x PyBullet':>11s}")
+    print(f"{'pybullet stepSimulation':34s} {base:10.1f} {report['pybullet']['p90_us']:10.1f} {1.0:11.2f}")
     for label, terrain, mu, model in CASES:
         tb = sim_testbeds.QuadrupedTestbed(robot, terrain, mu, contact_model=model)
         entry = _summary(_time_steps(tb, repeats))
         entry["ratio_to_pybullet"] = entry["median_us"] / base
         report["idyn"][label] = entry
-        print(f"{'idyn.sim ' + label:28s} {entry['median_us']:10.1f} {entry['p90_us']:10.1f} "
+        print(f"{'idyn.sim ' + label:34s} {entry['median_us']:10.1f} {entry['p90_us']:10.1f} "
               f"{entry['ratio_to_pybullet']:11.2f}")
     (out / "bench.json").write_text(json.dumps(report, indent=2))
     return report

@@ -34,13 +34,15 @@ removed by Algorithm 1 (:func:`idyn.lcp.find_indices`), which leaves the solutio
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, lapack
+from scipy.linalg import lapack
 
 from ..errors import InvalidInputError, SolverError
-from ..lcp import LCPResult, LCPStatus, find_indices, is_lcp_solution, lemke_regularized
+from ..lcp import LCPResult, LCPStatus, find_indices, lemke_regularized
+from ..lcp.residuals import residuals_from_parts
 from ..qp import solve_qp
 
 #: Friction coefficients at or above this value mean no slip (SPEC section 6; paper Sec. 7.5).
@@ -76,8 +78,10 @@ class ContactProblem:
         self.chol = (U, False)
         self.v_free = self.v + self.dt * lapack.dpotrs(U, self.f, lower=0)[0]
         self.Minv_JT = lapack.dpotrs(U, self.J.T, lower=0)[0]
-        self.W = self.J @ self.Minv_JT
-        self.W = 0.5 * (self.W + self.W.T)
+        W = self.J @ self.Minv_JT
+        W += W.T
+        W *= 0.5
+        self.W = W
         self.u_free = self.J @ self.v_free
 
     @property
@@ -117,6 +121,68 @@ def _from_blocks(m: int, flat: np.ndarray) -> np.ndarray:
     return flat.reshape(3, m).T.copy()
 
 
+class _Pyramid:
+    """Where the friction pyramid of paper Sec. 5.1 sits in contact space, for m contacts of which
+    ``edged`` (indices) have pyramid edges.
+
+    [N, D] with D = [S_e; -S_e; T_e; -T_e] is a signed selection of the contact-space rows
+    [N; S; T]: ``rows`` (m + 4 me) are the contact-space rows of its entries and ``sign`` their
+    signs, so its block of W is ``sign2 * W[rows, rows]`` and its free velocity ``sign * u[rows]``,
+    gathered, never multiplied (H W H^T without H; bit-identical). ``R`` are the contact-space
+    rows [N, S_e, T_e] and ``sel`` the same selection in R-space (for a reduced Wr over R). Built
+    once per contact layout and reused while the layout lasts.
+    """
+
+    def __init__(self, m: int, edged: np.ndarray):
+        me = edged.size
+        ie = np.arange(me)
+        self.m, self.edged, self.top = m, edged, m + 4 * me
+        self.R = np.concatenate((np.arange(m), m + edged, 2 * m + edged))
+        self.sel = np.concatenate((np.arange(m), m + ie, m + ie, m + me + ie, m + me + ie))
+        self.sign = np.ones(self.top)
+        self.sign[m + me:m + 2 * me] = self.sign[m + 3 * me:] = -1.0
+        self.sign2 = np.outer(self.sign, self.sign)
+        self.rows = self.R[self.sel]
+        #: (column, edged contact) of each edge's entry in E (each contact's 4 edges, Sec. 5.1)
+        self.edge_columns = m + np.arange(4 * me)
+        self.edge_contacts = np.tile(ie, 4)
+
+    def impulses(self, z: np.ndarray) -> np.ndarray:
+        """The R-space impulses [f_N, f_S, f_T] (m + 2 me) of pyramid variables z[:top]."""
+        m, me = self.m, self.edged.size
+        return np.concatenate((z[:m], z[m:m + me] - z[m + me:m + 2 * me],
+                               z[m + 2 * me:m + 3 * me] - z[m + 3 * me:self.top]))
+
+
+class _Layouts(dict):
+    """Per-layout cache (key: bytes of the contact masks) bounded to ``limit`` entries."""
+
+    def __init__(self, build, limit: int = 64):
+        super().__init__()
+        self._build, self._limit = build, limit
+
+    def __missing__(self, key):
+        if len(self) >= self._limit:
+            self.clear()
+        value = self[key] = self._build(*key)
+        return value
+
+
+class _LCPLayout(_Pyramid):
+    """The LCP of :class:`AnitescuPotra` for one layout: z = [f_N, f_F, lambda] (n entries), its
+    constant E / -E^T entries in place and the positions of mu in the lambda rows."""
+
+    def __init__(self, m: int, no_slip: bytes):
+        super().__init__(m, np.flatnonzero(~np.frombuffer(no_slip, dtype=bool)))
+        me, top = self.edged.size, self.top
+        self.n = n = top + me
+        self.Q = np.zeros((n, n))
+        self.Q[self.edge_columns, top + self.edge_contacts] = 1.0
+        self.Q[top + self.edge_contacts, self.edge_columns] = -1.0
+        self.mu_at = (top + np.arange(me), self.edged)
+        self.diagonal = (np.arange(m), np.arange(m))
+
+
 class AnitescuPotra(ContactModel):
     """Friction-pyramid LCP (paper eqs. 52-56, 64), no-slip for mu >= ``no_slip_mu``.
 
@@ -137,13 +203,14 @@ class AnitescuPotra(ContactModel):
         self.no_slip_mu = float(no_slip_mu)
         self.all_no_slip = bool(all_no_slip)
         self._warm: dict[tuple, np.ndarray] = {}
+        self._layouts = _Layouts(_LCPLayout)
 
     def reset(self) -> None:
         self._warm = {}
 
-    def normal_terms(self, problem: ContactProblem) -> tuple[np.ndarray, np.ndarray]:
-        """(b_N, C): the constant and the compliance of the normal rows (rigid: phi/dt, 0)."""
-        return problem.phi / problem.dt, np.zeros(problem.m)
+    def normal_terms(self, problem: ContactProblem) -> tuple[np.ndarray, np.ndarray | None]:
+        """(b_N, C): the constant and the compliance of the normal rows (rigid: phi/dt, None = 0)."""
+        return problem.phi / problem.dt, None
 
     def solve(self, problem: ContactProblem) -> ContactSolution:
         m = problem.m
@@ -151,6 +218,8 @@ class AnitescuPotra(ContactModel):
             return ContactSolution(np.zeros((0, 3)))
         no_slip = np.ones(m, bool) if self.all_no_slip else problem.mu >= self.no_slip_mu
         b, C = self.normal_terms(problem)
+        if not no_slip.any():       # no equalities: nothing to release or restore
+            return self._solve_set(problem, no_slip, no_slip, b, C)[0]
         sticky = no_slip.copy()
         pivots, out = 0, None
         for _ in range(2 * m + 2):
@@ -173,45 +242,35 @@ class AnitescuPotra(ContactModel):
         """Solve with tangential equalities at ``sticky`` contacts and no friction at the other
         no-slip contacts; returns the solution and the normal slacks w_N."""
         m, W, u = problem.m, problem.W, problem.u_free
-        coulomb = np.flatnonzero(~no_slip)
-        mc = coulomb.size
-        R = np.concatenate((np.arange(m), m + coulomb, 2 * m + coulomb))
+        mask = no_slip.tobytes()
+        lay = self._layouts[m, mask]
+        top = lay.top
+        Q = lay.Q.copy()
+        r = np.zeros(lay.n)
         G = self._independent_tangent_rows(problem, np.flatnonzero(sticky))
         if G.size:
-            A = cho_factor(W[np.ix_(G, G)])
-            W_RG = W[np.ix_(R, G)]
-            Wr = W[np.ix_(R, R)] - W_RG @ cho_solve(A, W_RG.T)
-            ur = u[R] - W_RG @ cho_solve(A, u[G])
+            # [N, D] rows of the Schur complement of the equality rows G: Wr over R, then gathered
+            A = _cholesky(_block(W, G, G))
+            W_RG = _block(W, lay.R, G)
+            Wr = _block(W, lay.R, lay.R) - W_RG @ lapack.dpotrs(A, W_RG.T, lower=0)[0]
+            ur = u[lay.R] - W_RG @ lapack.dpotrs(A, u[G], lower=0)[0]
+            Q[:top, :top] = lay.sign2 * _block(Wr, lay.sel, lay.sel)
+            r[:top] = lay.sign * ur[lay.sel]
         else:
-            Wr, ur = W[np.ix_(R, R)], u[R]
-        # [N, D] with D = [S_c; -S_c; T_c; -T_c] (Sec. 5.1) is a signed selection of the R-space
-        # rows [N, S_c, T_c]: Q's impulse block is a signed gather of Wr (H Wr H^T without H)
-        nF = 4 * mc
-        top = m + nF
-        ic = np.arange(mc)
-        sel = np.concatenate((np.arange(m), m + ic, m + ic, m + mc + ic, m + mc + ic))
-        sign = np.ones(top)
-        sign[m + mc:m + 2 * mc] = sign[m + 3 * mc:] = -1.0
-        n = top + mc
-        Q = np.zeros((n, n))
-        Q[:top, :top] = np.outer(sign, sign) * Wr[np.ix_(sel, sel)]
-        Q[np.arange(m), np.arange(m)] += C
-        edges = m + np.arange(nF)                     # E: each contact's 4 edges in its lambda row
-        Q[edges, top + np.tile(ic, 4)] = 1.0
-        Q[top + np.tile(ic, 4), edges] = -1.0
-        Q[top + ic, coulomb] = problem.mu[coulomb]
-        r = np.zeros(n)
-        r[:top] = sign * ur[sel]
+            Q[:top, :top] = lay.sign2 * _block(W, lay.rows, lay.rows)
+            r[:top] = lay.sign * u[lay.rows]
+        if C is not None:
+            Q[lay.diagonal] += C
+        Q[lay.mu_at] = problem.mu[lay.edged]
         r[:m] += b
-        key = (tuple(no_slip), tuple(sticky))
+        key = (mask, sticky.tobytes())
         res = _solve_lcp(Q, r, self._warm.get(key))
         self._warm = {key: res.basis} if res.solved else {}
-        z = res.z
-        f_R = np.concatenate((z[:m], z[m:m + mc] - z[m + mc:m + 2 * mc], z[m + 2 * mc:m + 3 * mc] - z[m + 3 * mc:top]))
+        f_R = lay.impulses(res.z)
         flat = np.zeros(3 * m)
-        flat[R] = f_R
+        flat[lay.R] = f_R
         if G.size:
-            flat[G] = -cho_solve(A, u[G] + W[np.ix_(G, R)] @ f_R)
+            flat[G] = -lapack.dpotrs(A, u[G] + _block(W, G, lay.R) @ f_R, lower=0)[0]
         sol = ContactSolution(_from_blocks(m, flat), res.status.value, res.pivots, res.regularization)
         return sol, res.w[:m]
 
@@ -222,12 +281,25 @@ class AnitescuPotra(ContactModel):
             return np.zeros(0, dtype=int)
         m = problem.m
         rows = np.concatenate((m + contacts, 2 * m + contacts))
-        d = np.linalg.eigvalsh(problem.W[np.ix_(rows, rows)])
+        d = lapack.dsyevd(_block(problem.W, rows, rows), compute_v=0)[0]   # ascending eigenvalues
         if d[0] > 1e-9 * d[-1]:          # independent: nothing to remove
             return rows
         S, T = problem.J[m + contacts], problem.J[2 * m + contacts]
         ks, kt = find_indices(problem.M, None, S, T)
         return np.concatenate((m + contacts[ks], 2 * m + contacts[kt]))
+
+
+def _block(A: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """A[np.ix_(rows, cols)] by two takes (a fifth of np.ix_'s cost on these small blocks)."""
+    return A.take(rows, axis=0).take(cols, axis=1)
+
+
+def _cholesky(A: np.ndarray) -> np.ndarray:
+    """Upper Cholesky factor of a positive definite A (LAPACK potrf), SolverError otherwise."""
+    U, info = lapack.dpotrf(A, lower=0, clean=0)
+    if info != 0:
+        raise SolverError(f"the no-slip rows' Delassus block is not positive definite (LAPACK potrf info {info})")
+    return U
 
 
 def _solve_lcp(Q: np.ndarray, r: np.ndarray, basis) -> LCPResult:
@@ -239,13 +311,12 @@ def _solve_lcp(Q: np.ndarray, r: np.ndarray, basis) -> LCPResult:
     Lemke's path on a ray and the regularised fallback then returns a huge lambda that passes the
     scale-relative residual check. Tries the previous basis first (:func:`_guess`).
     """
-    d = np.diag(Q).copy()
+    d = Q.diagonal()
     impulse = d > 0.0
-    s = np.ones_like(d)
-    s[impulse] = 1.0 / np.sqrt(d[impulse])
-    if impulse.any():
-        s[~impulse] = np.sqrt(d[impulse].mean())
-    Qs, rs = s[:, None] * Q * s[None, :], s * r
+    di = d[impulse]
+    s = np.full(d.shape, math.sqrt(di.mean()) if di.size else 1.0)
+    s[impulse] = 1.0 / np.sqrt(di)
+    Qs, rs = s[:, None] * Q * s, s * r
     res = _guess(Qs, rs, basis)
     if res is None:
         res = lemke_regularized(Qs, rs)
@@ -257,21 +328,19 @@ def _guess(Q: np.ndarray, r: np.ndarray, basis) -> LCPResult | None:
 
     In steady contact the set of positive impulses does not change from step to step, so one
     solve of ``Q_aa z_a = -r_a`` usually gives the exact solution; it is accepted only through
-    the residual check every solver uses (:func:`idyn.lcp.is_lcp_solution`), else None and
-    Lemke's method runs from scratch.
+    the residuals every solver uses (:func:`idyn.lcp.residuals.residuals_from_parts`, with w
+    formed here as Q z + r, so its equation error is zero), else None and Lemke's method runs
+    from scratch.
     """
     if basis is None or basis.size == 0:
         return None
-    try:
-        za = np.linalg.solve(Q[np.ix_(basis, basis)], -r[basis])
-    except np.linalg.LinAlgError:
-        return None
-    if za.min() < 0.0:
+    _, _, za, info = lapack.dgesv(_block(Q, basis, basis), -r[basis])
+    if info != 0 or za.min() < 0.0:
         return None
     z = np.zeros(r.shape[0])
     z[basis] = za
     w = Q @ z + r
-    if not is_lcp_solution(Q, r, z, w):
+    if not residuals_from_parts(z, w, float(np.abs(r).max()), float(np.abs(Q).sum(axis=1).max())).ok():
         return None
     return LCPResult(z, w, LCPStatus.SOLVED, 0, 0.0, basis)
 
@@ -324,29 +393,43 @@ class MaximalDissipation(ContactModel):
     def __init__(self, no_slip_mu: float = NO_SLIP_MU, backend: str = "quadprog"):
         self.no_slip_mu = float(no_slip_mu)
         self.backend = backend
+        self._layouts = _Layouts(_QPLayout)
 
     def solve(self, problem: ContactProblem) -> ContactSolution:
         m = problem.m
         if m == 0:
             return ContactSolution(np.zeros((0, 3)))
-        eye = np.eye(m)
-        X = np.zeros((3 * m, 5 * m))    # flat [f_N, f_S, f_T] = X [f_N, f_S+, f_S-, f_T+, f_T-]
-        X[:m, :m] = eye
-        X[m:2 * m, m:2 * m], X[m:2 * m, 2 * m:3 * m] = eye, -eye
-        X[2 * m:, 3 * m:4 * m], X[2 * m:, 4 * m:] = eye, -eye
-        WX = problem.W @ X
-        Hess = X.T @ WX
-        c = X.T @ problem.u_free
-        bounded = np.flatnonzero(problem.mu < self.no_slip_mu)
-        cone = np.zeros((bounded.size, 5 * m))
-        cone[np.arange(bounded.size), bounded] = problem.mu[bounded]
-        for k in range(4):
-            cone[np.arange(bounded.size), (k + 1) * m + bounded] = -1.0
-        A_in = np.vstack((WX[:m], np.eye(5 * m), cone))
-        b_in = np.concatenate((-(problem.u_free[:m] + problem.phi / problem.dt), np.zeros(5 * m + bounded.size)))
-        res = solve_qp(Hess, c, A_in=A_in, b_in=b_in, backend=self.backend)
+        bounded = problem.mu < self.no_slip_mu
+        lay = self._layouts[m, bounded.tobytes()]
+        # x = [f_N, f_S+, f_S-, f_T+, f_T-]: the pyramid variables of every contact, so the
+        # Hessian X^T W X and the normal rows of W X are signed gathers of W
+        W, u = problem.W, problem.u_free
+        A_in = lay.A_in.copy()
+        A_in[:m] = W[:m].take(lay.rows, axis=1) * lay.sign
+        A_in[lay.mu_at] = problem.mu[bounded]
+        b_in = np.zeros(A_in.shape[0])
+        b_in[:m] = -(u[:m] + problem.phi / problem.dt)
+        res = solve_qp(lay.sign2 * _block(W, lay.rows, lay.rows), lay.sign * u[lay.rows], A_in=A_in, b_in=b_in,
+                       backend=self.backend)
         x = res.x if res.solved else np.zeros(5 * m)
-        return ContactSolution(_from_blocks(m, X @ x), res.status.value, 0, res.regularization, res.iterations)
+        return ContactSolution(_from_blocks(m, lay.impulses(x)), res.status.value, 0, res.regularization,
+                               res.iterations)
+
+
+class _QPLayout(_Pyramid):
+    """The inequality rows of :class:`MaximalDissipation` for one layout: non-penetration (filled
+    per step), x >= 0 and the cone rows mu_i f_N,i - 1^T f_F,i >= 0 of the ``bounded`` contacts."""
+
+    def __init__(self, m: int, bounded: bytes):
+        super().__init__(m, np.arange(m))
+        cones = np.flatnonzero(np.frombuffer(bounded, dtype=bool))
+        nb = cones.size
+        self.A_in = np.zeros((m + 5 * m + nb, 5 * m))
+        self.A_in[m:6 * m] = np.eye(5 * m)
+        cone_rows = 6 * m + np.arange(nb)
+        for k in range(4):
+            self.A_in[cone_rows, (k + 1) * m + cones] = -1.0
+        self.mu_at = (cone_rows, cones)
 
 
 #: Model names in the order the CLI lists them.

@@ -202,7 +202,7 @@ def spheres_plane(centres: np.ndarray, radii: np.ndarray, plane: Plane) -> Featu
     """k spheres (A) against a plane (B)."""
     n = plane.normal
     phi = centres @ n - plane.offset - radii
-    return _at_midpoint(centres - np.outer(phi + radii, n), np.tile(n, (phi.shape[0], 1)), phi)
+    return _at_midpoint(centres - (phi + radii)[:, None] * n, n[None].repeat(phi.shape[0], axis=0), phi)
 
 
 def spheres_heightmap(centres: np.ndarray, radii: np.ndarray, hm: Heightmap, iterations: int = 3) -> Features:

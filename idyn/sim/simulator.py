@@ -26,7 +26,7 @@ import pinocchio as pin
 from .. import validation
 from ..contact import Contact, ContactSet, stacked_contact_jacobian
 from ..errors import InvalidInputError, SolverError
-from ..model import RobotModel
+from ..model import RobotModel, Workspace
 from .contact_models import ContactModel, ContactProblem, ContactSolution, make
 from .world import World
 
@@ -53,6 +53,35 @@ class StepResult:
         return float(self.forces[:, 0].sum()) if len(self.forces) else 0.0
 
 
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """``a`` (a fresh array owned by the simulator) made read-only."""
+    a.flags.writeable = False
+    return a
+
+
+def _as_slice(index: np.ndarray) -> slice | np.ndarray:
+    """A contiguous ascending index array as the equivalent slice (cheaper to apply)."""
+    if index.size and np.array_equal(index, np.arange(index[0], index[0] + index.size)):
+        return slice(int(index[0]), int(index[0]) + index.size)
+    return index
+
+
+class _StepPass(Workspace):
+    """The simulator's one pinocchio pass per step: :meth:`Workspace.compute` without its input
+    checks and copies (the simulator's state is validated when set and read-only) and without
+    the Jacobians' time variation (a velocity-level step needs no drift terms, eq. 37)."""
+
+    def compute(self, q, v=None, *, dynamics: bool = True) -> "_StepPass":
+        pm, data = self._pm, self._data
+        self.q, self.v = q, v
+        self.M = self.model._symmetric(pin.crba(pm, data, q))
+        self.h = pin.nonLinearEffects(pm, data, q, v)
+        self.J = pin.computeJointJacobians(pm, data, q)
+        self.dJ = None
+        pin.updateFramePlacements(pm, data)
+        return self
+
+
 class Simulator:
     """Time-stepping simulation of ``model`` in ``world`` with one contact model.
 
@@ -75,22 +104,44 @@ class Simulator:
         self.contact_model = make(contact_model, **model_options) if isinstance(contact_model, str) \
             else contact_model
         self._data = model.pinocchio_model.createData()
-        self._workspace = model.workspace()
+        self._workspace = _StepPass(model)
+        self._actuated = _as_slice(model.actuated_v)
         self.reset(model.neutral(), np.zeros(model.nv))
 
     # ---------------------------------------------------------------- state
+    @property
+    def q(self) -> np.ndarray:
+        """Configuration (read-only; assign a new one to move the system)."""
+        return self._q
+
+    @q.setter
+    def q(self, q) -> None:
+        self._set_state(q, self._v)
+
+    @property
+    def v(self) -> np.ndarray:
+        """Generalized velocity (read-only; assign a new one to change it)."""
+        return self._v
+
+    @v.setter
+    def v(self, v) -> None:
+        self._set_state(self._q, v)
+
     def reset(self, q, v=None) -> None:
-        self.q = self.model.check_q(q).copy()
-        self.v = np.zeros(self.model.nv) if v is None else self.model.check_v(v).copy()
         self.t = 0.0
         self.last: StepResult | None = None
         self.contact_model.reset()
+        self._set_state(q, np.zeros(self.model.nv) if v is None else v)
+
+    def _set_state(self, q, v) -> None:
+        """Validated read-only copies of (q, v), then the step pass and detection there."""
+        self._q, self._v = _frozen(self.model.check_q(q).copy()), _frozen(self.model.check_v(v).copy())
         self._detect()
 
     def _detect(self) -> None:
         """The step pass at the current state (M, h, Jacobians, placements), then detection."""
-        self._workspace.compute(self.q, self.v)
-        self._pending: ContactSet = self.world.detect(self.q, self.v, self.dt, self._workspace)
+        self._workspace.compute(self._q, self._v)
+        self._pending: ContactSet = self.world.detect_at(self._workspace, self.dt)
         self._pending_contacts: list[Contact] | None = None
 
     def contact_set(self) -> ContactSet:
@@ -106,18 +157,15 @@ class Simulator:
     # ---------------------------------------------------------------- stepping
     def problem(self, tau) -> ContactProblem:
         """The contact problem of the next step under actuator torques ``tau`` (na)."""
-        model, ws = self.model, self._workspace
-        tau = validation.vector(tau, model.na, "tau")
-        q, v = self.q, self.v
-        if not ws.is_at(q, v):      # q or v were assigned directly: re-evaluate the dynamics
-            ws.compute(q, v)
+        ws = self._workspace
+        tau = validation.vector(tau, self.model.na, "tau")
         f = -ws.h
-        f[model.actuated_v] += tau
+        f[self._actuated] += tau
         if not np.isfinite(f).all():
-            raise SolverError(f"the simulation diverged at t = {self.t:.4f} s (|v| = {np.abs(v).max():.3g}): "
+            raise SolverError(f"the simulation diverged at t = {self.t:.4f} s (|v| = {np.abs(self._v).max():.3g}): "
                               "check the torques and the time step")
         cs = self._pending
-        return ContactProblem(ws.M, v, f, self.dt, stacked_contact_jacobian(ws, cs), cs.phi, cs.mu)
+        return ContactProblem(ws.M, self._v, f, self.dt, stacked_contact_jacobian(ws, cs), cs.phi, cs.mu)
 
     def step(self, tau) -> StepResult:
         """Advance by dt with torques ``tau`` held over the step; returns what the step did."""
@@ -128,13 +176,12 @@ class Simulator:
             raise SolverError(
                 f"the {self.contact_model.name} contact model produced a non-finite velocity "
                 f"(status {sol.status}) at t = {self.t:.4f} s")
-        q_next = self.model.integrate(self.q, v_next, self.dt)
+        q_next = pin.integrate(self.model.pinocchio_model, self._q, v_next * self.dt)
         if not np.isfinite(q_next).all():
             raise SolverError(f"the simulation diverged at t = {self.t:.4f} s (|v+| = {np.abs(v_next).max():.3g}): "
                               "check the torques and the time step")
         self.last = StepResult(self._pending, sol.impulses / self.dt, sol, self._pending_contacts)
-        self.q = q_next
-        self.v = v_next
+        self._q, self._v = _frozen(q_next), _frozen(v_next)
         self.t += self.dt
         self._detect()
         return self.last

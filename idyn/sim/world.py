@@ -125,6 +125,8 @@ class World:
         self._probe_shape = np.array(owner, dtype=np.intp)
         self._probe_local = np.array(local, dtype=float).reshape(-1, 3)
         self._probe_radius = np.array(radius, dtype=float)
+        #: probe points in their frames, homogeneous columns (k, 4, 1): one batched product places them
+        self._probe_homogeneous = np.append(self._probe_local, np.ones((len(owner), 1)), axis=1)[:, :, None]
         self._world_probe = np.full(self._probe_shape.size, -1)
         #: frame names by shape index; index -1 (the static world) is None
         self._frames = [s.frame for s in self.shapes] + [None]
@@ -140,6 +142,7 @@ class World:
                 self._pairs.append((j, i) if isinstance(a, Box) else (i, j))
         self._pair_mus = np.array([self._pair_mu(self.shapes[i].frame, self.shapes[j].frame)
                                    for i, j in self._pairs])
+        self._placements_of, self._placement_refs = None, []
 
     def _pair_mu(self, frame_a: str, frame_b: str) -> float:
         return self.friction.get(frozenset((frame_a, frame_b)), self.default_mu)
@@ -155,14 +158,17 @@ class World:
         ws = workspace
         if ws is None or ws.model is not self.model or not ws.is_at(q, v) or (v is not None and ws.v is None):
             ws = self._workspace.compute(q, v, dynamics=False)
-        oMf = ws.data.oMf
-        poses = np.array([oMf[f].homogeneous for f in self._fids]).reshape(-1, 4, 4)
-        R, t = poses[:, :3, :3], poses[:, :3, 3]
+        return self.detect_at(ws, dt if v is not None else None)
+
+    def detect_at(self, ws: Workspace, dt: float | None) -> ContactSet:
+        """:meth:`detect` at the state of ``ws``, a workspace of this model computed there (not
+        checked: the simulator's own pass); ``dt`` None: no speculative pairs."""
+        poses = np.array([placement.homogeneous for placement in self._placements(ws.data)]).reshape(-1, 4, 4)
         parts = []         # (shape a, shape b or -1, features, mu)
         if self.terrain:
-            parts.append(self._terrain_features(R, t))
+            parts.append(self._terrain_features(poses))
         if self._pairs:
-            parts.append(self._pair_features(R, t))
+            parts.append(self._pair_features(poses[:, :3, :3], poses[:, :3, 3]))
         if not parts:
             return ContactSet._trusted((), (), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0))
         if len(parts) == 1:
@@ -172,22 +178,31 @@ class World:
                                                      [p[3] for p in parts]))
             points, normals, phi = (np.concatenate(x) for x in zip(*[p[2] for p in parts]))
         gap = phi
-        ahead = (phi > self.margin) & (phi <= self.margin + dt * self.max_speed)
-        if v is not None and ahead.any():        # speculative: would close within the step
-            k = np.flatnonzero(ahead)
-            gap = phi.copy()
-            gap[k] += dt * np.minimum(0.0, self._normal_speeds(ws, a[k], b[k], points[k], normals[k]))
+        if dt is not None:         # speculative: would close within the step
+            ahead = np.flatnonzero((phi > self.margin) & (phi <= self.margin + dt * self.max_speed))
+            if ahead.size:
+                gap = phi.copy()
+                gap[ahead] += dt * np.minimum(0.0, self._normal_speeds(ws, a[ahead], b[ahead], points[ahead],
+                                                                        normals[ahead]))
         keep = np.flatnonzero(gap <= self.margin)
         frames = self._frames
         return ContactSet._trusted(
             [frames[i] for i in a[keep]], [frames[j] for j in b[keep]],
             points[keep], normals[keep], mu[keep], phi[keep])
 
-    def _terrain_features(self, R: np.ndarray, t: np.ndarray):
+    def _placements(self, data) -> list:
+        """The shapes' frame placements in ``data.oMf``, as live references: pinocchio updates
+        them in place, so they are looked up once per Data (a lookup costs more than the read)."""
+        if self._placements_of is not data:
+            self._placements_of = data
+            self._placement_refs = [data.oMf[f] for f in self._fids]
+        return self._placement_refs
+
+    def _terrain_features(self, poses: np.ndarray):
         """Every probe against every terrain shape, probe-major (each probe against each terrain
-        shape in turn), vectorized per terrain shape."""
+        shape in turn), vectorized per terrain shape; ``poses`` are the shapes' frames (k, 4, 4)."""
         owner = self._probe_shape
-        probes = np.einsum("kij,kj->ki", R[owner], self._probe_local) + t[owner]
+        probes = (poses[owner] @ self._probe_homogeneous)[:, :3, 0]
         fs = [_against_terrain(probes, self._probe_radius, terrain) for terrain in self.terrain]
         mus = [terrain.frictions_at(f.points) for terrain, f in zip(self.terrain, fs)]
         if len(fs) == 1:
