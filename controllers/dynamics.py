@@ -47,7 +47,7 @@ from scipy.linalg import lapack
 from idyn import RobotModel
 from idyn.contact import ContactJacobians, contact_jacobians
 from idyn.errors import SolverError
-from idyn.lcp import find_indices
+from idyn.lcp.find_indices import independent_columns
 from idyn.lcp.qr import pivoted_qr
 
 from .impact import IMPACT_SPEED_TOL, closing_too_fast, passive_impact
@@ -131,10 +131,9 @@ class Step:
         if k == 0 or self.nu == 0:
             return candidates[:0], candidates[:0]
         rows = np.vstack((J.S[candidates][:, u], J.T[candidates][:, u]))   # (2k, nu)
-        order = pivoted_qr(self.whiten(rows.T), mode="r")[1]
-        s_sub, t_sub = find_indices(self.A, None, rows[order[0::2]], rows[order[1::2]],
-                                    dependence_tol=dependence_tol, cholesky=self.L)
-        kept = np.sort(order[np.concatenate((2 * s_sub, 2 * t_sub + 1))])
+        H = self.whiten(rows.T)                             # whitened once: X^T A^-1 X = H^T H
+        order = pivoted_qr(H, mode="r")[1]
+        kept = np.sort(order[independent_columns(H[:, order], dependence_tol)])
         return candidates[kept[kept < k]], candidates[kept[kept >= k] - k]
 
     # -------------------------------------------------------------- contact directions

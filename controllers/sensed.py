@@ -64,19 +64,29 @@ class SensedForceID(Controller):
 
 def attribute(seen: list[Contact], forces: np.ndarray, contacts: list[Contact]) -> np.ndarray:
     """Express each sensed force at the nearest given contact between the same bodies (each
-    sensed force used once); given contacts without a match get zero."""
+    sensed force used once, given contacts served in order, ties to the first sensed one);
+    given contacts without a match get zero."""
     out = np.zeros((len(contacts), 3))
-    used = np.zeros(len(seen), dtype=bool)
-    for j, c in enumerate(contacts):
-        best, dist = -1, np.inf
-        for i, s in enumerate(seen):
-            if not used[i] and s.body_a == c.body_a and s.body_b == c.body_b:
-                d = float(np.linalg.norm(s.point - c.point))
-                if d < dist:
-                    best, dist = i, d
-        if best >= 0:
-            used[best] = True
-            out[j] = c.frame() @ (seen[best].frame().T @ forces[best])
+    if not seen or not contacts:
+        return out
+    pairs = {}
+    seen_pair = np.array([pairs.setdefault((s.body_a, s.body_b), len(pairs)) for s in seen])
+    given_pair = np.array([pairs.get((c.body_a, c.body_b), -1) for c in contacts])
+    gap = np.array([c.point for c in contacts])[:, None, :] - np.array([s.point for s in seen])[None]
+    dist = np.sqrt(np.einsum("gsi,gsi->gs", gap, gap))
+    dist[given_pair[:, None] != seen_pair[None, :]] = np.inf       # other bodies: never
+    match = np.full(len(contacts), -1)
+    for j in range(len(contacts)):
+        best = int(np.argmin(dist[j]))
+        if np.isfinite(dist[j, best]):
+            match[j] = best
+            dist[:, best] = np.inf                                  # used once
+    got = np.flatnonzero(match >= 0)
+    if got.size:
+        given = np.array([contacts[j].frame() for j in got])
+        sensed = np.array([seen[i].frame() for i in match[got]])
+        world = np.einsum("kji,kj->ki", sensed, forces[match[got]])   # sensed frame -> world
+        out[got] = np.einsum("kij,kj->ki", given, world)              # world -> given frame
     return out
 
 

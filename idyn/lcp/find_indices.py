@@ -51,12 +51,25 @@ def find_indices(M, P, S, T, *, dependence_tol: float = DEFAULT_DEPENDENCE_TOL, 
     rows = np.empty((2 * n, m))
     rows[0::2], rows[1::2] = S, T
     H, _ = lapack.dtrtrs(L, np.asfortranarray(np.vstack([P, rows]).T), lower=1)
-    basis = _Span(m, dependence_tol)
-    for j in range(p):
+    kept = independent_columns(H, dependence_tol, required=p)
+    return kept[kept % 2 == 0] // 2, kept[kept % 2 == 1] // 2
+
+
+def independent_columns(H: np.ndarray, dependence_tol: float = DEFAULT_DEPENDENCE_TOL,
+                        required: int = 0) -> np.ndarray:
+    """Algorithm 1's scan on whitened columns: indices (among ``H[:, required:]``, visited in
+    order) of the columns it keeps, a column being kept when its distance from the span of the
+    kept ones exceeds ``dependence_tol`` times its norm.
+
+    ``H = L^-1 X`` for ``M = L L^T``, so ``X^T M^-1 X = H^T H``; a caller that has already
+    whitened its rows (a controller step) calls this instead of :func:`find_indices`.  The first
+    ``required`` columns (``P``'s) must all be kept (InvalidInputError otherwise).
+    """
+    basis = _Span(H.shape[0], dependence_tol)
+    for j in range(required):
         if not basis.try_add(H[:, j]):
             raise InvalidInputError("the rows of P must be linearly independent")
-    kept = basis.scan(H[:, p:])
-    return kept[kept % 2 == 0] // 2, kept[kept % 2 == 1] // 2
+    return basis.scan(H[:, required:])
 
 
 class _Span:
