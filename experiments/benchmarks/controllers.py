@@ -1,8 +1,8 @@
 """``idyn bench controllers``: step time of every controller against the dynamics floor.
 
 For each robot (LINKS and a second quadruped) standing on its four feet, every controller of
-``controllers.available()`` is timed on the same slightly perturbed states.  Beside it, the
-**dynamics floor** is timed in the same run: what any model-based controller must compute
+``controllers.available()`` is timed along the same slow random walk of slightly perturbed
+states (:func:`trajectory`).  Beside it, the **dynamics floor** is timed in the same steps: what any model-based controller must compute
 every step through pinocchio, i.e. ``M(q)``, ``h(q, v)`` and the contact Jacobians ``N, S, T``
 (:func:`floor_step`).  The table prints median and p90 step time per controller and the ratio of
 medians to the floor; DIR/bench.json holds all of it.
@@ -22,10 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin
 
 import controllers
 import robots
-from idyn import Contact, contact_jacobians
+from idyn import Contact
+from idyn.model import cross
 from idyn.state import Desired, RobotState
 
 #: robots timed by default: the paper's LINKS and a second point-footed quadruped
@@ -79,22 +81,49 @@ def standing_problem(name: str = "links", n_contacts: int = 4, mu: float = 1.0, 
     return StandingProblem(robot, RobotState(q, v), desired, foot_contacts(robot, q, mu, n_contacts // 4))
 
 
-def floor_step(problem: StandingProblem) -> None:
-    """The pinocchio dynamics floor: M, h and the contact Jacobians."""
+def floor_step(problem: StandingProblem):
+    """A callable computing the pinocchio dynamics floor of ``problem``, the fastest honest way.
+
+    What any model-based controller must evaluate every step: ``M(q)`` (one CRBA), ``h(q, v)``
+    (one RNEA at zero acceleration) and the contact Jacobians ``N, S, T`` (one pass of joint
+    Jacobians, then every contact row in two matrix products, read from the ``Contact``
+    objects as a controller receives them).  Raw pinocchio on a pinocchio ``Data`` made once
+    (outside the timing), no validation and no copies: nothing a controller could skip.
+    """
+    model, s, contacts = problem.model, problem.state, problem.contacts
+    pm = model.pinocchio_model
+    data = pm.createData()
+    support = model.support
+    q, v = s.q, s.v
+
+    def step():
+        M = pin.crba(pm, data, q)
+        h = pin.nonLinearEffects(pm, data, q, v)
+        J = pin.computeJointJacobians(pm, data, q)
+        points = np.array([c.point for c in contacts])
+        frames = np.array([(c.normal,) + c.tangents for c in contacts])     # (m, 3, 3): n, s, t
+        directions = frames.transpose(1, 0, 2).reshape(-1, 3)               # [normals; s; t]
+        points = np.concatenate((points, points, points))
+        joints = model.body_joints([c.body_a for c in contacts])             # all on the ground
+        rows = directions @ J[:3] + cross(points, directions) @ J[3:]
+        rows *= support[np.concatenate((joints, joints, joints))]
+        return M, h, rows
+
+    return step
+
+
+def trajectory(problem: StandingProblem, steps: int, rng: np.random.Generator,
+               drift: float = 1e-4) -> list[RobotState]:
+    """``steps`` states of a slow random walk (``drift`` rad, rad/s per step on the joints) from
+    ``problem.state``: consecutive control steps see nearby, never identical, states, so warm
+    starts help exactly as much as in a control loop and no solver answers a repeated question."""
     model, s = problem.model, problem.state
-    model.mass_matrix(s.q)
-    model.bias_forces(s.q, s.v)
-    contact_jacobians(model, s.q, problem.contacts)
-
-
-def time_calls(fn, repeats: int) -> np.ndarray:
-    """Wall time of ``repeats`` calls (after one warm-up call), seconds."""
-    fn()
-    out = np.empty(repeats)
-    for i in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out[i] = time.perf_counter() - t0
+    q, v = s.q.copy(), s.v.copy()
+    out = []
+    for _ in range(steps):
+        q[model.actuated_q] += drift * rng.standard_normal(model.na)
+        v[model.actuated_v] += drift * rng.standard_normal(model.na)
+        out.append(RobotState(q.copy(), v.copy()))
     return out
 
 
@@ -104,32 +133,52 @@ def summary(times: np.ndarray) -> dict:
 
 
 def time_controllers(problems: list[StandingProblem], names, repeats: int) -> dict:
-    """Median/p90 of the floor and of each controller over ``problems`` x ``repeats`` steps."""
+    """Median/p90 of the floor and of each controller over ``problems`` x ``repeats`` steps.
+
+    Each problem is run as a ``repeats``-step :func:`trajectory` (after one untimed warm-up
+    step), and within each step the floor and every controller are timed one after the other,
+    so that load from other processes on the machine falls on all of them alike.  A step of the
+    sensed-force controllers includes the call that hands them the measured forces.
+    """
     model = problems[0].model
-    floor = np.concatenate([time_calls(lambda p=p: floor_step(p), repeats) for p in problems])
-    result = {"floor": summary(floor), "controllers": {}}
-    for name in names:
-        ctrl = controllers.make(name, model)
-        samples, statuses = [], {}
-        for p in problems:
+    ctrls = {name: controllers.make(name, model) for name in names}
+    times = {name: [] for name in ("floor",) + tuple(names)}
+    statuses = {name: {} for name in names}
+    for k, p in enumerate(problems):
+        states = trajectory(p, repeats + 1, np.random.default_rng(k))
+        floors = [floor_step(StandingProblem(p.robot, st, p.desired, p.contacts)) for st in states]
+        w = model.total_mass * np.linalg.norm(model.gravity) / max(len(p.contacts), 1)
+        forces = np.tile([w, 0.0, 0.0], (len(p.contacts), 1))
+        steps = {}
+        for name, ctrl in ctrls.items():
             ctrl.reset()
-            if hasattr(ctrl, "observe_contact_forces"):  # sensed ID: give it a measurement
-                w = model.total_mass * np.linalg.norm(model.gravity) / len(p.contacts)
-                forces = np.tile([w, 0.0, 0.0], (len(p.contacts), 1))
-                for _ in range(2):
+            if hasattr(ctrl, "observe_contact_forces"):   # sensed ID: the loop hands it forces
+                def step(st, ctrl=ctrl):
                     ctrl.observe_contact_forces(p.contacts, forces)
-            last = {}
-
-            def step(p=p, last=last):
-                last["out"] = ctrl.compute(p.state, p.desired, p.contacts)
-
-            samples.append(time_calls(step, repeats))
-            st = last["out"].info.get("status", "?")
-            statuses[st] = statuses.get(st, 0) + 1
-        t = np.concatenate(samples)
-        entry = summary(t)
+                    return ctrl.compute(st, p.desired, p.contacts)
+            else:
+                def step(st, ctrl=ctrl):
+                    return ctrl.compute(st, p.desired, p.contacts)
+            steps[name] = step
+        for i, st in enumerate(states):
+            t0 = time.perf_counter()
+            floors[i]()
+            t1 = time.perf_counter()
+            if i:
+                times["floor"].append(t1 - t0)
+            for name, step in steps.items():
+                t0 = time.perf_counter()
+                out = step(st)
+                t1 = time.perf_counter()
+                if i:      # the first step is a warm-up (caches, lazy imports)
+                    times[name].append(t1 - t0)
+                    code = out.info.get("status", "?")
+                    statuses[name][code] = statuses[name].get(code, 0) + 1
+    result = {"floor": summary(np.array(times["floor"])), "controllers": {}}
+    for name in names:
+        entry = summary(np.array(times[name]))
         entry["ratio_to_floor"] = entry["median_us"] / result["floor"]["median_us"]
-        entry["statuses"] = statuses
+        entry["statuses"] = statuses[name]
         result["controllers"][name] = entry
     return result
 
