@@ -314,7 +314,7 @@ def _solve_lcp(Q: np.ndarray, r: np.ndarray, basis) -> LCPResult:
     d = Q.diagonal()
     impulse = d > 0.0
     di = d[impulse]
-    s = np.full(d.shape, math.sqrt(di.mean()) if di.size else 1.0)
+    s = np.full(d.shape, math.sqrt(di.sum() / di.size) if di.size else 1.0)   # the mean, without np.mean's wrapper
     s[impulse] = 1.0 / np.sqrt(di)
     Qs, rs = s[:, None] * Q * s, s * r
     res = _guess(Qs, rs, basis)

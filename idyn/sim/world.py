@@ -22,7 +22,7 @@ from itertools import combinations
 import numpy as np
 
 from .. import validation
-from ..contact import ContactSet
+from ..contact import ContactSet, tangent_frames
 from ..errors import InvalidInputError
 from ..model import RobotModel, Workspace
 from .geometry import (BOX_CORNERS, Features, Heightmap, Plane, StaticBox, checked_box, spheres_box,
@@ -143,6 +143,7 @@ class World:
         self._pair_mus = np.array([self._pair_mu(self.shapes[i].frame, self.shapes[j].frame)
                                    for i, j in self._pairs])
         self._placements_of, self._placement_refs = None, []
+        self._last_normals = (np.zeros((0, 3)), (np.zeros((0, 3)), np.zeros((0, 3))))
 
     def _pair_mu(self, frame_a: str, frame_b: str) -> float:
         return self.friction.get(frozenset((frame_a, frame_b)), self.default_mu)
@@ -186,9 +187,23 @@ class World:
                                                                         normals[ahead]))
         keep = np.flatnonzero(gap <= self.margin)
         frames = self._frames
-        return ContactSet._trusted(
-            [frames[i] for i in a[keep]], [frames[j] for j in b[keep]],
-            points[keep], normals[keep], mu[keep], phi[keep])
+        normals = normals[keep]
+        cs = ContactSet.__new__(ContactSet)    # ContactSet._trusted with the frames memoised
+        cs.body_a, cs.body_b = tuple(frames[i] for i in a[keep]), tuple(frames[j] for j in b[keep])
+        cs.points, cs.normals, cs.mu, cs.phi = points[keep], normals, mu[keep], phi[keep]
+        cs.tangents = self._tangents(normals)
+        return cs
+
+    def _tangents(self, normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`idyn.contact.tangent_frames` of ``normals``, reused (read-only) while the normals
+        repeat exactly, as they do on planes from step to step."""
+        last, frames = self._last_normals
+        if last.shape != normals.shape or not (last == normals).all():
+            frames = tangent_frames(normals)
+            for f in frames:
+                f.flags.writeable = False
+            self._last_normals = (normals.copy(), frames)
+        return frames
 
     def _placements(self, data) -> list:
         """The shapes' frame placements in ``data.oMf``, as live references: pinocchio updates
