@@ -121,7 +121,7 @@ class Controller(ABC):
             impact = self.dynamics.last_impact if self.predicts_contact_forces else None
             if impact is not None:   # included in contact_forces; reported for the residual checks
                 info["impact_forces"] = split_forces(impact, owner, copies) if merged else impact
-        if sol is None or not (np.all(np.isfinite(sol.tau)) and np.all(np.isfinite(sol.contact_forces))):
+        if sol is None or not (np.isfinite(sol.tau).all() and np.isfinite(sol.contact_forces).all()):
             sol = self._fallback(q, v, vdot, len(contacts))
             info["fallback"] = "no-contact-id"
             if info["status"] == "solved":

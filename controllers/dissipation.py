@@ -147,10 +147,11 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     Y = step.whiten(Ru)
     # ker(H) = ker(Y) and its complement, the row space of Y = range(R_u) (the contact velocities
     # impulses move), from one SVD of Y: one rank decision for Stage II and the projection of c
-    Vt, rank = np.eye(R.shape[0]), 0
     if Y.shape[0]:
         _, sv, Vt = np.linalg.svd(Y, full_matrices=True)
         rank = int(np.count_nonzero(sv > RANK_TOL * max(sv.max(initial=0.0), 1e-300)))
+    else:
+        Vt, rank = np.eye(R.shape[0]), 0
     if objective == "contact-work":
         c = R[:, u] @ step.p + R[:, a] @ step.qd             # R v+ at z = 0 ...
         c = Vt[:rank].T @ (Vt[:rank] @ c)                    # ... in range(R_u): impulses move it
@@ -158,10 +159,10 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         c = R[:, u] @ (step.p + step.solve_A(step.B @ step.qd))
     else:
         raise InvalidInputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    N = step.jac.N
-    Gn = step.whiten(N[:, u].T).T @ Y                       # N_u A^-1 R_u^T
+    N, m = step.jac.N, step.m
+    Gn = Y[:, :m].T @ Y                    # N_u A^-1 R_u^T (R's first m rows are N)
     gn = N[:, u] @ step.p + N[:, a] @ step.qd + step.jac.phi / step.dt
-    norms = np.linalg.norm(Gn, axis=1)
+    norms = np.sqrt(np.einsum("ij,ij->i", Gn, Gn))
     live = norms > RANK_TOL * max(norms.max(initial=0.0), 1.0)
     cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, R.shape[0]))
     G = np.vstack((Gn[live], cone))

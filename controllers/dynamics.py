@@ -39,12 +39,13 @@ fraction of the correction.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import lapack
 
 from idyn import RobotModel
+from idyn.model import as_slice
 from idyn.contact import ContactJacobians, contact_jacobians
 from idyn.errors import SolverError
 from idyn.lcp.find_indices import independent_columns
@@ -69,8 +70,8 @@ class Step:
     """One control step's dynamics in the reduced form of the module docstring."""
 
     dt: float
-    u: np.ndarray            #: unactuated velocity indices
-    a: np.ndarray            #: actuated velocity indices
+    u: slice | np.ndarray    #: unactuated velocity indices (a slice when contiguous)
+    a: slice | np.ndarray    #: actuated velocity indices (a slice when contiguous)
     M: np.ndarray            #: generalized inertia (nv x nv)
     A: np.ndarray            #: M_uu (eq. 83)
     B: np.ndarray            #: M_ua
@@ -91,7 +92,7 @@ class Step:
 
     @property
     def nu(self) -> int:
-        return self.u.size
+        return self.A.shape[0]
 
     def solve_A(self, X: np.ndarray) -> np.ndarray:
         """``A^-1 X`` from the Cholesky factor of ``A`` (LAPACK potrs; no inverse formed)."""
@@ -199,12 +200,13 @@ class StepDynamics:
         self.impact, self.impact_speed_tol = bool(impact), float(impact_speed_tol)
         #: (m, 3) forces [normal, s, t] (N) of the last update's touchdown impulse, or None
         self.last_impact: np.ndarray | None = None
-        self.u = np.asarray(model.unactuated_v, dtype=int)
-        self.a = np.asarray(model.actuated_v, dtype=int)
+        self.u, self.a = as_slice(model.unactuated_v), as_slice(model.actuated_v)
+        self.nu = model.unactuated_v.size
         #: the pinocchio workspace of :meth:`update` (M, h and the joint Jacobians in one pass)
         self.workspace = model.workspace()
-        self._uu = np.ix_(self.u, self.u)
-        self._ua = np.ix_(self.u, self.a)
+        both = isinstance(self.u, slice) and isinstance(self.a, slice)
+        self._uu = (self.u, self.u) if both else np.ix_(model.unactuated_v, model.unactuated_v)
+        self._ua = (self.u, self.a) if both else np.ix_(model.unactuated_v, model.actuated_v)
 
     def update(self, q: np.ndarray, v: np.ndarray, vdot_a: np.ndarray, contacts) -> Step:
         """Evaluate M, h (pinocchio CRBA / RNEA), the contact Jacobians and ``p`` at (q, v), which
@@ -214,7 +216,8 @@ class StepDynamics:
         M, h = ws.M, ws.h
         jac = contact_jacobians(model, q, contacts, workspace=ws)
         if jac.m and jac.phi.min() < 0.0:   # see "Gap stabilization" above
-            jac = replace(jac, phi=np.where(jac.phi < 0.0, self.penetration_recovery * jac.phi, jac.phi))
+            jac = ContactJacobians(jac.N, jac.S, jac.T, np.where(jac.phi < 0.0, self.penetration_recovery * jac.phi,
+                                                                 jac.phi), jac.mu)
         v_measured, impulses, self.last_impact = None, None, None
         if self.impact and closing_too_fast(jac, v, dt, self.impact_speed_tol):
             hit = passive_impact(M, v, jac, dt)
@@ -223,14 +226,14 @@ class StepDynamics:
         qd = v[a] + dt * vdot_a
         A, B = M[self._uu], M[self._ua]
         L = np.zeros((0, 0))
-        if u.size:
+        if self.nu:
             L, info = lapack.dpotrf(A, lower=1, clean=1)
             if info != 0:
                 raise SolverError("the unactuated block of M is not positive definite")
         if impulses is not None:
             self.last_impact = pyramid_forces(impulses) / dt
-        step = Step(dt, u, a, M, A, B, M[a], h, L, v, qd, np.zeros(u.size), jac, v_measured,
+        step = Step(dt, u, a, M, A, B, M[a], h, L, v, qd, np.zeros(self.nu), jac, v_measured,
                     self.last_impact)
-        if u.size:
+        if self.nu:
             step.p = v[u] + step.solve_A(-dt * h[u] - B @ (qd - v[a]))
         return step

@@ -92,14 +92,13 @@ class LCPCoulomb(Controller):
         F = R[m:]
         E = np.tile(np.eye(m), (4, 1))                         # (4m, m)
         mu = np.where(np.isfinite(J.mu), J.mu, self.mu_inf)
-        M = step.M
         A = np.zeros((nu + na, nu + na))                      # [[M_uu, 0], [M_au, -I]]
         A[:nu, :nu], A[nu:, :nu] = step.A, step.B.T
         A[range(nu, nu + na), range(nu, nu + na)] = -1.0
         C = np.zeros((nu + na, 6 * m))                        # -[[R_u^T, 0], [R_a^T, 0]]
         C[:nu, :5 * m], C[nu:, :5 * m] = -R[:, u].T, -R[:, a].T
         dva = step.qd - step.v[a]
-        g = -np.concatenate((step.A @ step.p, step.B.T @ step.v[u] - M[np.ix_(a, a)] @ dva - dt * step.h[a]))
+        g = -np.concatenate((step.A @ step.p, step.B.T @ step.v[u] - step.Ma[:, a] @ dva - dt * step.h[a]))
         D = np.zeros((6 * m, nu + na))
         D[:m, :nu], D[m:5 * m, :nu] = J.N[:, u], F[:, u]
         h = np.concatenate((J.N[:, a] @ step.qd + J.phi / dt, F[:, a] @ step.qd, np.zeros(m)))

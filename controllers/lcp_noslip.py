@@ -195,7 +195,7 @@ def _cholesky_upper(X: np.ndarray) -> np.ndarray:
 def min_deviation(step: Step, impulses, tau, v_next, info: dict, qp_backend: str = "quadprog"):
     """Eqs. 46-51: the consistent end velocity closest to the desired one; ``(z, tau, v+)`` with
     ``z = [f_N; f_S; f_T]`` impulses (the given answer is kept, flagged, if the QP fails)."""
-    J, u, a, m, na = step.jac, step.u, step.a, step.m, step.a.size
+    J, u, a, m, na = step.jac, step.u, step.a, step.m, step.qd.size
     R = step.directions(pyramid=False)                     # (3m, nv)
     Zr = step.solve_A(R[:, u].T)                           # A^-1 R_u^T   (nu, 3m)
     Zb = step.solve_A(step.B)                              # A^-1 B       (nu, na)

@@ -69,6 +69,22 @@ def attribute(seen: list[Contact], forces: np.ndarray, contacts: list[Contact]) 
     out = np.zeros((len(contacts), 3))
     if not seen or not contacts:
         return out
+    if len(seen) == len(contacts) and all(s is c for s, c in zip(seen, contacts)):
+        match = np.arange(len(contacts))   # the loop measured the very contacts it gives
+    else:
+        match = _nearest_unused(seen, contacts)
+    got = np.flatnonzero(match >= 0)
+    if got.size:
+        given = np.array([contacts[j].frame() for j in got])
+        sensed = np.array([seen[i].frame() for i in match[got]])
+        world = np.einsum("kji,kj->ki", sensed, forces[match[got]])   # sensed frame -> world
+        out[got] = np.einsum("kij,kj->ki", given, world)              # world -> given frame
+    return out
+
+
+def _nearest_unused(seen: list[Contact], contacts: list[Contact]) -> np.ndarray:
+    """For each given contact in order, the nearest not yet used sensed contact between the same
+    bodies (-1: none)."""
     pairs = {}
     seen_pair = np.array([pairs.setdefault((s.body_a, s.body_b), len(pairs)) for s in seen])
     given_pair = np.array([pairs.get((c.body_a, c.body_b), -1) for c in contacts])
@@ -81,13 +97,7 @@ def attribute(seen: list[Contact], forces: np.ndarray, contacts: list[Contact]) 
         if np.isfinite(dist[j, best]):
             match[j] = best
             dist[:, best] = np.inf                                  # used once
-    got = np.flatnonzero(match >= 0)
-    if got.size:
-        given = np.array([contacts[j].frame() for j in got])
-        sensed = np.array([seen[i].frame() for i in match[got]])
-        world = np.einsum("kji,kj->ki", sensed, forces[match[got]])   # sensed frame -> world
-        out[got] = np.einsum("kij,kj->ki", given, world)              # world -> given frame
-    return out
+    return match
 
 
 @register
