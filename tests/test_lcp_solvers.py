@@ -304,3 +304,27 @@ def test_pivoted_qr_equals_scipy_bit_for_bit(shape, mode):
         A[:, 3] = A[:, 0] - 2.0 * A[:, 1]            # a dependent column: pivoting matters
     for ours, theirs in zip(pivoted_qr(A, mode), qr(A, mode=mode, pivoting=True)):
         assert ours.shape == theirs.shape and np.array_equal(ours, theirs)
+
+
+def test_independent_columns_is_algorithm_1_greedy_scan():
+    """The compiled scan keeps a column iff its distance from the span of the columns kept before
+    it exceeds tol times its norm (checked by least squares), in visiting order."""
+    from idyn.lcp.find_indices import independent_columns
+
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        m, n = int(rng.integers(1, 8)), int(rng.integers(0, 20))
+        C = rng.standard_normal((m, m)) @ rng.standard_normal((m, n)) * (rng.random(n) < 0.9)
+        if n > 3:
+            C[:, 3] = C[:, 0] - C[:, 1]                 # exactly dependent
+        tol = (1e-6, 1e-3, 0.5)[trial % 3]
+        kept, expect = independent_columns(C, tol), []
+        for j in range(n):
+            if len(expect) == m:
+                break
+            B = C[:, expect]
+            res = C[:, j] - B @ np.linalg.lstsq(B, C[:, j], rcond=None)[0] if expect else C[:, j]
+            norm = np.linalg.norm(C[:, j])
+            if norm > 0 and np.linalg.norm(res) > tol * norm * (1 + 1e-9):
+                expect.append(j)
+        assert list(kept) == expect

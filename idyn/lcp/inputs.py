@@ -30,7 +30,7 @@ def check_indices(indices, n: int, name: str) -> np.ndarray:
         if a.shape != (n,):
             raise ShapeError(f"{name} as a mask must have shape ({n},), got {a.shape}")
         return np.flatnonzero(a)
-    if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+    if a.ndim != 1 or a.dtype.kind not in "iu":              # signed or unsigned integers
         raise ShapeError(f"{name} must be a 1-D array of integer indices or a boolean mask")
     if a.min() < 0 or a.max() >= n:
         raise ShapeError(f"{name} has indices outside [0, {n})")

@@ -137,7 +137,7 @@ def ppm_contact(N, M, f_star, warm_start=None, *, constraints=None, offset=None,
     status = out.status
     w = system.residual(out.z[system.active]) if system.active else r.copy()
     if status is LCPStatus.SOLVED:
-        norms = np.linalg.norm(G, axis=0)  # ||G^T G||_inf <= max_i |g_i| sum_j |g_j|
+        norms = np.sqrt(np.einsum("ij,ij->j", G, G))  # ||G^T G||_inf <= max_i |g_i| sum_j |g_j|
         res = residuals_from_parts(out.z, w, float(np.abs(r).max(initial=0.0)),
                                    float(norms.max(initial=0.0) * norms.sum()))
         if not res.ok(tol):
