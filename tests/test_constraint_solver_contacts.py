@@ -7,6 +7,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from idyn import RobotModel
 from idyn.constraint_solver import ConstraintProblem, ConstraintSolver
+from idyn.constraint_solver.geometry import sphere_plane, sphere_sphere, sphere_sphere_normal_drift
 from idyn.constraint_solver.models import HertzLaw, hertz
 from idyn.constraint_solver.nonlinear import end_depth
 from idyn.sim import Box, Plane, Simulator, World
@@ -202,3 +203,44 @@ def test_round_with_a_pulling_spring_row_is_infeasible_and_the_solver_avoids_it(
     assert sol.info.residuals["nonnegativity"] <= 1e-9 * scale
     assert sol.info.residuals["spring"] <= 1e-9 * scale
     assert abs(sol.lambda_n[3]) <= 1e-9 * scale                      # row 4 off
+
+
+# ------------------------------------------------------------------ contact geometry (Secs. 6.4-6.5)
+_vec = st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3).map(np.array)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_vec, _vec, _vec, _vec, _vec, st.floats(0.05, 0.3), st.floats(0.05, 0.3))
+def test_sphere_sphere_geometry_and_normal_drift_match_the_distance(offset, va, vb, aa, ab,
+                                                                   ra, rb):
+    """depth = r_A + r_B - |c_B - c_A|, the contact points on both surfaces, and Gdot_n v =
+    d^2/dt^2 |c_B - c_A| - n . (a_B - a_A) (eq. 29's velocity-product term), against a
+    central difference of the distance along c(t) = c + v t + a t^2 / 2."""
+    ca = np.zeros(3)
+    cb = (ra + rb) * (0.8 + 0.1 * offset) + np.array([0.0, 0.0, 0.2 * (ra + rb)])
+    g = sphere_sphere(ca[None], np.array([ra]), cb[None], np.array([rb]))
+    dist = np.linalg.norm(cb - ca)
+    assert g.depth[0] == pytest.approx(ra + rb - dist, abs=1e-14)
+    np.testing.assert_allclose(g.normal[0], (cb - ca) / dist, atol=1e-14)
+    assert np.linalg.norm(g.point_a[0] - ca) == pytest.approx(ra, abs=1e-14)
+    assert np.linalg.norm(g.point_b[0] - cb) == pytest.approx(rb, abs=1e-14)
+    dt = 1e-4
+
+    def distance(t):
+        return np.linalg.norm(cb + vb * t + ab * t * t / 2 - (ca + va * t + aa * t * t / 2))
+    second = (distance(dt) - 2 * distance(0.0) + distance(-dt)) / dt ** 2
+    drift = sphere_sphere_normal_drift(ca[None], cb[None], va[None], vb[None], aa[None],
+                                       ab[None])[0]
+    assert drift == pytest.approx(second, abs=1e-5 * (1 + abs(second)))
+
+
+def test_sphere_plane_geometry_on_an_incline():
+    n = np.array([0.0, -np.sin(0.3), np.cos(0.3)])
+    centers = np.array([[0.1, 0.2, 0.09], [0.0, 0.0, 0.2]])
+    plane_point = np.array([0.0, 0.0, -0.01])
+    g = sphere_plane(centers, np.array([0.1, 0.1]), plane_point, 2 * n)
+    height = (centers - plane_point) @ n
+    np.testing.assert_allclose(g.depth, 0.1 - height, atol=1e-15)
+    np.testing.assert_allclose(g.normal, [n, n], atol=1e-15)
+    np.testing.assert_allclose((g.point_a - plane_point) @ n, 0.0, atol=1e-15)   # on the plane
+    np.testing.assert_allclose(g.point_b, centers - 0.1 * n, atol=1e-15)          # on the sphere

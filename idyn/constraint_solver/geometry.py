@@ -48,8 +48,7 @@ def sphere_plane(centers, radii, plane_point, plane_normal) -> ContactGeometry:
     radii = np.broadcast_to(np.asarray(radii, dtype=float), c.shape[:1])
     height = (c - np.asarray(plane_point, dtype=float)) @ n[0]
     point_b = c - radii[:, None] * n
-    return ContactGeometry(radii - height, n.copy(), point_b - (radii - height)[:, None] * n,
-                           point_b)
+    return ContactGeometry(radii - height, n.copy(), c - height[:, None] * n, point_b)
 
 
 def sphere_sphere(centers_a, radii_a, centers_b, radii_b) -> ContactGeometry:
