@@ -10,7 +10,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from idyn import RobotModel
-from idyn.errors import InvalidInputError, ShapeError
+from idyn.errors import InvalidInputError, ShapeError, SolverError
 from idyn.sim import Box, Plane, Simulator, Sphere, World, make
 
 G = 9.81
@@ -241,3 +241,13 @@ def test_bad_input_raises_typed_errors():
         Simulator(sim.model, sim.world, "ap-lcp", dt=0.0)
     with pytest.raises(InvalidInputError):
         World(sim.model, [Sphere("box", -1.0)])
+
+
+def test_overflowing_torques_stop_with_the_simulators_error():
+    """Finite but huge torques (a controller that lost the robot reached 1e159 N m on the 30 s
+    trot) overflow M^-1 tau: the step raises SolverError("diverged") before any contact solver
+    sees NaN (lemke used to raise NonFiniteError about its own input)."""
+    from robots import sim as sim_testbeds
+    tb = sim_testbeds.QuadrupedTestbed("links", "rigid", math.inf, contact_model="noslip")
+    with np.errstate(over="ignore", invalid="ignore"), pytest.raises(SolverError, match="diverged"):
+        tb.sim.step(np.full(tb.na, 1e306))

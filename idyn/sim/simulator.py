@@ -161,11 +161,14 @@ class Simulator:
         tau = validation.vector(tau, self.model.na, "tau")
         f = -ws.h
         f[self._actuated] += tau
-        if not np.isfinite(f).all():
-            raise SolverError(f"the simulation diverged at t = {self.t:.4f} s (|v| = {np.abs(self._v).max():.3g}): "
-                              "check the torques and the time step")
         cs = self._pending
-        return ContactProblem(ws.M, self._v, f, self.dt, stacked_contact_jacobian(ws, cs), cs.phi, cs.mu)
+        problem = ContactProblem(ws.M, self._v, f, self.dt, stacked_contact_jacobian(ws, cs), cs.phi, cs.mu)
+        # finite inputs can still overflow (|tau| 1e159 from a controller that lost the robot):
+        # stop here with the simulator's error, not with a contact solver's complaint about NaN
+        if not (np.isfinite(problem.v_free).all() and np.isfinite(problem.u_free).all()):
+            raise SolverError(f"the simulation diverged at t = {self.t:.4f} s (|v| = {np.abs(self._v).max():.3g}, "
+                              f"|tau| = {np.abs(tau).max():.3g}): check the torques and the time step")
+        return problem
 
     def step(self, tau) -> StepResult:
         """Advance by dt with torques ``tau`` held over the step; returns what the step did."""

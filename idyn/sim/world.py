@@ -142,6 +142,15 @@ class World:
                 self._pairs.append((j, i) if isinstance(a, Box) else (i, j))
         self._pair_mus = np.array([self._pair_mu(self.shapes[i].frame, self.shapes[j].frame)
                                    for i, j in self._pairs])
+        # the pairs' constant data, built once: shapes A and B, sphere pairs, pairs per attached box
+        self._pair_a = np.array([i for i, _ in self._pairs], dtype=np.intp)
+        self._pair_b = np.array([j for _, j in self._pairs], dtype=np.intp)
+        self._shape_offsets = np.array([s.offset for s in self.shapes]).reshape(-1, 3)
+        self._shape_radii = np.array([getattr(s, "radius", 0.0) for s in self.shapes])
+        on_sphere = np.array([isinstance(self.shapes[j], Sphere) for j in self._pair_b], dtype=bool)
+        self._sphere_pairs = np.flatnonzero(on_sphere)
+        self._box_pairs = [(j, np.flatnonzero(~on_sphere & (self._pair_b == j)))
+                           for j in np.unique(self._pair_b[~on_sphere])]
         self._placements_of, self._placement_refs = None, []
         self._last_normals = (np.zeros((0, 3)), (np.zeros((0, 3)), np.zeros((0, 3))))
 
@@ -227,22 +236,18 @@ class World:
         return np.repeat(owner, nt), np.full(count, -1), features, np.stack(mus, axis=1).reshape(-1)
 
     def _pair_features(self, R: np.ndarray, t: np.ndarray):
-        """Features of the pairs of attached shapes (sphere-sphere, sphere-box)."""
-        centre = np.einsum("kij,kj->ki", R, np.array([s.offset for s in self.shapes])) + t
-        ia = np.array([i for i, _ in self._pairs])
-        ib = np.array([j for _, j in self._pairs])
+        """Features of the pairs of attached shapes (sphere-sphere, sphere-box), batched: all
+        sphere pairs in one call, the spheres against each attached box in one call per box."""
+        centre = np.einsum("kij,kj->ki", R, self._shape_offsets) + t
+        ia, ib, radii = self._pair_a, self._pair_b, self._shape_radii
         points, normals, phi = np.empty((ia.size, 3)), np.empty((ia.size, 3)), np.empty(ia.size)
-        radii = np.array([getattr(s, "radius", 0.0) for s in self.shapes])
-        spheres = np.array([isinstance(self.shapes[j], Sphere) for j in ib], dtype=bool)
-        if spheres.any():
-            k = np.flatnonzero(spheres)
-            f = spheres_spheres(centre[ia[k]], radii[ia[k]], centre[ib[k]], radii[ib[k]])
-            points[k], normals[k], phi[k] = f
-        for k in np.flatnonzero(~spheres):           # sphere against an attached box
-            box = self.shapes[ib[k]]
-            f = spheres_box(centre[ia[k]][None], radii[ia[k]][None], R[ib[k]] @ box.rotation, centre[ib[k]],
-                            box.half_extents)
-            points[k], normals[k], phi[k] = f.points[0], f.normals[0], f.phi[0]
+        k = self._sphere_pairs
+        if k.size:
+            points[k], normals[k], phi[k] = spheres_spheres(centre[ia[k]], radii[ia[k]], centre[ib[k]], radii[ib[k]])
+        for j, k in self._box_pairs:
+            box = self.shapes[j]
+            points[k], normals[k], phi[k] = spheres_box(centre[ia[k]], radii[ia[k]], R[j] @ box.rotation, centre[j],
+                                                        box.half_extents)
         return ia, ib, Features(points, normals, phi), self._pair_mus
 
     def _normal_speeds(self, ws: Workspace, a, b, points, normals) -> np.ndarray:
