@@ -5,15 +5,18 @@ waypoints, or the arm sinusoid), the controller, runs :func:`experiments.loop.ru
 returns the metrics of :mod:`experiments.metrics`; with ``out_dir`` it also writes
 ``metrics.json``, the trace (``trace.npz``) and, with ``plots=True``, the run's figures.
 
-:func:`run_sweep` executes a list of scenarios with a process pool (``jobs``) or on a Ray
-cluster (``executor="ray"``, the optional ``ray`` extra) and returns one row per run in the
-input order. Every run is determined by its scenario, so the same seed gives the same metrics.
+:func:`run_sweep` executes a list of scenarios with a process pool (``jobs``) or on Ray
+(``executor="ray"``, the optional ``ray`` extra: the cluster at ``RAY_ADDRESS`` or a local
+instance) and returns one row per run in the input order. Every run is determined by its
+scenario, so the same seed gives the same metrics (and trace) on either executor.
 """
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -143,27 +146,38 @@ def _jsonable(d: dict) -> dict:
     return conv(d)
 
 
+def _error_row(scenario: Scenario, exc: BaseException) -> dict:
+    """The row of a run that crashed: a result to report, not a lost sweep."""
+    return {"controller": scenario.controller, "terrain": scenario.terrain_label,
+            "mu": scenario.mu, "robot": scenario.robot, "seed": scenario.seed,
+            "error": f"{type(exc).__name__}: {exc}"}
+
+
 def _run_one(args) -> dict:
     scenario, out_dir = args
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         return run_scenario(scenario, out_dir)
-    except Exception as exc:  # a crashed run is a result to report, not a lost sweep
-        return {"controller": scenario.controller, "terrain": scenario.terrain_label,
-                "mu": scenario.mu, "robot": scenario.robot, "seed": scenario.seed,
-                "error": f"{type(exc).__name__}: {exc}"}
+    except Exception as exc:
+        return _error_row(scenario, exc)
 
 
 def run_sweep(scenarios: list[Scenario], out_dir=None, *, jobs: int = 1, executor: str = "process",
               progress: bool = True) -> list[dict]:
-    """Run scenarios in parallel; rows come back in the order of ``scenarios``."""
+    """Run scenarios in parallel; rows come back in the order of ``scenarios``.
+
+    ``executor="process"`` runs ``jobs`` local processes. ``executor="ray"`` runs one task per
+    scenario on the Ray cluster at ``RAY_ADDRESS``, on the caller's own ``ray.init()``, or else on
+    a local Ray instance with ``jobs`` CPUs that is shut down afterwards; every run's files come
+    back to ``out_dir`` on this machine, wherever the run executed.
+    """
     if jobs < 1:
         raise InvalidInputError(f"jobs must be >= 1, got {jobs}")
     dirs = [None if out_dir is None else Path(out_dir) / "runs" / f"{i:03d}_{s.controller}_{s.terrain_label}"
             for i, s in enumerate(scenarios)]
     work = list(zip(scenarios, dirs))
     if executor == "ray":
-        return _run_ray(work, progress)
+        return _run_ray(work, jobs, progress)
     if executor != "process":
         raise InvalidInputError(f"executor must be 'process' or 'ray', got {executor!r}")
     from tqdm import tqdm
@@ -182,20 +196,75 @@ def run_sweep(scenarios: list[Scenario], out_dir=None, *, jobs: int = 1, executo
     return rows
 
 
-def _run_ray(work, progress: bool) -> list[dict]:
+def _run_returning_files(scenario: Scenario, keep_files: bool) -> tuple[dict, dict[str, bytes]]:
+    """One run on a Ray worker: its row and the files it wrote (the worker's disk may not be ours)."""
+    if not keep_files:
+        return _run_one((scenario, None)), {}
+    with tempfile.TemporaryDirectory(prefix="idyn-run-") as tmp:
+        row = _run_one((scenario, tmp))
+        return row, {f.name: f.read_bytes() for f in Path(tmp).iterdir()}
+
+
+def _import_ray():
     try:
         import ray
     except ImportError as exc:
-        raise InvalidInputError("--executor ray needs the optional extra: pip install 'idyn[ray]'") from exc
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True,
-                 log_to_driver=False)
-    remote = ray.remote(_run_one)
-    refs = [remote.remote(item) for item in work]
+        raise InvalidInputError(f"the ray executor needs the optional Ray extra: pip install 'idyn[ray]' "
+                                f"({exc})") from None
+    return ray
+
+
+def _connect_ray(ray, jobs: int) -> bool:
+    """Join the cluster at RAY_ADDRESS (``auto``: the one ``ray start`` last started on this
+    machine) or else start a new local instance of ``jobs`` CPUs without a dashboard; return
+    whether this call connected (and so must shut down), False if the caller had already called
+    ``ray.init``."""
+    if ray.is_initialized():
+        return False
+    quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
+    address = os.environ.get("RAY_ADDRESS")
+    try:
+        if address:
+            ray.init(address=address, **quiet)
+        else:   # "local": plain ray.init() would follow /tmp/ray/ray_current_cluster, stale or not
+            ray.init(address="local", num_cpus=jobs, include_dashboard=False, **quiet)
+    except ConnectionError as exc:
+        raise InvalidInputError(f"cannot reach the Ray cluster at RAY_ADDRESS={address!r}: {exc} (check the "
+                                "address, and RAY_AUTH_MODE=token if the cluster uses token authentication)"
+                                ) from None
+    return True
+
+
+def _run_ray(work, jobs: int, progress: bool) -> list[dict]:
+    """:func:`run_sweep` on Ray: one single-CPU task per scenario, rows and files collected as
+    tasks finish (so the object store holds only unfinished runs' results)."""
+    ray = _import_ray()
+    connected_here = _connect_ray(ray, jobs)
     from tqdm import tqdm
-    with tqdm(total=len(refs), unit="run", disable=not progress) as bar:
-        pending = list(refs)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            bar.update(len(done))
-    return ray.get(refs)
+    # num_cpus=1: Ray starts such workers with OMP_NUM_THREADS=1, so their BLAS is single-threaded
+    # as the CLI makes it here (a runtime_env for it would cost seconds of worker start-up)
+    task = ray.remote(num_cpus=1)(_run_returning_files)
+    index: dict = {}
+    rows: list[dict | None] = [None] * len(work)
+    try:
+        index = {task.remote(scenario, out is not None): i for i, (scenario, out) in enumerate(work)}
+        with tqdm(total=len(work), unit="run", disable=not progress) as bar:
+            while index:
+                done, _ = ray.wait(list(index), num_returns=1)
+                i = index.pop(done[0])
+                scenario, out = work[i]
+                try:
+                    rows[i], files = ray.get(done[0])
+                except ray.exceptions.RayError as exc:   # the worker died, e.g. a simulator crash
+                    rows[i], files = _error_row(scenario, exc), {}
+                if out is not None and files:
+                    out.mkdir(parents=True, exist_ok=True)
+                    for name, data in files.items():
+                        (out / name).write_bytes(data)
+                bar.update(1)
+    finally:
+        for ref in index:   # interrupted: do not leave runs occupying the cluster
+            ray.cancel(ref, force=True)
+        if connected_here:
+            ray.shutdown()
+    return rows
