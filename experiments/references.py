@@ -6,6 +6,9 @@
 """
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 
 from idyn.errors import InvalidInputError
@@ -26,15 +29,32 @@ class QuadrupedReference:
     (default: touching feet in planned stance, see :meth:`active_contacts`) or ``"all"`` (every
     contact the testbed reports; the matched-model verification of paper Sec. 8.2 gives the
     controller exactly the simulator's contact data).
+
+    ``friction_limit`` (default ``None``: the terrain's coefficient) caps the Coulomb
+    coefficient of the contacts handed to the controller: a friction safety factor, as legged
+    controllers plan with a conservative mu. Why it matters for the paper's Coulomb controllers
+    (measured in PyBullet, rigid ground, terrain mu = 100, which Bullet caps at 10): in the
+    first two-foot stance the swing legs' reaction leaves a stance foot with 11.8 N normal and
+    12.3 N tangential force. Those forces hold the foot down only through friction (jamming: the
+    tangential force pushes the foot into the ground), so the forward problem has a second
+    solution in which the foot lifts off with zero force; Bullet's solver returned that one
+    (sensed 0 N against 11.8 N predicted, to 0.01 N in the steps before) and LINKS fell at
+    0.28 s. Planning with mu <= 0.3 keeps the ID's forces away from such states: qp-coulomb
+    and lcp-coulomb then trot 5 s on rigid-high (at 0.5: fall at 2.8 s; at 1: 1.5 s). The
+    no-slip controllers model no friction bound, so the cap does not change them.
     """
 
     CONTACT_SELECTIONS = ("schedule", "all")
 
     def __init__(self, quadruped, *, gait=None, follower: WaypointFollower | None = None,
-                 balance=True, contacts: str = "schedule", **planner_options):
+                 balance=True, contacts: str = "schedule", friction_limit: float | None = None,
+                 **planner_options):
         if contacts not in self.CONTACT_SELECTIONS:
             raise InvalidInputError(f"contacts must be one of {self.CONTACT_SELECTIONS}, got {contacts!r}")
+        if friction_limit is not None and not (math.isfinite(friction_limit) and friction_limit >= 0):
+            raise InvalidInputError(f"friction_limit must be finite and >= 0 (or None), got {friction_limit}")
         self.contact_selection = contacts
+        self.friction_limit = friction_limit
         self.gait = gait or TrotGait()
         feet = {leg: f.link for leg, f in quadruped.feet.items()}
         self.planner = QuadrupedPlanner(quadruped.model, feet, quadruped.leg_joints,
@@ -64,12 +84,18 @@ class QuadrupedReference:
         separating contact, and with that force in its prediction it never commands the foot to
         lift: in PyBullet the swing feet stayed planted and LINKS fell within 60 ms. Selecting
         the contacts by the gait's schedule is what a legged controller does with its planner.
-        With ``contacts="all"`` every reported contact is modelled.
+        With ``contacts="all"`` every reported contact is modelled. Coefficients above
+        ``friction_limit`` are lowered to it.
         """
         if self.contact_selection == "all":
-            return list(contacts)
-        stance = self.planner.stance
-        return [c for c in contacts if stance[self._leg_of[c.body_a]] and c.phi <= TOUCH_GAP]
+            active = list(contacts)
+        else:
+            stance = self.planner.stance
+            active = [c for c in contacts if stance[self._leg_of[c.body_a]] and c.phi <= TOUCH_GAP]
+        cap = self.friction_limit
+        if cap is None:
+            return active
+        return [c if c.mu <= cap else dataclasses.replace(c, mu=cap) for c in active]
 
     def extra_torque(self, state, contacts):
         if self.balance is None:

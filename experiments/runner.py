@@ -60,7 +60,7 @@ def build_testbed(scenario: Scenario):
 
 def build_reference(scenario: Scenario, robot):
     if scenario.robot == "quadruped":
-        return QuadrupedReference(robot)
+        return QuadrupedReference(robot, friction_limit=scenario.friction_limit)
     return ArmReference(robot)
 
 

@@ -24,6 +24,10 @@ TERRAINS = {
 }
 
 ROBOTS = ("quadruped", "manipulator")
+
+#: The largest Coulomb coefficient the locomotion runs tell the controllers (a friction safety
+#: factor; why: :class:`experiments.references.QuadrupedReference`, ``friction_limit``).
+LOCOMOTION_FRICTION_LIMIT = 0.3
 BACKENDS = ("pybullet", "idyn")
 
 
@@ -42,6 +46,9 @@ class Scenario:
     quadruped: str = "links"      #: which quadruped model (robots.QUADRUPEDS)
     torque_limits: bool = False   #: the paper's runs used unlimited torque
     contact_model: str | None = None  #: idyn backend only: ap-lcp, noslip, qp, compliant, penalty
+    #: quadruped: the controllers plan with min(terrain mu, this); None: the terrain's mu (the
+    #: paper's literal setting)
+    friction_limit: float | None = LOCOMOTION_FRICTION_LIMIT
 
     def __post_init__(self):
         if self.robot not in ROBOTS:
@@ -58,6 +65,9 @@ class Scenario:
             raise InvalidInputError("contact_model chooses idyn.sim's contact model; it needs backend='idyn'")
         if not (math.isnan(self.mu) or self.mu >= 0):
             raise InvalidInputError(f"mu must be >= 0 (or inf), got {self.mu}")
+        if self.friction_limit is not None and not (math.isfinite(self.friction_limit)
+                                                    and self.friction_limit >= 0):
+            raise InvalidInputError(f"friction_limit must be finite and >= 0 (or None), got {self.friction_limit}")
 
     @property
     def terrain_label(self) -> str:
@@ -84,9 +94,10 @@ def terrain_scenario(label: str, **kw) -> Scenario:
 
 
 def paper_sweep(controllers=PAPER_CONTROLLERS, terrains=tuple(TERRAINS), *, duration=30.0,
-                seed=0, backend="pybullet") -> list[Scenario]:
+                seed=0, backend="pybullet", friction_limit=LOCOMOTION_FRICTION_LIMIT) -> list[Scenario]:
     """Controllers x terrains, the grid behind the paper's Tables 3-5."""
-    return [terrain_scenario(t, controller=c, duration=duration, seed=seed, backend=backend)
+    return [terrain_scenario(t, controller=c, duration=duration, seed=seed, backend=backend,
+                             friction_limit=friction_limit)
             for t in terrains for c in controllers]
 
 

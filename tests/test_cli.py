@@ -8,6 +8,7 @@ import pytest
 from experiments.cli import main
 from experiments.runner import run_scenario
 from experiments.scenario import Scenario, terrain_scenario
+from idyn.errors import InvalidInputError
 
 
 def test_run_writes_metrics_trace_and_plot(tmp_path, capsys):
@@ -48,6 +49,24 @@ def test_user_mistakes_are_one_line_errors(argv, message, tmp_path, capsys):
     assert main(argv + ["--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_friction_limit_option(tmp_path, capsys):
+    from experiments.cli import build_parser
+    from experiments.scenario import LOCOMOTION_FRICTION_LIMIT
+
+    parser = build_parser()
+    for command in ("run", "compare", "demo"):
+        assert parser.parse_args([command]).friction_limit == LOCOMOTION_FRICTION_LIMIT
+        assert parser.parse_args([command, "--friction-limit", "none"]).friction_limit is None
+        assert parser.parse_args([command, "--friction-limit", "0.5"]).friction_limit == 0.5
+    with pytest.raises(SystemExit) as exc:                     # argparse: usage line, exit 2
+        main(["run", "--friction-limit", "lots", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "expected a friction coefficient" in err and "Traceback" not in err
+    with pytest.raises(InvalidInputError, match="friction_limit"):
+        Scenario(friction_limit=-1.0)
 
 
 def test_same_seed_same_metrics():

@@ -54,3 +54,39 @@ def test_torque_limit_options():
     np.testing.assert_allclose(torque_limits(model, 2.0), 2.0)
     with pytest.raises(InvalidInputError):
         torque_limits(model, -1.0)
+
+
+def _foot_contacts(quad, mus):
+    q = quad.q_stand
+    from idyn import Contact
+    return [Contact(f.link, None, c - [0.0, 0.0, f.radius], [0.0, 0.0, 1.0], mu=mu)
+            for (f, c), mu in zip(zip(quad.feet.values(), quad.foot_centres(q)), mus)]
+
+
+@pytest.mark.parametrize("selection", ["schedule", "all"])
+def test_reference_caps_the_friction_the_controller_is_told(selection):
+    quad = robots.quadruped("links")
+    contacts = _foot_contacts(quad, [math.inf, 100.0, 0.1, 0.3])   # LF RF LH RH
+    ref = QuadrupedReference(quad, contacts=selection, friction_limit=0.3)
+    ref.desired(controllers.RobotState(quad.q_stand, np.zeros(quad.model.nv), 0.0), contacts)
+    active = ref.active_contacts(contacts)
+    literal = QuadrupedReference(quad, contacts=selection)       # default: the terrain's mu
+    literal.desired(controllers.RobotState(quad.q_stand, np.zeros(quad.model.nv), 0.0), contacts)
+    uncapped = literal.active_contacts(contacts)
+    # "schedule": the trot starts with one diagonal pair in swing
+    assert len(active) == len(uncapped) == (4 if selection == "all" else 2)
+    by_foot = {c.body_a: c for c in contacts}
+    for a, u in zip(active, uncapped):
+        c = by_foot[a.body_a]
+        assert u is c                                            # the literal setting passes it on
+        assert a.mu == min(c.mu, 0.3)                            # only mu changes
+        assert a.phi == c.phi and a.body_b == c.body_b
+        np.testing.assert_array_equal(a.point, c.point)
+        np.testing.assert_array_equal(a.frame(), c.frame())
+    assert {a.mu for a in active} == {0.3, 0.1}                 # capped and kept both seen
+
+
+@pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf])
+def test_reference_rejects_a_bad_friction_limit(bad):
+    with pytest.raises(InvalidInputError, match="friction_limit"):
+        QuadrupedReference(robots.quadruped("links"), friction_limit=bad)

@@ -6,6 +6,8 @@ revision, seeds, machine), ``DIR/tables.txt``, ``DIR/comparison.png`` and each r
 """
 from __future__ import annotations
 
+from . import add_friction_limit
+
 NAME = "compare"
 HELP = "run controllers x terrains in parallel and print the paper's tables beside ours"
 
@@ -27,6 +29,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--executor", choices=("process", "ray"), default="process",
                         help="local process pool, or a Ray cluster (needs the 'ray' extra; RAY_ADDRESS)")
     parser.add_argument("--backend", choices=("pybullet", "idyn"), default="pybullet")
+    add_friction_limit(parser)
 
 
 def _names(text: str, allowed, what: str) -> list[str]:
@@ -57,7 +60,8 @@ def run(args) -> int:
     names = _names(args.controllers, controllers.available() if args.controllers != "all" else PAPER_CONTROLLERS,
                    "controller")
     terrains = _names(args.terrains, tuple(TERRAINS), "terrain")
-    scenarios = paper_sweep(names, terrains, duration=args.duration, seed=args.seed, backend=args.backend)
+    scenarios = paper_sweep(names, terrains, duration=args.duration, seed=args.seed, backend=args.backend,
+                            friction_limit=args.friction_limit)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = run_sweep(scenarios, out, jobs=args.jobs, executor=args.executor)

@@ -10,6 +10,8 @@ qp-coulomb trots (README, Results).
 """
 from __future__ import annotations
 
+from . import add_friction_limit
+
 NAME = "demo"
 HELP = ("LINKS trotting the waypoint course in PyBullet under an ID controller (headless; the ID "
         "controllers still fall within 3 s on rigid-high, --controller pid trots)")
@@ -21,6 +23,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--terrain", default="rigid-high",
                         help="rigid-low, rigid-high, compliant-low, compliant-high or rough (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
+    add_friction_limit(parser)
 
 
 def run(args) -> int:
@@ -29,7 +32,7 @@ def run(args) -> int:
     from ..scenario import terrain_scenario
 
     scenario = terrain_scenario(args.terrain, controller=args.controller, duration=args.duration,
-                                seed=args.seed)
+                                seed=args.seed, friction_limit=args.friction_limit)
     result = run_scenario(scenario, out_dir=args.out, progress=True, plots=True)
     print_run_summary(scenario, result)
     return 0

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+from . import add_friction_limit
+
 NAME = "run"
 HELP = "run one scenario and save its metrics, trace and plot"
 
@@ -31,6 +33,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quadruped", default="links", help="quadruped model: links or a1 (default: %(default)s)")
     parser.add_argument("--torque-limits", action="store_true",
                         help="clip torques to the URDF effort limits (the paper's runs were unlimited)")
+    add_friction_limit(parser)
 
 
 def run(args) -> int:
@@ -47,7 +50,7 @@ def run(args) -> int:
     scenario = Scenario(controller=args.controller, robot=args.robot, terrain=args.terrain, mu=mu,
                         duration=args.duration, seed=args.seed, backend=args.backend,
                         quadruped=args.quadruped, torque_limits=args.torque_limits,
-                        contact_model=args.contact_model)
+                        contact_model=args.contact_model, friction_limit=args.friction_limit)
     metrics = run_scenario(scenario, out_dir=args.out, progress=True, plots=True)
     print_run_summary(scenario, metrics)
     print(f"\nwrote {args.out}/metrics.json, trace.npz and run.png")
