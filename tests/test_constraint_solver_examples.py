@@ -40,9 +40,37 @@ def test_elastic_foundation_box_settles_without_penetrating_far():
     assert r["solver"]["status_counts"] == {"solved": r["steps"]}
 
 
+@pytest.mark.parametrize("elements, youngs, load", [(100, 1e7, 50.0), (900, 1e11, 5.0)])
+def test_foundation_penalty_ode_is_the_constraint_solvers_model(elements, youngs, load):
+    """Tables 1-2 compare integrators of one system: scipy's right-hand side must apply exactly
+    the Winkler rows the constraint solver sees, lambda = max(0, -K phi - B G v), plus load."""
+    found = foundation.Foundation(elements, youngs, load)
+    rng = np.random.default_rng(elements)
+    tilt = rng.normal(0, 2e-3, 3)
+    q = np.r_[rng.normal(0, 1e-3, 2), 0.5 - 1e-5, tilt, 1.0]
+    q[3:] /= np.linalg.norm(q[3:])
+    v, t = rng.normal(0, 0.05, 6), 0.37
+    prob = found.problem(q, v, t, foundation.H)
+    rows = prob.unilateral
+    assert 0 < rows.m < elements                                   # tilted: some elements lift
+    lam = np.maximum(0.0, -rows.K * rows.phi - rows.B * rows.phi_dot)
+    vdot = prob.M.solve(prob.f + rows.G.T @ lam)
+    y_dot = found.rhs(t, np.r_[q, v])
+    np.testing.assert_allclose(y_dot[7:], vdot, rtol=1e-10, atol=1e-9 * np.abs(vdot).max())
+    R = found.bodies.rotations(q)[0]
+    np.testing.assert_allclose(y_dot[:3], R @ v[:3], rtol=1e-12, atol=1e-15)
+    dt = 1e-7                                  # the quaternion rate is pinocchio's integrate
+    np.testing.assert_allclose(q[3:] + dt * y_dot[3:7], found.bodies.integrate(q, v, dt)[3:],
+                               atol=1e-13)
+
+
 def test_incline_friction_phenomena():
-    d = [incline.simulate(mu, {}, 0.3)["final_distance"] for mu in incline.MUS]
+    runs = [incline.simulate(mu, {}, 0.3) for mu in incline.MUS]
+    d = [r["final_distance"] for r in runs]
     assert np.all(np.diff(d) < 0) and abs(d[-1]) < 1e-6
+    assert runs[0]["max_friction"] == 0.0                         # mu = 0: no friction at all
+    assert all(r["max_friction_power"] <= 1e-9 for r in runs)      # friction opposes motion
+    assert all(r["max_friction"] > 0.0 for r in runs[1:])
     a = 9.81 * (np.sin(incline.ANGLE) - 0.125 * np.cos(incline.ANGLE))
     assert d[1] == pytest.approx(0.5 * a * 0.01 ** 2 * 30 * 31, rel=1e-3)   # discrete Coulomb
 
