@@ -1,8 +1,9 @@
 """``idyn bench sim``: one quadruped step of idyn.sim against PyBullet's stepSimulation.
 
 Both backends run the standing LINKS quadruped on rigid ground under the same joint-space PD
-hold, in the same process, one BLAS thread (the control-size matrices gain nothing from more,
-see :func:`experiments.benchmarks.controllers.single_threaded_blas`). Timed: one
+hold, in the same process, taking turns in blocks of steps (load hits all alike), one BLAS thread (the
+control-size matrices gain nothing from more, see
+:func:`experiments.benchmarks.controllers.single_threaded_blas`). Timed: one
 ``testbed.step()`` (PyBullet: ``stepSimulation`` plus setting the torques; idyn.sim: detection,
 dynamics, contact model and integration). Printed as median and p90 in microseconds per contact
 model, with the ratio to PyBullet; written to DIR/bench.json.
@@ -24,20 +25,27 @@ CASES = (("ap-lcp mu=0.5", "rigid", 0.5, "ap-lcp"), ("ap-lcp mu=inf (no-slip)", 
          ("compliant mu=0.5", "rigid", 0.5, "compliant"), ("penalty (compliant)", "compliant", 0.5, "penalty"))
 
 
-def _time_steps(testbed, steps: int, warmup: int = 50) -> np.ndarray:
-    """Per-step wall times (s) of ``testbed.step()`` under a PD hold of the initial pose."""
-    model = testbed.model
-    q_ref = testbed.state().q[model.actuated_q].copy()
-    times = np.empty(steps)
-    for k in range(warmup + steps):
-        s = testbed.state()
-        testbed.apply(5.0 * (q_ref - s.q[model.actuated_q]) - 0.02 * s.v[model.actuated_v])
-        testbed.contacts()
-        t0 = time.perf_counter()
-        testbed.step()
-        if k >= warmup:
-            times[k - warmup] = time.perf_counter() - t0
-    return times
+def _time_steps(testbeds: list, steps: int, warmup: int = 50, block: int = 100) -> np.ndarray:
+    """Per-step wall times (s), (len(testbeds), steps), of ``testbed.step()`` under a PD hold of
+    each testbed's initial pose. The testbeds take turns in blocks of ``block`` consecutive steps:
+    load on the shared machine hits every backend alike, and within a block each backend runs
+    with warm caches as in a real run (turns of single steps evicted PyBullet's caches and
+    inflated its step 1.5-1.8x)."""
+    holds = []
+    for tb in testbeds:
+        model = tb.model
+        holds.append((tb, model.actuated_q, model.actuated_v, tb.state().q[model.actuated_q].copy()))
+    times = np.empty((len(testbeds), warmup + steps))
+    for start in range(0, warmup + steps, block):
+        for i, (tb, aq, av, q_ref) in enumerate(holds):
+            for k in range(start, min(start + block, warmup + steps)):
+                s = tb.state()
+                tb.apply(5.0 * (q_ref - s.q[aq]) - 0.02 * s.v[av])
+                tb.contacts()
+                t0 = time.perf_counter()
+                tb.step()
+                times[i, k] = time.perf_counter() - t0
+    return times[:, warmup:]
 
 
 def _summary(times: np.ndarray) -> dict:
@@ -56,14 +64,16 @@ def run(out="results/bench", *, counts=None, seeds: int = 1, repeats: int = 2000
     out.mkdir(parents=True, exist_ok=True)
     report = {"benchmark": "sim", "robot": robot, "python": platform.python_version(),
               "machine": platform.machine(), "blas_threads": 1, "pybullet": {}, "idyn": {}}
-    with pb_testbeds.QuadrupedTestbed(robot, "rigid", 0.5) as tb:
-        report["pybullet"] = _summary(_time_steps(tb, repeats))
+    with pb_testbeds.QuadrupedTestbed(robot, "rigid", 0.5) as pb:
+        sims = [sim_testbeds.QuadrupedTestbed(robot, terrain, mu, contact_model=model)
+                for _, terrain, mu, model in CASES]
+        times = _time_steps([pb] + sims, repeats)
+    report["pybullet"] = _summary(times[0])
     base = report["pybullet"]["median_us"]
     print(f"{'backend':34s} {'median us':>10s} {'p90 us':>10s} {'x PyBullet':>11s}")
     print(f"{'pybullet stepSimulation':34s} {base:10.1f} {report['pybullet']['p90_us']:10.1f} {1.0:11.2f}")
-    for label, terrain, mu, model in CASES:
-        tb = sim_testbeds.QuadrupedTestbed(robot, terrain, mu, contact_model=model)
-        entry = _summary(_time_steps(tb, repeats))
+    for (label, *_), row in zip(CASES, times[1:]):
+        entry = _summary(row)
         entry["ratio_to_pybullet"] = entry["median_us"] / base
         report["idyn"][label] = entry
         print(f"{'idyn.sim ' + label:34s} {entry['median_us']:10.1f} {entry['p90_us']:10.1f} "

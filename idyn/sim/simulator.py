@@ -26,7 +26,7 @@ import pinocchio as pin
 from .. import validation
 from ..contact import Contact, ContactSet, stacked_contact_jacobian
 from ..errors import InvalidInputError, SolverError
-from ..model import RobotModel, Workspace
+from ..model import RobotModel, Workspace, as_slice
 from .contact_models import ContactModel, ContactProblem, ContactSolution, make
 from .world import World
 
@@ -57,13 +57,6 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     """``a`` (a fresh array owned by the simulator) made read-only."""
     a.flags.writeable = False
     return a
-
-
-def _as_slice(index: np.ndarray) -> slice | np.ndarray:
-    """A contiguous ascending index array as the equivalent slice (cheaper to apply)."""
-    if index.size and np.array_equal(index, np.arange(index[0], index[0] + index.size)):
-        return slice(int(index[0]), int(index[0]) + index.size)
-    return index
 
 
 class _StepPass(Workspace):
@@ -105,7 +98,7 @@ class Simulator:
             else contact_model
         self._data = model.pinocchio_model.createData()
         self._workspace = _StepPass(model)
-        self._actuated = _as_slice(model.actuated_v)
+        self._actuated = as_slice(model.actuated_v)
         self.reset(model.neutral(), np.zeros(model.nv))
 
     # ---------------------------------------------------------------- state
