@@ -68,20 +68,22 @@ def residuals_from_parts(z: np.ndarray, w: np.ndarray, q_norm: float, m_norm: fl
     Solvers that never form ``M`` (:func:`idyn.lcp.ppm_contact`) use this with ``m_norm`` an
     upper bound of ``||M||_inf``.
     """
-    zmax = float(np.max(np.abs(z), initial=0.0))
+    if z.size == 0:
+        return LCPResiduals(0.0, 0.0, 0.0, equation_error / max(q_norm, _TINY), 0.0)
+    az, aw = np.abs(z), np.abs(w)
+    zmax = float(az.max())
     scale_z = max(zmax, _TINY)
     terms = m_norm * zmax
     scale_w = max(q_norm + terms, _TINY)
     scale_q = max(q_norm, _TINY)
-    wmax = float(np.max(np.abs(w), initial=0.0))
-    if zmax * wmax * z.size < 1e300:           # no overflow possible (np.errstate costs 10 us)
-        products = float(np.abs(z) @ np.abs(w))
+    if zmax * float(aw.max()) * z.size < 1e300:    # no overflow possible (np.errstate costs 10 us)
+        products = float(az @ aw)
     else:
         with np.errstate(over="ignore"):
-            products = float(np.abs(z) @ np.abs(w))
+            products = float(az @ aw)
     return LCPResiduals(
-        negative_z=max(0.0, -float(np.min(z, initial=0.0))) / scale_z,
-        negative_w=max(0.0, -float(np.min(w, initial=0.0))) / scale_q,
+        negative_z=max(0.0, -float(z.min())) / scale_z,
+        negative_w=max(0.0, -float(w.min())) / scale_q,
         complementarity=products / scale_z / scale_q,
         equation=equation_error / scale_w,
         roundoff=_EPS * terms / scale_q,
@@ -100,15 +102,14 @@ def checked_residuals(M: np.ndarray, q: np.ndarray, z, w=None, m_norm: float | N
     ``||M||_inf`` if the caller has it."""
     z = np.asarray(z, dtype=float)
     w_exact = M @ z + q
-    if w is None:
-        w = w_exact
-    w = np.asarray(w, dtype=float)
+    w = w_exact if w is None else np.asarray(w, dtype=float)
     if z.shape != q.shape or w.shape != q.shape:
         raise ShapeError(f"z and w must have shape {q.shape}, got {z.shape} and {w.shape}")
+    if q.size == 0:
+        return residuals_from_parts(z, w, 0.0, 0.0, 0.0)
     return residuals_from_parts(
-        z, w, float(np.max(np.abs(q), initial=0.0)),
-        float(np.max(np.abs(M).sum(axis=1), initial=0.0)) if m_norm is None else m_norm,
-        float(np.max(np.abs(w - w_exact), initial=0.0)))
+        z, w, float(np.abs(q).max()), float(np.abs(M).sum(axis=1).max()) if m_norm is None else m_norm,
+        0.0 if w is w_exact else float(np.abs(w - w_exact).max()))
 
 
 def is_lcp_solution(M, q, z, w=None, tol: float = DEFAULT_TOL) -> bool:
