@@ -251,3 +251,21 @@ def test_overflowing_torques_stop_with_the_simulators_error():
     tb = sim_testbeds.QuadrupedTestbed("links", "rigid", math.inf, contact_model="noslip")
     with np.errstate(over="ignore", invalid="ignore"), pytest.raises(SolverError, match="diverged"):
         tb.sim.step(np.full(tb.na, 1e306))
+
+
+def test_state_is_read_only_and_assigning_it_redetects_the_contacts():
+    """q and v are the simulator's own read-only arrays; assigning a new q or v re-runs the step
+    pass and the detection, so contacts() and the next step see the assigned state."""
+    sim = box_on_plane("ap-lcp")
+    assert sim.contact_set().m == 4
+    with pytest.raises(ValueError):
+        sim.q[2] += 1.0
+    lifted = sim.q.copy()
+    lifted[2] += 0.5
+    sim.q = lifted
+    assert sim.contact_set().m == 0 and sim.q[2] == lifted[2]
+    lifted[2] = 0.0            # the simulator kept a copy
+    assert sim.q[2] > 0.5
+    sim.v = np.r_[0.0, 0.0, -1.0, 0.0, 0.0, 0.0]
+    result = sim.step(np.zeros(0))
+    assert result.contact_set.m == 0 and sim.v[2] == pytest.approx(-1.0 - G * DT)

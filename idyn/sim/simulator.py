@@ -64,7 +64,7 @@ class _StepPass(Workspace):
     checks and copies (the simulator's state is validated when set and read-only) and without
     the Jacobians' time variation (a velocity-level step needs no drift terms, eq. 37)."""
 
-    def compute(self, q, v=None, *, dynamics: bool = True) -> "_StepPass":
+    def compute(self, q, v) -> "_StepPass":
         pm, data = self._pm, self._data
         self.q, self.v = q, v
         self.M = self.model._symmetric(pin.crba(pm, data, q))
