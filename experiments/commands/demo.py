@@ -3,18 +3,18 @@
 Headless. Prints tracking error, distance covered, falls and the real-time factor, and writes
 the centre-of-mass path and joint tracking plot, the metrics and the trace to ``--out``.
 
-Status (rigid-high, PyBullet): no inverse-dynamics controller completes the 10 s course yet.
-``qp-coulomb`` (the default, the paper's ID_QP,mu) falls at 0.28 s, ``sensed-1`` lasts longest
-(2.7 s); the ``pid`` baseline trots the 10 s. On idyn.sim's matched ``qp`` contact model
-qp-coulomb trots (README, Results).
+Status (10 s sweep, README Results): ``qp-coulomb`` (the default, the paper's ID_QP,mu) completes
+rigid-high and compliant-high (3 waypoints) planning with the locomotion friction limit 0.3
+(``--friction-limit none``, the paper's literal setting, falls at 0.28 s); it still falls on
+rigid-low, compliant-low and rough. ``pid`` completes every terrain but compliant-low.
 """
 from __future__ import annotations
 
 from . import add_friction_limit
 
 NAME = "demo"
-HELP = ("LINKS trotting the waypoint course in PyBullet under an ID controller (headless; the ID "
-        "controllers still fall within 3 s on rigid-high, --controller pid trots)")
+HELP = ("LINKS trotting the waypoint course in PyBullet under an ID controller (headless; "
+        "qp-coulomb by default)")
 
 
 def add_arguments(parser) -> None:
