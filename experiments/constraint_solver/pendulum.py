@@ -19,7 +19,7 @@ Measured (this module's ``run``): max |E - E0| = 10.4, 0.148, 1.36e-2, 1.35e-3 J
 h = 0.1, 1e-2, 1e-3, 1e-4 (of m g L = 9.81 J; order 1), max |E~ - E~0| = 8.0, 2.45e-2,
 2.19e-4, 2.17e-6 J (order 2), max |phi| = 0.61, 9.9e-4, 9.8e-6, 9.8e-8 m (order 2). The
 constraint work is the only secular part, O(h^2) per unit time: over 20 s (8 swings) the
-largest |E - E0| within a swing goes 1.355e-2 -> 1.364e-2 J at h = 1e-3, 0.154 -> 0.233 J at
+largest |E - E0| within a swing goes 1.356e-2 -> 1.363e-2 J at h = 1e-3, 0.154 -> 0.233 J at
 h = 1e-2. b = 0 instead of 1, or k = 1e9 instead of 1e15, changes the final E - E0 by
 < 0.1 % at h = 1e-2 ... 1e-4: b = 1 dissipates nothing measurable, and the stiff spring's
 energy (its deformation is O(h^2)) is integrated implicitly, outside E. So the energy is kept to O(h) (an oscillating offset) and
