@@ -43,6 +43,7 @@ def test_pid_baseline_trots_30_s(terrain):
 
 
 _FALLS_10_S = {   # measured by `idyn compare --duration 10 --jobs 2` (session 3, friction limit 0.3)
+    "rigid-high": "completes 10 s; the 30 s run (`idyn run --duration 30`) falls at 18.35 s after 4 waypoints",
     "rigid-low": "falls at 0.51 s: on mu = 0.1 its predicted v+ is 0.1-0.3 rad/s off PyBullet's from the first stance",
     "compliant-low": "falls at 2.43 s (a 5 s run in another process load completed: chaotic)",
     "rough": "falls at 1.41 s: the planner has no terrain map and the controller no per-cell friction margin",
@@ -55,7 +56,7 @@ _FALLS_10_S = {   # measured by `idyn compare --duration 10 --jobs 2` (session 3
     for t in ("rigid-high", "compliant-high", "rigid-low", "compliant-low", "rough")])
 def test_qp_coulomb_trots_30_s(terrain):
     """Issue 5's must-show: 30 s over the waypoints, three of them visited. 10 s runs complete
-    rigid-high and compliant-high (3 waypoints each); 30 s was not run yet."""
+    rigid-high and compliant-high (3 waypoints each); compliant-high was not run for 30 s yet."""
     m = _trot("qp-coulomb", 30.0, terrain)
     assert not m["fell"]
     assert m["waypoints_reached"] >= 3
