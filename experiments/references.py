@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
 from idyn.errors import InvalidInputError
 from planners import (ArmSinusoid, BalanceController, QuadrupedPlanner, TrotGait,
                       WaypointFollower)
+
+from .scenario import check_friction_limit
 
 
 #: a fingertip counts as touching when its gap is below this (m)
@@ -51,10 +52,8 @@ class QuadrupedReference:
                  **planner_options):
         if contacts not in self.CONTACT_SELECTIONS:
             raise InvalidInputError(f"contacts must be one of {self.CONTACT_SELECTIONS}, got {contacts!r}")
-        if friction_limit is not None and not (math.isfinite(friction_limit) and friction_limit >= 0):
-            raise InvalidInputError(f"friction_limit must be finite and >= 0 (or None), got {friction_limit}")
         self.contact_selection = contacts
-        self.friction_limit = friction_limit
+        self.friction_limit = check_friction_limit(friction_limit)
         self.gait = gait or TrotGait()
         feet = {leg: f.link for leg, f in quadruped.feet.items()}
         self.planner = QuadrupedPlanner(quadruped.model, feet, quadruped.leg_joints,

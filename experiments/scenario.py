@@ -28,6 +28,13 @@ ROBOTS = ("quadruped", "manipulator")
 #: The largest Coulomb coefficient the locomotion runs tell the controllers (a friction safety
 #: factor; why: :class:`experiments.references.QuadrupedReference`, ``friction_limit``).
 LOCOMOTION_FRICTION_LIMIT = 0.3
+
+
+def check_friction_limit(value: float | None) -> float | None:
+    """``value`` if it is None or a finite coefficient >= 0; InvalidInputError otherwise."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise InvalidInputError(f"friction_limit must be finite and >= 0 (or None), got {value}")
+    return value
 BACKENDS = ("pybullet", "idyn")
 
 
@@ -65,9 +72,7 @@ class Scenario:
             raise InvalidInputError("contact_model chooses idyn.sim's contact model; it needs backend='idyn'")
         if not (math.isnan(self.mu) or self.mu >= 0):
             raise InvalidInputError(f"mu must be >= 0 (or inf), got {self.mu}")
-        if self.friction_limit is not None and not (math.isfinite(self.friction_limit)
-                                                    and self.friction_limit >= 0):
-            raise InvalidInputError(f"friction_limit must be finite and >= 0 (or None), got {self.friction_limit}")
+        check_friction_limit(self.friction_limit)
 
     @property
     def terrain_label(self) -> str:

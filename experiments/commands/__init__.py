@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import math
+
+from idyn.errors import InvalidInputError
 
 
 def add_friction_limit(parser) -> None:
@@ -16,12 +17,11 @@ def add_friction_limit(parser) -> None:
 
 
 def _friction_limit(text: str) -> float | None:
+    from ..scenario import check_friction_limit
+
     if text.strip().lower() == "none":
         return None
     try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"expected a friction coefficient >= 0 or 'none', got {text!r}")
-    return value
+        return check_friction_limit(float(text))
+    except (ValueError, InvalidInputError):
+        raise argparse.ArgumentTypeError(f"expected a friction coefficient >= 0 or 'none', got {text!r}") from None
