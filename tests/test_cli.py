@@ -44,11 +44,19 @@ def test_compare_writes_csv_and_prints_paper_tables(tmp_path, capsys):
     (["compare", "--terrains", "lava"], "unknown terrain"),
     (["plot", "/nonexistent"], "neither trace.npz"),
     (["bench", "lcp", "--contacts", "4,x"], "comma-separated integers"),
+    (["constraint-solver", "elastic-foundation", "--case", "100,1e9,50"],
+     "unknown elastic-foundation case"),
 ])
 def test_user_mistakes_are_one_line_errors(argv, message, tmp_path, capsys):
     assert main(argv + ["--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_malformed_foundation_case_is_an_argparse_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["constraint-solver", "elastic-foundation", "--case", "100,1e11", "--out", str(tmp_path)])
+    assert exc.value.code == 2 and "expected ELEMENTS,E,LOAD" in capsys.readouterr().err
 
 
 def test_friction_limit_option(tmp_path, capsys):

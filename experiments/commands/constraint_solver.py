@@ -6,6 +6,7 @@ example's table.
 """
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import os
@@ -33,7 +34,23 @@ def add_arguments(parser) -> None:
     parser.add_argument("--budget", type=float, default=None,
                         help="elastic-foundation, sphere-stack: wall-clock seconds allowed per "
                              "scipy integrator run before it is reported as a timeout")
+    parser.add_argument("--reference-budget", type=float, default=None,
+                        help="elastic-foundation: wall-clock seconds allowed for each DOP853 "
+                             "reference run (default 1800, 60 with --short)")
+    parser.add_argument("--case", action="append", type=_case, default=None,
+                        metavar="ELEMENTS,E,LOAD",
+                        help="elastic-foundation: run only this case, e.g. 100,1e11,50 "
+                             "(repeatable; default: all eight of Tables 1-2)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+
+
+def _case(text: str) -> tuple:
+    try:
+        elements, youngs, load = text.split(",")
+        return int(elements), float(youngs), float(load)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected ELEMENTS,E,LOAD such as 100,1e11,50, got {text!r}") from None
 
 
 def run(args) -> int:
@@ -41,6 +58,9 @@ def run(args) -> int:
     options = {"backend": args.backend, "formulation": args.formulation}
     if args.example in ("elastic-foundation", "sphere-stack"):
         options["budget"] = args.budget
+    if args.example == "elastic-foundation":
+        options["reference_budget"] = args.reference_budget
+        options["cases"] = args.case
     results = mod.run(short=args.short, **options)
     results["options"] = {"short": args.short, **options}
     os.makedirs(args.out, exist_ok=True)
