@@ -11,7 +11,7 @@ import numpy as np
 import pinocchio as pin
 import pybullet as pb
 
-from idyn.contact import Contact
+from idyn.contact import Contact, ContactSet
 from idyn.errors import InvalidInputError
 from idyn.state import RobotState
 
@@ -125,14 +125,18 @@ class QuadrupedTestbed(Testbed):
             raise InvalidInputError(f"margin must be finite and >= 0, got {margin}")
         q = self.state().q
         centres = self._foot_centres(q)
-        out, owners = [], []
+        found, owners = [], []
         for i, foot in enumerate(self._feet):
             cp = self._closest(i, q, margin, centres)
             if cp is None:
                 continue
-            out.append(Contact(foot.link, None, cp.point_on_b, cp.normal,
-                               self.terrain.friction_at(cp.point_on_b), cp.distance))
+            found.append((foot.link, cp))
             owners.append((BodyLink(self.robot.body, self._foot_links[i]), BodyLink(self.terrain.body)))
+        # one validated batch (frames for all feet at once) instead of a Contact per foot
+        out = ContactSet([link for link, _ in found], [None] * len(found),
+                         [cp.point_on_b for _, cp in found], [cp.normal for _, cp in found],
+                         [self.terrain.friction_at(cp.point_on_b) for _, cp in found],
+                         [cp.distance for _, cp in found]).contacts()
         self._contacts, self._owners = out, owners
         return list(out)
 
