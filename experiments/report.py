@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .orderings import orderings_report
+
 #: the paper's published numbers, shipped as package data
 PAPER_JSON = Path(__file__).resolve().parent / "data" / "paper.json"
 
@@ -86,6 +88,7 @@ def comparison_tables(rows: list[dict], paper: dict | None = None) -> str:
     parts.append(_table("Table 4: torque smoothness over runs that did not fall (ours | paper)",
                         ["controller", "E|dtau/dt|", "E|tau|", "paper E|dtau/dt|", "paper E|tau|"], body4))
     parts.append(scorecard(rows, paper))
+    parts.append(orderings_report(rows))
     errors = [r for r in rows if "error" in r]
     if errors:
         parts.append("Runs that raised:\n" + "\n".join(f"  {r['controller']} {r['terrain']}: {r['error']}" for r in errors))

@@ -33,7 +33,9 @@ def test_compare_writes_csv_and_prints_paper_tables(tmp_path, capsys):
     assert len(lines) == 3
     out = capsys.readouterr().out
     assert "Table 3, rigid-high" in out and "0.0486" in out      # the paper's number beside ours
-    assert "Table 6" in out
+    assert "Table 6" in out and "The paper's orderings on this sweep" in out
+    verdicts = json.loads((tmp_path / "orderings.json").read_text())
+    assert [v["source"] for v in verdicts] == ["Table 4", "Table 4", "Table 5", "Table 6"]
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["packages"]["pin"] and meta["seeds"] == [0]
 

@@ -2,7 +2,8 @@
 
 Prints the paper's Tables 3, 4 and 5 with our numbers beside theirs and the Table 6 scorecard,
 and writes ``DIR/metrics.csv`` (one row per run), ``DIR/meta.json`` (package versions, git
-revision, seeds, machine), ``DIR/tables.txt``, ``DIR/comparison.png`` and each run's trace.
+revision, seeds, machine), ``DIR/tables.txt``, ``DIR/orderings.json`` (the paper's orderings of
+Tables 4-6 judged on this sweep, :mod:`experiments.orderings`), ``DIR/comparison.png`` and each run's trace.
 """
 from __future__ import annotations
 
@@ -47,11 +48,13 @@ def _names(text: str, allowed, what: str) -> list[str]:
 def run(args) -> int:
     import csv
     import json
+    from dataclasses import asdict
     from pathlib import Path
 
     import controllers
 
     from ..meta import run_metadata
+    from ..orderings import paper_orderings
     from ..plots import plot_comparison
     from ..report import comparison_tables, paper_data
     from ..runner import run_sweep
@@ -70,9 +73,11 @@ def run(args) -> int:
         writer.writeheader()
         writer.writerows(rows)
     (out / "meta.json").write_text(json.dumps(run_metadata(scenarios), indent=1))
+    (out / "orderings.json").write_text(json.dumps(
+        [{**asdict(o), "verdict": o.verdict} for o in paper_orderings(rows)], indent=1))
     tables = comparison_tables(rows, paper_data())
     (out / "tables.txt").write_text(tables + "\n")
     plot_comparison(rows, paper_data(), out)
     print(tables)
-    print(f"\nwrote {out}/metrics.csv, meta.json, tables.txt, comparison.png and runs/")
+    print(f"\nwrote {out}/metrics.csv, meta.json, orderings.json, tables.txt, comparison.png and runs/")
     return 0
