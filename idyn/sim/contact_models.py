@@ -34,6 +34,7 @@ removed by Algorithm 1 (:func:`idyn.lcp.find_indices`), which leaves the solutio
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 
@@ -91,6 +92,20 @@ class ContactProblem:
     def velocity(self, impulses: np.ndarray) -> np.ndarray:
         """v+ = v* + M^-1 J^T f for impulses (m, 3) ordered [normal, s, t]."""
         return self.v_free + self.Minv_JT @ impulses.T.reshape(-1)
+
+    def restarted(self, v: np.ndarray, *, forces: bool = True, phi: np.ndarray | None = None) -> "ContactProblem":
+        """The same step (M, J, W and the factorisation of M reused) from start velocity ``v``:
+        with the non-contact force f over dt if ``forces``, else none (v* = v, an instantaneous
+        impact), and with gaps ``phi`` if given."""
+        p = copy.copy(self)
+        p.v = v
+        p.v_free = v + (self.v_free - self.v) if forces else v.copy()
+        if not forces:
+            p.f = np.zeros_like(self.f)
+        if phi is not None:
+            p.phi = phi
+        p.u_free = self.J @ p.v_free
+        return p
 
 
 @dataclass

@@ -8,13 +8,15 @@ controller predicting with the same contact model reproduces the simulator's for
    :meth:`Simulator.contacts` hands to a controller),
 2. M(q), h(q, v) and the contact Jacobians N, S, T are evaluated at (q, v) of the start; one
    pinocchio pass (:class:`idyn.model.Workspace`) serves both the detection and the dynamics,
-3. v* = v + dt M^-1 (P^T tau - h); the contact model returns impulses f with
+3. with ``impacts="passive"``, contacts closing faster than their gaps allow first receive a
+   passive inelastic impact that takes v to v' (:mod:`idyn.sim.impact`); otherwise v' = v,
+4. v* = v' + dt M^-1 (P^T tau - h); the contact model returns impulses f with
    v+ = v* + M^-1 (N^T f_N + S^T f_S + T^T f_T), the non-penetration rows stabilized by
    phi / dt (eq. 35-36),
-4. semi-implicit Euler: q+ = q (+) dt v+ on the configuration manifold.
+5. semi-implicit Euler: q+ = q (+) dt v+ on the configuration manifold.
 
-The forces of the last step (impulses / dt, per contact [normal, s, t]) are reported exactly as
-the model computed them (:attr:`Simulator.last`).
+The forces of the last step (impulses / dt, per contact [normal, s, t], an impact's included)
+are reported exactly as the model computed them (:attr:`Simulator.last`).
 """
 from __future__ import annotations
 
@@ -28,17 +30,20 @@ from ..contact import Contact, ContactSet, stacked_contact_jacobian
 from ..errors import InvalidInputError, SolverError
 from ..model import RobotModel, Workspace, as_slice
 from .contact_models import ContactModel, ContactProblem, ContactSolution, make
+from .impact import IMPACT_MODES, IMPACT_SPEED_TOL, PassiveImpacts
 from .world import World
 
 
 @dataclass
 class StepResult:
-    """What one step did: the contacts it used and their forces (newtons, [normal, s, t])."""
+    """What one step did: the contacts it used and their forces (newtons, [normal, s, t]);
+    ``impact`` is the part of ``forces`` due to a passive impact (None: there was none)."""
 
     contact_set: ContactSet
     forces: np.ndarray
     solution: ContactSolution
     _contacts: list[Contact] | None = field(default=None, repr=False)
+    impact: np.ndarray | None = None
 
     @property
     def contacts(self) -> list[Contact]:
@@ -83,11 +88,17 @@ class Simulator:
     model, world: the multibody and its collision world (``world.model`` must be ``model``).
     contact_model: a :class:`ContactModel` or a name of :data:`idyn.sim.MODELS`.
     dt: time step (s).
+    impacts: ``"step"`` (contacts that close during a step are resolved by the step's contact
+        model, with the held torques: the time-stepping scheme) or ``"passive"`` (they first
+        receive an inelastic impact with the actuators passive, as in an event-driven simulator;
+        :mod:`idyn.sim.impact`).
+    impact_speed_tol: approach speed (m/s) beyond the gap's allowance that is an impact.
     model_options: constructor options of a contact model given by name.
     """
 
     def __init__(self, model: RobotModel, world: World, contact_model: str | ContactModel = "ap-lcp",
-                 dt: float = 1e-3, **model_options):
+                 dt: float = 1e-3, *, impacts: str = "step", impact_speed_tol: float = IMPACT_SPEED_TOL,
+                 **model_options):
         if world.model is not model:
             raise InvalidInputError("the world must be built on the simulated model")
         dt = float(dt)
@@ -96,6 +107,10 @@ class Simulator:
         self.model, self.world, self.dt = model, world, dt
         self.contact_model = make(contact_model, **model_options) if isinstance(contact_model, str) \
             else contact_model
+        if impacts not in IMPACT_MODES:
+            raise InvalidInputError(f"impacts must be one of {IMPACT_MODES}, got {impacts!r}")
+        self.impacts = impacts
+        self._impacts = PassiveImpacts(impact_speed_tol) if impacts == "passive" else None
         self._data = model.pinocchio_model.createData()
         self._workspace = _StepPass(model)
         self._actuated = as_slice(model.actuated_v)
@@ -165,7 +180,9 @@ class Simulator:
 
     def step(self, tau) -> StepResult:
         """Advance by dt with torques ``tau`` held over the step; returns what the step did."""
-        problem = self.problem(tau)
+        problem, impact = self.problem(tau), None
+        if self._impacts is not None:
+            problem, impact = self._impacts.resolve(problem)
         sol = self.contact_model.solve(problem)
         v_next = problem.velocity(sol.impulses)
         if not np.isfinite(v_next).all():
@@ -176,7 +193,9 @@ class Simulator:
         if not np.isfinite(q_next).all():
             raise SolverError(f"the simulation diverged at t = {self.t:.4f} s (|v+| = {np.abs(v_next).max():.3g}): "
                               "check the torques and the time step")
-        self.last = StepResult(self._pending, sol.impulses / self.dt, sol, self._pending_contacts)
+        impulses = sol.impulses if impact is None else sol.impulses + impact
+        self.last = StepResult(self._pending, impulses / self.dt, sol, self._pending_contacts,
+                               None if impact is None else impact / self.dt)
         self._q, self._v = _frozen(q_next), _frozen(v_next)
         self.t += self.dt
         self._detect()

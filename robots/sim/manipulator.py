@@ -23,10 +23,11 @@ class ManipulatorTestbed(SimTestbed):
 
     contact_model: a name of :data:`idyn.sim.MODELS` (default ``ap-lcp``, no-slip where
     mu >= 100).
+    impacts: ``"step"`` or ``"passive"`` (:mod:`idyn.sim.impact`).
     """
 
     def __init__(self, mu_grasp=100.0, dt: float = 0.001, gui: bool = False,
-                 contact_model: str = "ap-lcp"):
+                 contact_model: str = "ap-lcp", impacts: str = "step"):
         if gui:
             raise InvalidInputError("the idyn backend has no viewer; use --backend pybullet for a GUI")
         self.mu_grasp = simulated_mu(mu_grasp)
@@ -37,7 +38,7 @@ class ManipulatorTestbed(SimTestbed):
         shapes.append(Box(BOX_FRAME, np.full(3, d.box_side / 2)))
         friction = {(t.link, BOX_FRAME): self.mu_grasp for t in tips}
         world = World(model, shapes, [Plane(mu=GROUND_MU)], friction=friction, default_mu=GROUND_MU)
-        super().__init__(Simulator(model, world, contact_model, dt))
+        super().__init__(Simulator(model, world, contact_model, dt, impacts=impacts))
         self._tip_links = {t.link for t in tips}
         self.reset()
 

@@ -53,10 +53,14 @@ class QuadrupedTestbed(SimTestbed):
     dt: time step (s).
     gui: accepted for parity with PyBullet; idyn.sim has no viewer (must be False).
     contact_model: a name of :data:`idyn.sim.MODELS`, or None for the terrain's default.
+    impacts: ``"step"`` (touchdowns resolved by the contact model with the held torques) or
+        ``"passive"`` (first a passive inelastic impact, as an event-driven simulator;
+        :mod:`idyn.sim.impact`).
     """
 
     def __init__(self, robot="links", terrain: str = "rigid", mu=math.inf, seed: int = 0,
-                 dt: float = 0.001, gui: bool = False, contact_model: str | None = None):
+                 dt: float = 0.001, gui: bool = False, contact_model: str | None = None,
+                 impacts: str = "step"):
         if gui:
             raise InvalidInputError("the idyn backend has no viewer; use --backend pybullet for a GUI")
         if terrain not in TERRAINS:
@@ -90,7 +94,7 @@ class QuadrupedTestbed(SimTestbed):
         if name != "penalty":
             options = {}
         world = World(model, shapes, [ground], self_collision=False)
-        super().__init__(Simulator(model, world, name, dt, **options))
+        super().__init__(Simulator(model, world, name, dt, impacts=impacts, **options))
         self.ground = ground
         self._foot_links = {f.link for f in self._feet}
         self.reset()
