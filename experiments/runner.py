@@ -17,7 +17,8 @@ import logging
 import math
 import os
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
@@ -188,12 +189,40 @@ def run_sweep(scenarios: list[Scenario], out_dir=None, *, jobs: int = 1, executo
             rows.append(_run_one(item))
             bar.update(1)
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for row in pool.map(_run_one, work):
-                rows.append(row)
-                bar.update(1)
+        rows = _run_pool(work, jobs, bar)
     bar.close()
     return rows
+
+
+def _run_pool(work, jobs: int, bar) -> list[dict]:
+    """``_run_one`` over ``work`` on ``jobs`` local processes, rows in order.
+
+    A worker that dies (a segfault in a native library, the OOM killer) breaks the whole pool
+    and every run still pending in it; those runs are retried one by one, each in a pool of its
+    own, so the one that kills its worker becomes an error row and the others still run.
+    """
+    rows: list[dict | None] = [None] * len(work)
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(_run_one, item): i for i, item in enumerate(work)}
+        for future in as_completed(futures):
+            try:
+                rows[futures[future]] = future.result()
+                bar.update(1)
+            except BrokenProcessPool:
+                pass
+    for i, row in enumerate(rows):
+        if row is None:
+            rows[i] = _run_isolated(work[i])
+            bar.update(1)
+    return rows
+
+
+def _run_isolated(item) -> dict:
+    with ProcessPoolExecutor(max_workers=1) as pool:
+        try:
+            return pool.submit(_run_one, item).result()
+        except BrokenProcessPool as exc:
+            return _error_row(item[0], RuntimeError(f"the worker process died during the run ({exc})"))
 
 
 def _run_returning_files(scenario: Scenario, keep_files: bool) -> tuple[dict, dict[str, bytes]]:
