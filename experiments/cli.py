@@ -28,6 +28,7 @@ COMMANDS = (
     "bench",
     "plot",
     "constraint_solver",
+    "verify_forces",
 )
 
 
