@@ -6,23 +6,24 @@ every predicting controller against every contact model of idyn.sim and against 
 diagonal of :data:`MATCHED` the simulator uses the controller's own contact model, and the
 comparison is the paper's: "the contact models utilized by the simulator match those used in
 our reference controllers ... Both simulations and controllers had access to identical data"
-(Sec. 7.3). What "the same model" takes here, each measured on the trot (0.3-0.5 s):
+(Sec. 7). What "the same model" takes here, each measured on the trot (0.3-0.5 s):
 
 * the controller is given exactly the simulator's contact set (``contacts="all"``: points,
   normals, tangent frames, gaps, mu);
 * touchdowns: the controllers resolve a foot closing faster than its gap allows as a passive
   impact before the step (``controllers.impact``); the rigid idyn.sim models do the same with
   ``impacts="passive"`` (:mod:`idyn.sim.impact`). With the time-stepping default instead, the
-  step's held torques help stop the foot and lcp-coulomb's prediction is off by 0.58 % on
-  average (up to 72 % at a touchdown step);
+  step's held torques help stop the foot: lcp-coulomb's prediction is then off by 0.56 % on
+  average over 0.3 s, 72 % at a touchdown step (qp-coulomb: 0.75 % instead of 0.57 %);
 * gaps: the simulator stabilises non-penetration with phi / dt (paper eq. 36) also for a
   negative phi; the controllers clamp a negative phi to 0 unless ``penetration_recovery=1``,
   which the matched runs pass (lcp-noslip otherwise mispredicts every step of a 1e-7 m overlap
   by 0.008 N).
 
-The balance term of the trot (``QuadrupedReference.extra_torque``) is torque added after the
-controller, which its prediction does not see (``balance=False`` removes it; it was 0.05 % of
-lcp-coulomb's 0.051 % error over 3.4 s of the matched run, the rest being zero).
+With these, lcp-coulomb predicts ap-lcp's summed normal force to round-off at every step. The
+balance term of the trot (``QuadrupedReference.extra_torque``) is torque added after the
+controller, which its prediction does not see: with it lcp-coulomb is off by 0.067 % on average
+over 0.3 s (2.8 % at most); ``balance=False`` removes it, but the robot then falls sooner.
 
 Each run stops at the first fallen state (SPEC section 6); ``trotted_s`` says how long it lasted.
 """

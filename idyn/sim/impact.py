@@ -4,7 +4,7 @@ A velocity-level time step (:mod:`idyn.sim.simulator`) resolves a contact that c
 step together with the torques held over the step: the step's impulse both stops the approaching
 body and carries the load, and the actuators' dt * tau takes part in stopping it. An event-driven
 simulator, like MOBY, which the paper used ("accurate time of contact calculation for impacting
-bodies", Sec. 7.3), instead stops at the time of contact and resolves the impact as an
+bodies", Sec. 7), instead stops at the time of contact and resolves the impact as an
 instantaneous event to which finite actuator torques deliver no impulse, then continues.
 
 ``Simulator(..., impacts="passive")`` models that: a contact whose normal velocity at the start
