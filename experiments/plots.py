@@ -2,6 +2,9 @@
 
 * :func:`plot_run` - one run: centre-of-mass path over the waypoints (Fig. 17), joint position
   error over time (Fig. 14/16/18) and |d tau/dt| over time (Fig. 15);
+* :func:`plot_runs` - several runs overlaid (e.g. ``qp-coulomb`` with and without Stage II,
+  Fig. 15, or controllers side by side as Figs. 14, 16 and 18): joint error, torque rate and, for
+  the quadruped, centre-of-mass paths;
 * :func:`plot_comparison` - a sweep: mean position error per controller and terrain, and the
   torque smoothness, with the paper's values beside ours.
 """
@@ -54,6 +57,41 @@ def plot_run(trace, scenario, out_dir, model) -> list[Path]:
     fig.suptitle(f"{scenario.controller} on {scenario.terrain_label}, {scenario.robot}")
     fig.tight_layout()
     path = out / "run.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
+def run_label(scenario) -> str:
+    """The controller, its options and the terrain: how a run is named in overlaid figures."""
+    opts = ", ".join(f"{k}={v}" for k, v in scenario.controller_options.items())
+    return f"{scenario.controller}{f' ({opts})' if opts else ''} on {scenario.terrain_label}"
+
+
+def plot_runs(runs, out_dir) -> list[Path]:
+    """Write ``runs.png``: the runs ``[(trace, scenario, model), ...]`` overlaid."""
+    quadruped = all(s.robot == "quadruped" for _, s, _ in runs)
+    fig, axes = plt.subplots(1, 3 if quadruped else 2, figsize=(16 if quadruped else 11, 4.5))
+    for trace, scenario, model in runs:
+        label = run_label(scenario)
+        err = np.abs(trace.q[:, model.actuated_q] - trace.q_des).mean(axis=1)
+        rate = np.abs(np.diff(trace.tau, axis=0)).max(axis=1) / scenario.dt
+        axes[0].plot(trace.t, err, lw=0.7, label=label)
+        axes[1].semilogy(trace.t[1:], rate + 1e-12, lw=0.5, label=label)
+        if quadruped:
+            axes[2].plot(trace.com[:, 0], trace.com[:, 1], lw=1, label=label)
+    axes[0].set(xlabel="time (s)", ylabel="E|q - q_des| (rad)", title="joint position error (Figs. 14, 16, 18)")
+    axes[1].set(xlabel="time (s)", ylabel="max over joints |d tau/dt| (N m/s)",
+                title="torque rate (Fig. 15)")
+    if quadruped:
+        wp = np.asarray(PAPER_WAYPOINTS)
+        axes[2].plot(wp[:, 0], wp[:, 1], "r*", ms=10, label="waypoints")
+        axes[2].set(xlabel="x (m)", ylabel="y (m)", title="centre-of-mass paths (Fig. 17)")
+        axes[2].set_aspect("equal")
+    for ax in axes:
+        ax.legend(loc="best", fontsize=7)
+    fig.tight_layout()
+    path = Path(out_dir) / "runs.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return [path]

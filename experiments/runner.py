@@ -87,7 +87,7 @@ def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, pl
     testbed = build_testbed(scenario)
     model = testbed.model   # the model of the testbed's state (the manipulator's includes the box)
     reference = build_reference(scenario, robot)
-    controller = controllers.make(scenario.controller, model, dt=scenario.dt)
+    controller = controllers.make(scenario.controller, model, dt=scenario.dt, **scenario.controller_options)
     nominal = robot.nominal_base_height if scenario.robot == "quadruped" else None
     steps = int(round(scenario.duration / scenario.dt))
     bar = None

@@ -7,7 +7,7 @@ of scenarios that a process pool or a Ray cluster can execute in any order.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from idyn.errors import InvalidInputError
 
@@ -56,6 +56,8 @@ class Scenario:
     #: quadruped: the controllers plan with min(terrain mu, this); None: the terrain's mu (the
     #: paper's literal setting)
     friction_limit: float | None = LOCOMOTION_FRICTION_LIMIT
+    #: keyword options of ``controllers.make`` (e.g. ``{"stage2": False}``: Stage I alone, Fig. 15)
+    controller_options: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.robot not in ROBOTS:
@@ -73,6 +75,10 @@ class Scenario:
         if not (math.isnan(self.mu) or self.mu >= 0):
             raise InvalidInputError(f"mu must be >= 0 (or inf), got {self.mu}")
         check_friction_limit(self.friction_limit)
+        if not isinstance(self.controller_options, dict) or \
+                not all(isinstance(k, str) for k in self.controller_options):
+            raise InvalidInputError(f"controller_options must be a dict of keyword options, got "
+                                    f"{self.controller_options!r}")
 
     @property
     def terrain_label(self) -> str:

@@ -3,6 +3,8 @@ errors for user mistakes, and reproducible metrics."""
 import json
 import math
 
+import numpy as np
+
 import pytest
 
 from experiments.cli import main
@@ -25,6 +27,23 @@ def test_run_writes_metrics_trace_and_plot(tmp_path, capsys):
     assert (tmp_path / "fig" / "run.png").is_file()
 
 
+def test_controller_options_reach_the_controller_and_runs_overlay(tmp_path, capsys):
+    """Fig. 15 from the CLI: qp-coulomb with and without Stage II, overlaid by ``idyn plot``."""
+    from experiments.trace import Trace
+
+    one, two = tmp_path / "stage1", tmp_path / "stage2"
+    assert main(["run", "--duration", "0.03", "--controller-option", "stage2=false", "--out", str(one)]) == 0
+    assert main(["run", "--duration", "0.03", "--out", str(two)]) == 0
+    assert Trace.load(one / "trace.npz").meta["scenario"]["controller_options"] == {"stage2": False}
+    stage1 = Trace.load(one / "trace.npz").tau
+    assert not np.allclose(stage1, Trace.load(two / "trace.npz").tau)   # the option took effect
+    assert main(["plot", str(one), str(two), "--out", str(tmp_path / "fig")]) == 0
+    assert (tmp_path / "fig" / "runs.png").stat().st_size > 10_000
+    assert main(["run", "--controller-option", "nope=1", "--duration", "0.01",
+                 "--out", str(tmp_path / "bad")]) == 2
+    assert "unexpected keyword argument 'nope'" in capsys.readouterr().err
+
+
 def test_compare_writes_csv_and_prints_paper_tables(tmp_path, capsys):
     assert main(["compare", "--controllers", "qp-coulomb,pid", "--terrains", "rigid-high",
                  "--duration", "0.03", "--jobs", "1", "--out", str(tmp_path)]) == 0
@@ -45,6 +64,7 @@ def test_compare_writes_csv_and_prints_paper_tables(tmp_path, capsys):
     (["run", "--duration", "-1"], "duration must be positive"),
     (["compare", "--terrains", "lava"], "unknown terrain"),
     (["plot", "/nonexistent"], "neither trace.npz"),
+    (["plot", "/nonexistent", "/nowhere"], "every source needs trace.npz"),
     (["bench", "lcp", "--contacts", "4,x"], "comma-separated integers"),
     (["constraint-solver", "elastic-foundation", "--case", "100,1e9,50"],
      "unknown elastic-foundation case"),

@@ -25,3 +25,28 @@ def _friction_limit(text: str) -> float | None:
         return check_friction_limit(float(text))
     except (ValueError, InvalidInputError):
         raise argparse.ArgumentTypeError(f"expected a friction coefficient >= 0 or 'none', got {text!r}") from None
+
+
+def add_controller_options(parser) -> None:
+    """``--controller-option KEY=VALUE`` (repeatable): keyword options of ``controllers.make``."""
+    parser.add_argument("--controller-option", dest="controller_options", action="append",
+                        type=_controller_option, default=[], metavar="KEY=VALUE",
+                        help="an option of the controller, e.g. stage2=false (qp-coulomb's Stage I "
+                             "alone, Fig. 15) or kv=10; VALUE is a number, true/false, or text "
+                             "(repeatable)")
+
+
+def _controller_option(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    low = value.strip().lower()
+    if low in ("true", "false"):
+        return key, low == "true"
+    for kind in (int, float):
+        try:
+            return key, kind(value)
+        except ValueError:
+            pass
+    return key, value.strip()

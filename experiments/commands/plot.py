@@ -1,43 +1,60 @@
-"""``idyn plot``: figures from saved results (a run's trace, or a sweep's metrics.csv)."""
+"""``idyn plot``: figures from saved results (a run's trace, several runs overlaid, or a sweep's
+metrics.csv)."""
 from __future__ import annotations
 
 NAME = "plot"
-HELP = "draw figures like the paper's from a saved run (trace.npz) or sweep (metrics.csv)"
+HELP = ("draw figures like the paper's from saved runs (trace.npz; several are overlaid) or a sweep "
+        "(metrics.csv)")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("source", help="a run directory (with trace.npz) or a sweep directory (with metrics.csv)")
+    parser.add_argument("source", nargs="+",
+                        help="a run directory (with trace.npz), several run directories (overlaid in "
+                             "runs.png, e.g. qp-coulomb with and without Stage II for Fig. 15), or a "
+                             "sweep directory (with metrics.csv)")
 
 
 def run(args) -> int:
     import csv
     from pathlib import Path
 
-    import robots
-
     from ..cli import CommandError
-    from ..plots import plot_comparison, plot_run
+    from ..plots import plot_comparison, plot_run, plot_runs
     from ..report import paper_data
-    from ..scenario import Scenario
-    from ..trace import Trace
 
-    src = Path(args.source)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if (src / "trace.npz").is_file():
-        trace = Trace.load(src / "trace.npz")
-        scenario = Scenario(**trace.meta["scenario"])
-        robot = robots.quadruped(scenario.quadruped) if scenario.robot == "quadruped" else robots.manipulator()
-        paths = plot_run(trace, scenario, out, robot.model)
-    elif (src / "metrics.csv").is_file():
-        with open(src / "metrics.csv") as fh:
+    sources = [Path(s) for s in args.source]
+    if len(sources) > 1:
+        missing = [str(s) for s in sources if not (s / "trace.npz").is_file()]
+        if missing:
+            raise CommandError(f"to overlay runs every source needs trace.npz; missing in {', '.join(missing)}")
+        paths = plot_runs([_load_run(s) for s in sources], out)
+    elif (sources[0] / "trace.npz").is_file():
+        trace, scenario, model = _load_run(sources[0])
+        paths = plot_run(trace, scenario, out, model)
+    elif (sources[0] / "metrics.csv").is_file():
+        with open(sources[0] / "metrics.csv") as fh:
             rows = [_typed(r) for r in csv.DictReader(fh)]
         paths = plot_comparison(rows, paper_data(), out)
     else:
-        raise CommandError(f"{src} has neither trace.npz (a run) nor metrics.csv (a sweep)")
+        raise CommandError(f"{sources[0]} has neither trace.npz (a run) nor metrics.csv (a sweep)")
     for p in paths:
         print(f"wrote {p}")
     return 0
+
+
+def _load_run(directory):
+    """(trace, scenario, model) of a saved run."""
+    import robots
+
+    from ..scenario import Scenario
+    from ..trace import Trace
+
+    trace = Trace.load(directory / "trace.npz")
+    scenario = Scenario(**trace.meta["scenario"])
+    robot = robots.quadruped(scenario.quadruped) if scenario.robot == "quadruped" else robots.manipulator()
+    return trace, scenario, robot.model
 
 
 def _typed(row: dict) -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from . import add_friction_limit
+from . import add_controller_options, add_friction_limit
 
 NAME = "run"
 HELP = "run one scenario and save its metrics, trace and plot"
@@ -34,6 +34,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--torque-limits", action="store_true",
                         help="clip torques to the URDF effort limits (the paper's runs were unlimited)")
     add_friction_limit(parser)
+    add_controller_options(parser)
 
 
 def run(args) -> int:
@@ -50,7 +51,8 @@ def run(args) -> int:
     scenario = Scenario(controller=args.controller, robot=args.robot, terrain=args.terrain, mu=mu,
                         duration=args.duration, seed=args.seed, backend=args.backend,
                         quadruped=args.quadruped, torque_limits=args.torque_limits,
-                        contact_model=args.contact_model, friction_limit=args.friction_limit)
+                        contact_model=args.contact_model, friction_limit=args.friction_limit,
+                        controller_options=dict(args.controller_options))
     metrics = run_scenario(scenario, out_dir=args.out, progress=True, plots=True)
     print_run_summary(scenario, metrics)
     print(f"\nwrote {args.out}/metrics.json, trace.npz and run.png")
