@@ -70,13 +70,14 @@ relative to the mean eigenvalue of the torque term (default 1e-6).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from idyn.errors import InvalidInputError, SolverError
-from idyn.lcp import lemke_regularized
-from idyn.qp import solve_qp
+from idyn.lcp.regularized import regularized_checked
+from idyn.qp import BACKENDS, solve_built
 
 if TYPE_CHECKING:   # dynamics imports this module's cone rows (touchdown impact)
     from .dynamics import Step
@@ -109,8 +110,9 @@ class StageOne:
     def k(self) -> int:
         return self.R.shape[0]
 
-    @property
+    @cached_property
     def H(self) -> np.ndarray:
+        """The Stage I Hessian ``Y^T Y = Z^T A Z`` (read-only use)."""
         return self.Y.T @ self.Y
 
 
@@ -121,9 +123,11 @@ def cone_rows(mu: np.ndarray) -> np.ndarray:
     rows = np.zeros((finite.size, 5 * m))
     r = np.arange(finite.size)
     rows[r, finite] = mu[finite]
-    for edge in range(1, 5):
-        rows[r, edge * m + finite] = -1.0
+    rows[r[:, None], finite[:, None] + _EDGES * m] = -1.0
     return rows
+
+
+_EDGES = np.arange(1, 5)    # the four pyramid blocks of f_F in z = [f_N; f_S+; f_S-; f_T+; f_T-]
 
 
 #: Stage I objectives: the contact impulses' work (default) or the literal kinetic energy
@@ -141,10 +145,9 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     for the tangent rows Algorithm 1 keeps at that dependence tolerance:
     ``S_u (p + A^-1 R_u^T z) + S_a qd_des = 0``, linear in ``z``.
     """
-    u, a = step.u, step.a
+    m = step.m
     R = step.directions(pyramid=True)
-    Ru = R[:, u].T
-    Y = step.whiten(Ru)
+    Y = _pyramid(step.white, m)                              # L^-1 R_u^T
     # ker(H) = ker(Y) and its complement, the row space of Y = range(R_u) (the contact velocities
     # impulses move), from one SVD of Y: one rank decision for Stage II and the projection of c
     if Y.shape[0]:
@@ -152,30 +155,38 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         rank = int(np.count_nonzero(sv > RANK_TOL * max(sv.max(initial=0.0), 1e-300)))
     else:
         Vt, rank = np.eye(R.shape[0]), 0
+    free = step.free_velocity                                # [N; S; T] v+ at z = 0
     if objective == "contact-work":
-        c = R[:, u] @ step.p + R[:, a] @ step.qd             # R v+ at z = 0 ...
-        c = Vt[:rank].T @ (Vt[:rank] @ c)                    # ... in range(R_u): impulses move it
+        c = _pyramid(free, m)                                # R v+ at z = 0 ...
+        c = Vt[:rank].T.dot(Vt[:rank].dot(c))                # ... in range(R_u): impulses move it
     elif objective == "kinetic-energy":
-        c = R[:, u] @ (step.p + step.solve_A(step.B @ step.qd))
+        c = R[:, step.u] @ (step.p + step.solve_A(step.B @ step.qd))
     else:
         raise InvalidInputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    N, m = step.jac.N, step.m
-    Gn = Y[:, :m].T @ Y                    # N_u A^-1 R_u^T (R's first m rows are N)
-    gn = N[:, u] @ step.p + N[:, a] @ step.qd + step.jac.phi / step.dt
+    Gn = Y[:, :m].T.dot(Y)                 # N_u A^-1 R_u^T (R's first m rows are N)
+    gn = free[:m] + step.jac.phi / step.dt
     norms = np.sqrt(np.einsum("ij,ij->i", Gn, Gn))
     live = norms > RANK_TOL * max(norms.max(initial=0.0), 1.0)
     cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, R.shape[0]))
-    G = np.vstack((Gn[live], cone))
-    g = np.concatenate((gn[live], np.zeros(cone.shape[0])))
-    prob = StageOne(R, Y, Vt[rank:].T, c, G, g, cone, int(np.count_nonzero(~live & (gn < 0))))
+    dead = int(np.count_nonzero(~live & (gn < 0)))
+    if not live.all():
+        Gn, gn = Gn[live], gn[live]
+    G, g = (np.concatenate((Gn, cone)), np.concatenate((gn, np.zeros(cone.shape[0])))) if cone.shape[0] else (Gn, gn)
+    prob = StageOne(R, Y, Vt[rank:].T, c, G, g, cone, dead)
     if no_slip_tol is not None:
-        J = step.jac
-        s_idx, t_idx = step.independent_tangents(np.arange(step.m), no_slip_tol)
-        Tg = np.vstack((J.S[s_idx], J.T[t_idx]))
-        prob.E = step.whiten(Tg[:, u].T).T @ Y                  # T_u A^-1 R_u^T
-        prob.e = Tg[:, u] @ step.p + Tg[:, a] @ step.qd
+        s_idx, t_idx = step.independent_tangents(np.arange(m), no_slip_tol)
+        kept = np.concatenate((s_idx + m, t_idx + 2 * m))   # rows of [N; S; T]
+        prob.E = step.white.take(kept, axis=1).T.dot(Y)     # T_u A^-1 R_u^T
+        prob.e = free[kept]
         prob.kept_tangent_rows = (s_idx.size, t_idx.size)
     return prob
+
+
+def _pyramid(x: np.ndarray, m: int) -> np.ndarray:
+    """``[x_N, x_S, -x_S, x_T, -x_T]`` along the last axis from ``[x_N, x_S, x_T]`` (m each): a
+    quantity linear in the rows of ``[N; S; T]`` expressed for the pyramid rows of ``R``."""
+    neg = -x[..., m:]
+    return np.concatenate((x[..., :2 * m], neg[..., :m], x[..., 2 * m:], neg[..., m:]), axis=-1)
 
 
 def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
@@ -187,14 +198,14 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
         Mlcp[:k, k:] = -prob.G.T
         Mlcp[k:, :k] = prob.G
         try:
-            res = lemke_regularized(Mlcp, np.concatenate((prob.c, prob.g)))
+            res = regularized_checked(Mlcp, np.concatenate((prob.c, prob.g)))
         except np.linalg.LinAlgError:  # a solver must report, not raise; fall through to the QP
             res = None
         if res is not None and res.solved:
             return res.z[:k], {"stage1_status": res.status.value, "pivots": res.pivots,
                                "regularization": res.regularization}
-    qp = solve_qp(prob.H, prob.c, A_eq=prob.E, b_eq=-prob.e, A_in=np.vstack((prob.G, np.eye(k))),
-                  b_in=np.concatenate((-prob.g, np.zeros(k))), backend=qp_backend)
+    A_in, b_in = _with_bounds(prob.G, prob.g)
+    qp = solve_built(prob.H, prob.c, prob.E, -prob.e, A_in, b_in, backend=_backend(qp_backend))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations,
             "regularization": qp.regularization,
             "stage1_solver": "qp" if method == "qp" or prob.E.shape[0] else "qp (lemke failed)"}
@@ -207,16 +218,21 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
                     qp_backend: str) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112)."""
     W = prob.W
-    if W.shape[1] == 0:
+    nul = W.shape[1]
+    if nul == 0:
         return z0, {"stage2_status": "determinate", "nullity": 0}
-    tau0, _ = step.resolve(prob.R.T @ z0)
-    RW = prob.R[:, step.a].T @ W
-    rho = ridge * max(float(np.einsum("ij,ij->", RW, RW)) / W.shape[1], 1e-12)
-    H2 = RW.T @ RW + rho * np.eye(W.shape[1])
-    c2 = -RW.T @ (step.dt * tau0) + rho * (W.T @ z0)
-    A_in = np.vstack((W, prob.cone @ W))
-    b_in = np.concatenate((-z0, -np.maximum(prob.cone @ z0, 0.0)))
-    qp = solve_qp(H2, c2, A_in=A_in, b_in=b_in, backend=qp_backend)
+    tau0, _ = step.resolve(prob.R.T.dot(z0))
+    RW = prob.R[:, step.a].T.dot(W)
+    rho = ridge * max(float(np.einsum("ij,ij->", RW, RW)) / nul, 1e-12)
+    H2 = RW.T.dot(RW)
+    H2.flat[::nul + 1] += rho                       # + rho I
+    c2 = -RW.T.dot(step.dt * tau0) + rho * W.T.dot(z0)
+    if prob.cone.shape[0]:
+        A_in = np.concatenate((W, prob.cone.dot(W)))
+        b_in = np.concatenate((-z0, -np.maximum(prob.cone.dot(z0), 0.0)))
+    else:
+        A_in, b_in = W, -z0
+    qp = solve_built(H2, c2, np.zeros((0, nul)), np.zeros(0), A_in, b_in, backend=_backend(qp_backend))
     info = {"stage2_status": qp.status.value, "nullity": int(W.shape[1]),
             "stage2_iterations": qp.iterations}
     if not qp.solved:
@@ -230,10 +246,28 @@ def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> t
     H = prob.H
     k = prob.k
     eps = regularization * max(float(np.diag(H).max(initial=0.0)), 1e-12)
-    qp = solve_qp(H + eps * np.eye(k), prob.c, A_in=np.vstack((prob.G, np.eye(k))),
-                  b_in=np.concatenate((-prob.g, np.zeros(k))), backend=qp_backend)
+    H = H.copy()
+    H.flat[::k + 1] += eps                           # H + eps I
+    A_in, b_in = _with_bounds(prob.G, prob.g)
+    qp = solve_built(H, prob.c, np.zeros((0, k)), np.zeros(0), A_in, b_in, backend=_backend(qp_backend))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations,
             "regularization": eps + qp.regularization}
     if not qp.solved:
         raise SolverError(f"one-stage QP failed: {qp.status.value}")
     return np.maximum(qp.x, 0.0), info
+
+
+def _with_bounds(G: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ``G z + g >= 0`` and ``z >= 0`` as ``A z >= b`` for :func:`idyn.qp.solve_built`."""
+    k = G.shape[1]
+    A = np.zeros((G.shape[0] + k, k))
+    A[:G.shape[0]] = G
+    A[G.shape[0]:].flat[::k + 1] = 1.0
+    return A, np.concatenate((-g, np.zeros(k)))
+
+
+def _backend(name: str) -> str:
+    """``name`` if :func:`idyn.qp.solve_qp` knows it (the same InvalidInputError otherwise)."""
+    if name not in BACKENDS:
+        raise InvalidInputError(f"unknown QP backend {name!r}; choose from {BACKENDS}")
+    return name

@@ -40,16 +40,17 @@ fraction of the correction.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.linalg import lapack
 
 from idyn import RobotModel
 from idyn.model import as_slice
-from idyn.contact import ContactJacobians, contact_jacobians
+from idyn.contact import ContactJacobians, jacobians_at
 from idyn.errors import SolverError
 from idyn.lcp.find_indices import independent_columns
-from idyn.lcp.qr import pivoted_qr
+from idyn.lcp.qr import column_pivots
 
 from .impact import IMPACT_SPEED_TOL, closing_too_fast, passive_impact
 
@@ -90,6 +91,31 @@ class Step:
     def m(self) -> int:
         return self.jac.m
 
+    @cached_property
+    def rows(self) -> np.ndarray:
+        """``[N; S; T]`` (3m x nv), the contact Jacobian (read-only use)."""
+        J = self.jac
+        return J.rows if J.rows is not None else J.stacked()
+
+    @cached_property
+    def white(self) -> np.ndarray:
+        """``L^-1 [N; S; T]_u^T`` (nu x 3m): every contact row whitened once per step, so that
+        ``X_u A^-1 Y_u^T = white[:, x]^T white[:, y]`` for any rows x, y (no A^-1 formed)."""
+        return self.whiten(self.rows[:, self.u].T)
+
+    @cached_property
+    def free_velocity(self) -> np.ndarray:
+        """``[N; S; T] v+`` at zero contact impulse (``v+_u = p``, ``v+_a = qd_des``), (3m,)."""
+        R = self.rows
+        return R[:, self.u].dot(self.p) + R[:, self.a].dot(self.qd)
+
+    @cached_property
+    def pyramid_rows(self) -> np.ndarray:
+        """``[N; S; -S; T; -T]`` (5m x nv), the friction-pyramid impulse directions (Sec. 5.1)."""
+        R, m = self.rows, self.m
+        neg = -R[m:]
+        return np.concatenate((R[:2 * m], neg[:m], R[2 * m:], neg[m:]))
+
     @property
     def nu(self) -> int:
         return self.A.shape[0]
@@ -127,23 +153,19 @@ class Step:
         remaining distance from the span first), which keeps the same number of rows, spanning
         the same space, with the best-conditioned greedy choice.
         """
-        J, u = self.jac, self.u
-        k = candidates.size
+        k, m = candidates.size, self.m
         if k == 0 or self.nu == 0:
             return candidates[:0], candidates[:0]
-        rows = np.vstack((J.S[candidates][:, u], J.T[candidates][:, u]))   # (2k, nu)
-        H = self.whiten(rows.T)                             # whitened once: X^T A^-1 X = H^T H
-        order = pivoted_qr(H, mode="r")[1]
+        H = self.white.take(np.concatenate((candidates + m, candidates + 2 * m)), axis=1)  # X^T A^-1 X = H^T H
+        order = column_pivots(H)
         kept = np.sort(order[independent_columns(H[:, order], dependence_tol)])
         return candidates[kept[kept < k]], candidates[kept[kept >= k] - k]
 
     # -------------------------------------------------------------- contact directions
     def directions(self, pyramid: bool) -> np.ndarray:
-        """Rows of ``R^T``: ``[N; S; -S; T; -T]`` (friction pyramid, Sec. 5.1) or ``[N; S; T]``."""
-        J = self.jac
-        if pyramid:
-            return np.vstack((J.N, J.S, -J.S, J.T, -J.T))
-        return np.vstack((J.N, J.S, J.T))
+        """Rows of ``R^T``: ``[N; S; -S; T; -T]`` (friction pyramid, Sec. 5.1) or ``[N; S; T]``
+        (computed once per step: read-only use)."""
+        return self.pyramid_rows if pyramid else self.rows
 
     def forces_from_impulses(self, z: np.ndarray, pyramid: bool) -> np.ndarray:
         """(m, 3) contact forces [normal, s, t] in newtons from impulses ``z`` (layout of
@@ -158,9 +180,9 @@ class Step:
         contact-free normal speed: 0 for an exact solution.  Controllers use it to accept an
         LCP answer in physical units, whatever the solver's own residual test said."""
         J = self.jac
-        wN = J.N @ v_next + J.phi / self.dt
-        free = J.N[:, self.u] @ self.p + J.N[:, self.a] @ self.qd + J.phi / self.dt
-        scale = 1.0 + float(np.abs(free).max(initial=0.0))
+        gap = J.phi / self.dt
+        wN = J.N.dot(v_next) + gap
+        scale = 1.0 + float(np.abs(self.free_velocity[:self.m] + gap).max(initial=0.0))
         return max(float(-wN.min(initial=0.0)), float((fN * np.abs(wN) / (1.0 + fN)).max(initial=0.0))) / scale
 
     # -------------------------------------------------------------- solution recovery
@@ -211,13 +233,14 @@ class StepDynamics:
     def update(self, q: np.ndarray, v: np.ndarray, vdot_a: np.ndarray, contacts) -> Step:
         """Evaluate M, h (pinocchio CRBA / RNEA), the contact Jacobians and ``p`` at (q, v), which
         the caller has validated (:meth:`controllers.Controller.compute` does)."""
-        model, dt, u, a = self.model, self.dt, self.u, self.a
+        dt, u, a = self.dt, self.u, self.a
         ws = self.workspace.compute_checked(q, v, drift=False)   # one pinocchio pass: M, h, J
         M, h = ws.M, ws.h
-        jac = contact_jacobians(model, q, contacts, workspace=ws)
-        if jac.m and jac.phi.min() < 0.0:   # see "Gap stabilization" above
-            jac = ContactJacobians(jac.N, jac.S, jac.T, np.where(jac.phi < 0.0, self.penetration_recovery * jac.phi,
-                                                                 jac.phi), jac.mu)
+        jac = jacobians_at(ws, contacts)
+        phi = jac.phi
+        if phi.size and phi.min() < 0.0:   # see "Gap stabilization" above
+            jac = ContactJacobians.from_stacked(jac.rows, np.where(phi < 0.0, self.penetration_recovery * phi, phi),
+                                                jac.mu)
         v_measured, impulses, self.last_impact = None, None, None
         if self.impact and closing_too_fast(jac, v, dt, self.impact_speed_tol):
             hit = passive_impact(M, v, jac, dt)

@@ -68,7 +68,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from idyn.errors import InvalidInputError, SolverError
-from idyn.lcp import ppm_contact
+from idyn.lcp.ppm_contact import project_constraints, solve_factored
 from idyn.qp import solve_qp
 
 from .base import Controller, Solution, register
@@ -77,6 +77,7 @@ from .warm_start import ActiveSetMemory, contact_keys
 
 #: ridge on the impulses in the consistency QP (relative to the unit weight on |P v+ - qd|^2)
 CONSISTENCY_RIDGE = 1e-8
+_NONE = np.zeros(0, dtype=np.intp)
 
 
 @register
@@ -144,32 +145,32 @@ class LCPNoSlip(Controller):
     def _lcp_with_rows(self, step: Step, contacts: np.ndarray, keys: list, info: dict):
         """Solve the LCP with no-slip rows offered for ``contacts`` only; ``(impulses, w_N)``."""
         J, u, a, m = step.jac, step.u, step.a, step.m
-        A = step.A
         s_idx, t_idx = step.independent_tangents(contacts, self.tangent_dependence_tol)
-        G = np.vstack((J.S[s_idx][:, u], J.T[t_idx][:, u]))
-        b = -np.vstack((J.S[s_idx][:, a], J.T[t_idx][:, a])) @ step.qd
-        Gw = step.whiten(G.T)                                  # L^-1 G^T
-        if G.shape[0]:
-            SG = _cholesky_upper(Gw.T @ Gw)                     # G A^-1 G^T, positive definite
-            f_star = step.p + step.solve_A(G.T @ lapack.dpotrs(SG, b - G @ step.p, lower=0)[0])
+        kept = np.concatenate((s_idx + m, t_idx + 2 * m))      # rows of [N; S; T]
+        rows = step.rows.take(kept, axis=0)
+        G = rows[:, u]
+        b = -rows[:, a].dot(step.qd)
+        white = step.white
+        Nw = white[:, :m]                                       # L^-1 N_u^T
+        Gw = white.take(kept, axis=1)                           # L^-1 G^T
+        if kept.size:
+            SG = _cholesky_upper(Gw.T.dot(Gw))                  # G A^-1 G^T, positive definite
+            f_star = step.p + step.solve_A(G.T.dot(lapack.dpotrs(SG, b - G.dot(step.p), lower=0)[0]))
         else:
             SG = None
             f_star = step.p
-        offset = J.N[:, a] @ step.qd + J.phi / step.dt
-        warm = self._active.recall(keys) if self.warm_start else None
-        res = ppm_contact(J.N[:, u], A, f_star, warm, constraints=G if G.shape[0] else None, offset=offset,
-                          cholesky=step.L)
+        r = J.N[:, u].dot(f_star) + (J.N[:, a].dot(step.qd) + J.phi / step.dt)   # eq. 45
+        warm = self._active.recall(keys) if self.warm_start else _NONE
+        res = solve_factored(project_constraints(Nw, Gw), r, warm)   # Algorithm 2 (ppm_contact)
         self._active.store(keys, res.basis)
         info.update(status=res.status.value, pivots=info.get("pivots", 0) + res.pivots, lcp_w=res.w,
                     kept_tangent_rows=(s_idx.size, t_idx.size))
         fN = res.z
-        mu = np.zeros(G.shape[0])
-        if SG is not None:
-            Nw = step.whiten(J.N[:, u].T)
-            mu = lapack.dpotrs(SG, b - G @ step.p - Gw.T @ (Nw @ fN), lower=0)[0]
-        fS, fT = np.zeros(m), np.zeros(m)
-        fS[s_idx], fT[t_idx] = mu[:s_idx.size], mu[s_idx.size:]
-        return np.concatenate((fN, fS, fT)), res.w
+        impulses = np.zeros(3 * m)
+        impulses[:m] = fN
+        if SG is not None:   # Sec. 4.5: the equality multipliers are the tangential impulses
+            impulses[kept] = lapack.dpotrs(SG, b - G.dot(step.p) - Gw.T.dot(Nw.dot(fN)), lower=0)[0]
+        return impulses, res.w
 
     # ------------------------------------------------------------------ step 4
     def _consistent(self, step: Step, v_next: np.ndarray) -> bool:

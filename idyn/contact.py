@@ -24,7 +24,7 @@ import numpy as np
 
 from . import validation
 from .errors import InvalidInputError
-from .model import RobotModel, Workspace
+from .model import RobotModel, Workspace, cross
 
 
 def tangent_frames(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -208,6 +208,18 @@ class ContactJacobians:
         """[N; S; T] (3m x nv): the full contact Jacobian, normal rows first."""
         return np.vstack((self.N, self.S, self.T))
 
+    @classmethod
+    def from_stacked(cls, J: np.ndarray, phi: np.ndarray, mu: np.ndarray) -> "ContactJacobians":
+        """N, S, T as views of the rows of ``J = [N; S; T]`` (3m x nv), which :attr:`rows` keeps:
+        a caller that needs the stacked matrix reads it there instead of re-stacking."""
+        m = phi.shape[0]
+        out = cls(J[:m], J[m:2 * m], J[2 * m:], phi, mu)
+        object.__setattr__(out, "rows", J)
+        return out
+
+    #: [N; S; T] when the three are views of one array (:meth:`from_stacked`), else None
+    rows = None
+
 
 def friction_pyramid(S: np.ndarray, T: np.ndarray) -> np.ndarray:
     """D = [S; -S; T; -T], the four-edge linearized friction cone of paper Sec. 5.1."""
@@ -222,11 +234,56 @@ def stacked_contact_jacobian(workspace: Workspace, contacts: ContactSet) -> np.n
     (:meth:`Workspace.directional_jacobian`).
     """
     model = workspace.model
-    ja, jb = model.body_joints(contacts.body_a), model.body_joints(contacts.body_b)
     p = contacts.points
     directions = np.concatenate((contacts.normals,) + tuple(contacts.tangents))
-    return workspace.directional_jacobian(np.concatenate((ja, ja, ja)), np.concatenate((jb, jb, jb)),
-                                          np.concatenate((p, p, p)), directions)
+    return _directional_rows(workspace, model.body_joints(contacts.body_a), model.body_joints(contacts.body_b),
+                             np.concatenate((p, p, p)), directions)
+
+
+def _directional_rows(workspace: Workspace, ja: np.ndarray, jb: np.ndarray, points: np.ndarray,
+                      directions: np.ndarray) -> np.ndarray:
+    """:meth:`Workspace.directional_jacobian` for rows ordered ``[N; S; T]`` (each block the m
+    contacts ``ja``/``jb`` in order): the support mask is formed for m rows, not 3m, and
+    broadcast (same numbers)."""
+    J = workspace.J
+    rows = directions.dot(J[:3]) + cross(points, directions).dot(J[3:])
+    support = workspace.model.support
+    mask = support.take(ja, axis=0)
+    if jb.any():
+        mask -= support.take(jb, axis=0)
+    rows.reshape(3, ja.shape[0], rows.shape[1])[...] *= mask
+    return rows
+
+
+def _list_jacobians(workspace: Workspace, contacts: list) -> ContactJacobians:
+    """:func:`contact_jacobians` of a list of :class:`Contact` from a workspace computed at their
+    configuration, read straight from the contacts' frames (no :class:`ContactSet` built)."""
+    m = len(contacts)
+    model = workspace.model
+    frames = np.array([c._frame for c in contacts])                  # (m, 3, 3): rows n, s, t
+    p = np.array([c.point for c in contacts])
+    J = _directional_rows(workspace, model.body_joints([c.body_a for c in contacts]),
+                          model.body_joints([c.body_b for c in contacts]), np.concatenate((p, p, p)),
+                          frames.transpose(1, 0, 2).reshape(3 * m, 3))   # [normals; s; t]
+    return ContactJacobians.from_stacked(J, np.array([c.phi for c in contacts]),
+                                         np.array([c.mu for c in contacts]))
+
+
+def jacobians_at(workspace: Workspace, contacts) -> ContactJacobians:
+    """:func:`contact_jacobians` from ``workspace``, which the caller computed at the contacts'
+    configuration this step (not checked: a control step's own pinocchio pass)."""
+    if isinstance(contacts, ContactSet):
+        m = contacts.m
+        if m == 0:
+            return _no_contacts(workspace.model)
+        return ContactJacobians.from_stacked(stacked_contact_jacobian(workspace, contacts),
+                                             contacts.phi.copy(), contacts.mu.copy())
+    contacts = contacts if isinstance(contacts, list) else list(contacts)
+    return _list_jacobians(workspace, contacts) if contacts else _no_contacts(workspace.model)
+
+
+def _no_contacts(model: RobotModel) -> ContactJacobians:
+    return ContactJacobians.from_stacked(np.zeros((0, model.nv)), np.zeros(0), np.zeros(0))
 
 
 def _workspace(model: RobotModel, q, v, workspace: Workspace | None) -> Workspace:
@@ -244,13 +301,11 @@ def contact_jacobians(model: RobotModel, q, contacts, workspace: Workspace | Non
     ``workspace``: a :class:`idyn.model.Workspace` already computed at ``q`` (for instance the
     one that gave M and h this step) is reused, so no pinocchio call is made here.
     """
-    cs = ContactSet.from_contacts(contacts)
-    m = cs.m
-    if m == 0:
-        z = np.zeros((0, model.nv))
-        return ContactJacobians(z, z.copy(), z.copy(), np.zeros(0), np.zeros(0))
-    J = stacked_contact_jacobian(_workspace(model, q, None, workspace), cs)
-    return ContactJacobians(N=J[:m], S=J[m:2 * m], T=J[2 * m:], phi=cs.phi.copy(), mu=cs.mu.copy())
+    if not isinstance(contacts, ContactSet):
+        contacts = list(contacts)
+    if len(contacts) == 0:
+        return _no_contacts(model)
+    return jacobians_at(_workspace(model, q, None, workspace), contacts)
 
 
 def contact_drift(model: RobotModel, q, v, contacts, workspace: Workspace | None = None) -> np.ndarray:

@@ -35,7 +35,7 @@ from scipy.linalg import lapack
 
 from . import validation
 from .errors import InvalidInputError
-from .lcp.qr import pivoted_qr
+from .lcp.qr import pivoted_qr_diagonal
 
 #: Relative ridge values tried, in order, when the backend rejects a singular Hessian.
 REGULARIZATION_SCHEDULE = (1e-9, 1e-7, 1e-5)
@@ -96,8 +96,7 @@ def independent_equalities(A, b, tol: float = EQUALITY_RANK_TOL) -> tuple[np.nda
     """
     if A.shape[0] == 0:
         return A, b
-    _, R, piv = pivoted_qr(A.T, mode="economic")
-    d = np.abs(np.diag(R))
+    d, piv = pivoted_qr_diagonal(A.T)
     rank = int(np.count_nonzero(d > tol * max(d.max(initial=0.0), 1e-300)))
     keep = np.sort(piv[:rank])
     return A[keep], b[keep]
@@ -127,6 +126,18 @@ def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str =
     c = validation.vector(c, n, "c")
     Ae, be = _rows(A_eq, b_eq, n, "eq")
     Ai, bi = _rows(A_in, b_in, n, "in")
+    return solve_built(H, c, Ae, be, Ai, bi, backend=backend, regularize=regularize,
+                       feasibility_tol=feasibility_tol)
+
+
+def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai: np.ndarray, bi: np.ndarray,
+                *, backend: str = "quadprog", regularize: bool = True, feasibility_tol: float = 1e-7) -> QPResult:
+    """:func:`solve_qp` after its input checks, for float arrays a caller built itself with
+    consistent shapes (``H`` (n, n), ``c`` (n,), ``Ae`` (p, n), ``Ai`` (q, n); zero rows for
+    none) and a known ``backend``: the same dependent-equality reduction, regularisation
+    schedule, feasibility check and result.  A non-finite entry is not reported as bad input
+    but fails the feasibility check (status INFEASIBLE or FAILED)."""
+    n = H.shape[0]
     Ae_kept, be_kept = independent_equalities(Ae, be)
     dropped = Ae.shape[0] - Ae_kept.shape[0]
     H = 0.5 * (H + H.T)
@@ -134,14 +145,14 @@ def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str =
         return QPResult(np.zeros(0), QPStatus.SOLVED, backend, objective=0.0, dropped_equalities=dropped)
     schedule = [(backend, 0.0)] if backend == "cvxopt" or _positive_definite(H) else []
     if regularize:
-        scale = max(float(np.abs(np.diag(H)).max(initial=0.0)), 1.0)
+        scale = max(float(np.abs(H.diagonal()).max(initial=0.0)), 1.0)
         schedule += [(backend, s * scale) for s in REGULARIZATION_SCHEDULE] if backend == "quadprog" else []
         schedule += [("cvxopt", 0.0)] if backend == "quadprog" else []
     status, x, iters, eps, used = QPStatus.FAILED, None, 0, 0.0, backend
     verdicts = set()
     for used, eps in schedule:
         solver = _quadprog if used == "quadprog" else _cvxopt
-        status, x, iters = solver(H + eps * np.eye(n) if eps else H, c, Ae_kept, be_kept, Ai, bi)
+        status, x, iters = solver(_ridge(H, eps) if eps else H, c, Ae_kept, be_kept, Ai, bi)
         if status is QPStatus.SOLVED and not _feasible(x, Ae, be, Ai, bi, feasibility_tol):
             status = QPStatus.INFEASIBLE
         verdicts.add(status)
@@ -152,8 +163,15 @@ def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str =
     if status is not QPStatus.SOLVED:
         status = QPStatus.INFEASIBLE if QPStatus.INFEASIBLE in verdicts else status
         return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
-    obj = float(0.5 * x @ H @ x + c @ x)
+    obj = float((0.5 * x).dot(H).dot(x) + c.dot(x))
     return QPResult(x, status, used, eps, obj, iters, dropped)
+
+
+def _ridge(H: np.ndarray, eps: float) -> np.ndarray:
+    """``H + eps I`` (a copy)."""
+    out = H.copy()
+    out.flat[::H.shape[0] + 1] += eps
+    return out
 
 
 def _positive_definite(H, tol: float = 1e-12) -> bool:
@@ -165,21 +183,25 @@ def _positive_definite(H, tol: float = 1e-12) -> bool:
     L, info = lapack.dpotrf(H, lower=1)
     if info != 0:
         return False
-    d = np.diag(L) ** 2
+    d = L.diagonal() ** 2
     return bool(d.min(initial=1.0) > tol * max(d.max(initial=0.0), 1e-300))
 
 
 def _feasible(x, Ae, be, Ai, bi, tol) -> bool:
+    """Every row within ``tol`` of its constraint, relative to ``scale (1 + max_j |a_ij|) + |b_i|``
+    with ``scale = 1 + max|x|``.  That bound is at least ``scale``, so a row within
+    ``tol * scale`` passes without it: the row magnitudes are formed only for the others."""
     if not np.isfinite(x).all():
         return False
     scale = 1.0 + float(np.abs(x).max(initial=0.0))
     if Ae.shape[0]:
-        sc = scale * (1.0 + np.abs(Ae).max(axis=1)) + np.abs(be)
-        if (np.abs(Ae @ x - be) > tol * sc).any():
+        miss = np.abs(Ae.dot(x) - be)
+        far = np.flatnonzero(miss > tol * scale)
+        if far.size and (miss[far] > tol * (scale * (1.0 + np.abs(Ae[far]).max(axis=1)) + np.abs(be[far]))).any():
             return False
     if Ai.shape[0]:
-        slack = Ai @ x - bi
-        low = np.flatnonzero(slack < 0.0)          # only these rows can violate the tolerance
+        slack = Ai.dot(x) - bi
+        low = np.flatnonzero(slack < -tol * scale)     # only these rows can violate the tolerance
         if low.size:
             sc = scale * (1.0 + np.abs(Ai[low]).max(axis=1)) + np.abs(bi[low])
             if (slack[low] < -tol * sc).any():
@@ -190,8 +212,8 @@ def _feasible(x, Ae, be, Ai, bi, tol) -> bool:
 def _quadprog(H, c, Ae, be, Ai, bi):
     import quadprog
 
-    C = np.vstack((Ae, Ai)).T
-    b = np.concatenate((be, bi))
+    C = np.concatenate((Ae, Ai)).T if Ae.shape[0] else Ai.T
+    b = np.concatenate((be, bi)) if Ae.shape[0] else bi
     try:
         if C.shape[1]:
             x, _, _, iters, _, _ = quadprog.solve_qp(H, -c, C, b, Ae.shape[0])
@@ -227,4 +249,4 @@ def _cvxopt(H, c, Ae, be, Ai, bi):
 
 
 __all__ = ["QPResult", "QPStatus", "BACKENDS", "REGULARIZATION_SCHEDULE", "independent_equalities",
-           "solve_qp"]
+           "solve_built", "solve_qp"]

@@ -67,6 +67,20 @@ def test_quadruped_contact_matrices_and_drift_match_per_contact(robot):
                                    rtol=0, atol=ROUND * max(1.0, np.abs(v).max() ** 2))
 
 
+def test_no_contacts_give_empty_rows_in_every_form():
+    """Zero contacts (a swing phase, a dropped box) as a list or a ContactSet: (0, nv) rows."""
+    from idyn.contact import jacobians_at, stacked_contact_jacobian
+
+    m = robots.quadruped("links").model
+    q = m.neutral()
+    ws = m.workspace().compute(q)
+    empty = ContactSet((), (), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+    assert stacked_contact_jacobian(ws, empty).shape == (0, m.nv)
+    for given in ([], empty):
+        for cj in (contact_jacobians(m, q, given), jacobians_at(ws, given)):
+            assert cj.m == 0 and cj.N.shape == cj.S.shape == cj.T.shape == (0, m.nv)
+
+
 def test_two_body_contacts_and_a_reused_workspace():
     """Fingertip-box contacts (both bodies move); a workspace computed at (q, v) is reused."""
     d = robots.manipulator()

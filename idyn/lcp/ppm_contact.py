@@ -17,7 +17,8 @@ What makes it linear in the number of contacts ``n`` for a fixed number of degre
 * By Appendix F at most ``rank(N) <= m`` impulses need be positive, so the active set
   (Algorithm 2's non-basic set B-bar) has at most ``m`` members.  The Cholesky factor of
   ``Q_aa = G_a^T G_a`` (Alg. 2 line 11, an at most m x m system) is updated by one ``O(m^2)``
-  Givens step per pivot (:class:`idyn.lcp.gram.GramFactor`), never refactorised.
+  step per pivot (a triangular solve to append, Givens rotations to delete), never
+  refactorised; the pivoting loop is compiled (:mod:`idyn.lcp._ppm_kernel`).
 * Lines 12-14 cost ``O(m n)``: ``w = r + G^T (G_a z_a)``.
 * Duplicated or linearly dependent contacts: an index whose column of ``G`` lies in the span of
   the active columns cannot enter (``Q_aa`` would be singular); Appendix F (Theorem 2) shows its
@@ -37,12 +38,15 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .. import validation
-from .gram import DEFAULT_DEPENDENCE_TOL, GramFactor, cholesky_factor
+from ._ppm_kernel import MAX_PIVOTS, SOLVED, contact_ppm
+from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor
 from .inputs import check_indices
-from .principal_pivoting import principal_pivoting
+from .principal_pivoting import REL_TOL as PIVOTING_REL_TOL
 from .qr import pivoted_qr
 from .residuals import DEFAULT_TOL, residuals_from_parts
 from .result import LCPResult, LCPStatus
+
+_STATUS = {SOLVED: LCPStatus.SOLVED, MAX_PIVOTS: LCPStatus.MAX_PIVOTS}
 
 
 def contact_factor(N, M, constraints=None, cholesky=None) -> np.ndarray:
@@ -61,9 +65,16 @@ def contact_factor(N, M, constraints=None, cholesky=None) -> np.ndarray:
     if constraints is None:
         return G
     J = validation.matrix(constraints, (None, m), "constraints")
-    if J.shape[0] == 0:
+    return project_constraints(G, _lower_solve(L, J.T))
+
+
+def project_constraints(G: np.ndarray, H: np.ndarray) -> np.ndarray:
+    """The part of the whitened normals ``G = L^-1 N^T`` outside ``span(H)``, ``H = L^-1 J^T``
+    the whitened constraint rows, in an orthonormal basis of the complement: then ``G'^T G'``
+    is ``N W N^T`` with the constrained inverse inertia ``W`` (module docstring).  The rank of
+    ``H`` is decided by its column-pivoted QR (``DEFAULT_DEPENDENCE_TOL`` relative)."""
+    if H.shape[1] == 0:
         return G
-    H = _lower_solve(L, J.T)
     U, R, _ = pivoted_qr(H)
     diag = np.abs(np.diag(R))
     rank = int(np.count_nonzero(diag > DEFAULT_DEPENDENCE_TOL * diag.max(initial=0.0)))
@@ -73,35 +84,6 @@ def contact_factor(N, M, constraints=None, cholesky=None) -> np.ndarray:
 def _lower_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     X, info = lapack.dtrtrs(L, np.asfortranarray(B), lower=1)
     return X
-
-
-class _ContactSystem:
-    """Active set and updated Cholesky factor of ``G_a^T G_a`` for :func:`principal_pivoting`."""
-
-    def __init__(self, G: np.ndarray, r: np.ndarray, dependence_tol: float):
-        self.GT = np.ascontiguousarray(G.T)  # row i is column i of G
-        self.r = r
-        self.gram = GramFactor(G.shape[0], dependence_tol)
-        self.active: list[int] = []
-
-    def add(self, i: int) -> bool:
-        if self.gram.append(self.GT[i]):
-            self.active.append(i)
-            return True
-        return False
-
-    def remove(self, position: int) -> None:
-        self.gram.delete(position)
-        del self.active[position]
-
-    def solve(self) -> np.ndarray:
-        return -self.gram.solve(self.r[self.active])
-
-    def residual(self, z_active: np.ndarray) -> np.ndarray:
-        return self.GT @ (z_active @ self.gram.columns[:len(self.active)]) + self.r
-
-    def exchange(self, i: int, z_active: np.ndarray) -> None:
-        return None  # Appendix F: a dependent contact is skipped, see module docstring
 
 
 def ppm_contact(N, M, f_star, warm_start=None, *, constraints=None, offset=None,
@@ -130,17 +112,26 @@ def ppm_contact(N, M, f_star, warm_start=None, *, constraints=None, offset=None,
     r = np.asarray(N, dtype=float) @ validation.vector(f_star, np.shape(M)[0], "f_star")
     if offset is not None:
         r = r + validation.vector(offset, n, "offset")
-    warm = check_indices(warm_start, n, "warm_start")
+    return solve_factored(G, r, check_indices(warm_start, n, "warm_start"), max_pivots=max_pivots,
+                          dependence_tol=dependence_tol, tol=tol)
+
+
+def solve_factored(G: np.ndarray, r: np.ndarray, warm: np.ndarray, *, max_pivots: int | None = None,
+                   dependence_tol: float = DEFAULT_DEPENDENCE_TOL, tol: float = DEFAULT_TOL) -> LCPResult:
+    """Algorithm 2 on the LCP ``(r, G^T G)`` given the factor ``G`` (:func:`contact_factor`);
+    the part of :func:`ppm_contact` after its input checks, for a caller that built ``G``,
+    ``r`` and the sorted, distinct ``warm`` indices itself (a control step).  The same
+    pivoting, residual acceptance check and result."""
+    n = G.shape[1]
     limit = max(100, 4 * n) if max_pivots is None else int(max_pivots)
-    system = _ContactSystem(G, r, dependence_tol)
-    out = principal_pivoting(system, r, warm, limit)
-    status = out.status
-    w = system.residual(out.z[system.active]) if system.active else r.copy()
+    z, w, active, code, pivots = contact_ppm(np.ascontiguousarray(G.T), r, warm, limit, float(dependence_tol),
+                                             PIVOTING_REL_TOL)
+    status = _STATUS[code]
     if status is LCPStatus.SOLVED:
         norms = np.sqrt(np.einsum("ij,ij->j", G, G))  # ||G^T G||_inf <= max_i |g_i| sum_j |g_j|
-        res = residuals_from_parts(out.z, w, float(np.abs(r).max(initial=0.0)),
+        res = residuals_from_parts(z, w, float(np.abs(r).max(initial=0.0)),
                                    float(norms.max(initial=0.0) * norms.sum()))
         if not res.ok(tol):
             status = LCPStatus.NUMERICAL_FAILURE
-    return LCPResult(out.z, w, status, out.pivots, 0.0,
-                     np.array(sorted(system.active), dtype=np.intp))
+    active.sort()
+    return LCPResult(z, w, status, pivots, 0.0, active.astype(np.intp, copy=False))

@@ -1,4 +1,5 @@
-"""The pivoting loop shared by :func:`idyn.lcp.ppm` and :func:`idyn.lcp.ppm_contact`.
+"""The principal pivoting loop of :func:`idyn.lcp.ppm` (and, compiled with Algorithm 2's
+system inlined, of :func:`idyn.lcp.ppm_contact`: :mod:`idyn.lcp._ppm_kernel`).
 
 Both solve an LCP ``w = Q z + r`` by principal pivoting (paper Appendix D and Algorithm 2): the
 state is the set ``a`` of indices whose ``z`` is basic (the paper's non-basic set of ``w``,
@@ -64,8 +65,12 @@ class PivotingOutcome:
     pivots: int
 
 
+#: relative tolerance of the sign tests on ``w`` and ``z``
+REL_TOL = 1e-11
+
+
 def principal_pivoting(system: PivotingSystem, r: np.ndarray, warm: np.ndarray, max_pivots: int,
-                       rel_tol: float = 1e-11, cycle_guard: bool = True) -> PivotingOutcome:
+                       rel_tol: float = REL_TOL, cycle_guard: bool = True) -> PivotingOutcome:
     """Run the principal pivoting loop (module docstring) from ``warm`` (may be empty).
 
     ``cycle_guard=False`` keeps the greedy rule forever (only to demonstrate cycling in tests).

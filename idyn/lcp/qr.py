@@ -45,6 +45,25 @@ def pivoted_qr(A: np.ndarray, mode: str = "full"):
     return Q, R, jpvt
 
 
+def column_pivots(A: np.ndarray) -> np.ndarray:
+    """The 0-based column order of ``pivoted_qr(A)`` (``geqp3``: largest remaining distance from
+    the span of the columns before it first), without forming ``R`` or ``Q``."""
+    return pivoted_qr_diagonal(A)[1]
+
+
+def pivoted_qr_diagonal(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(|diag R|, piv)`` of ``pivoted_qr(A)``: what a rank decision needs, without forming the
+    rest of ``R`` or ``Q``."""
+    A = np.asarray(A, dtype=float)
+    if A.size == 0:
+        return np.zeros(0), np.arange(A.shape[1], dtype=np.int32)
+    qr, jpvt, _, _, info = lapack.dgeqp3(A, lwork=max(3 * A.shape[1] + 1, 1) * 64)
+    if info < 0:
+        raise ValueError(f"illegal value in argument {-info} of geqp3")
+    jpvt -= 1
+    return np.abs(np.diagonal(qr)), jpvt
+
+
 def _orgqr(a: np.ndarray, tau: np.ndarray) -> np.ndarray:
     q, _, info = lapack.dorgqr(a, tau, lwork=max(a.shape[1], 1) * 64, overwrite_a=1)
     if info < 0:

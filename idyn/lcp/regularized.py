@@ -27,6 +27,12 @@ def lemke_regularized(M, q, *, schedule=REGULARIZATION_SCHEDULE, **opts) -> LCPR
     attempt.  If no candidate passes, the unregularised attempt is returned with its status.
     """
     M, q = check_lcp(M, q)
+    return regularized_checked(M, q, schedule=schedule, **opts)
+
+
+def regularized_checked(M: np.ndarray, q: np.ndarray, *, schedule=REGULARIZATION_SCHEDULE, **opts) -> LCPResult:
+    """:func:`lemke_regularized` for ``(M, q)`` a caller built itself (finite float arrays, ``M``
+    square, ``q`` of its size): no second input check."""
     first = checked_lemke(M, q, **opts)
     if first.solved:
         return first
