@@ -89,6 +89,7 @@ class Controller(ABC):
         if not (np.isfinite(impact_speed_tol) and impact_speed_tol >= 0):
             raise InvalidInputError(f"impact_speed_tol must be finite and >= 0, got {impact_speed_tol}")
         self.dynamics = StepDynamics(model, self.dt, penetration_recovery, impact, impact_speed_tol)
+        self._shapes = ((model.nq,), (model.nv,), (model.na,), (model.na,), (model.na,))   # of _check's vectors
         self.feedback = ErrorFeedback(model, kp, kv, ki, integral_limit) if feedback else None
 
     # ------------------------------------------------------------------ contract
@@ -157,17 +158,19 @@ class Controller(ABC):
             raise InvalidInputError(f"state must be a RobotState, got {type(state).__name__}")
         if not isinstance(desired, Desired):
             raise InvalidInputError(f"desired must be a Desired, got {type(desired).__name__}")
-        q = self.model.check_q(state.q)
-        v = self.model.check_v(state.v)
-        na = self.model.na
-        for nm in ("q", "v", "vdot"):
-            validation.vector(getattr(desired, nm), na, f"desired.{nm}")
+        model = self.model
+        q, v, vectors = state.q, state.v, (state.q, state.v, desired.q, desired.v, desired.vdot)
+        # RobotState and Desired hold float vectors; one finiteness test covers all five, and
+        # only a failure (or a size mismatch) goes through the per-vector checks for its message
+        if tuple(x.shape for x in vectors) != self._shapes or not np.isfinite(np.concatenate(vectors)).all():
+            for x, n, name in zip(vectors, self._shapes, ("q", "v", "desired.q", "desired.v", "desired.vdot")):
+                validation.vector(x, n[0], name)
         contacts = list(contacts)
         for c in contacts:
             if not isinstance(c, Contact):
                 raise InvalidInputError(f"contacts must be idyn.Contact objects, got {type(c).__name__}")
         # UnknownFrameError for a body the model lacks (names are looked up once, then cached)
-        self.model.body_joints([c.body_a for c in contacts] + [c.body_b for c in contacts])
+        model.body_joints([c.body_a for c in contacts] + [c.body_b for c in contacts])
         return q, v, contacts
 
     def _step(self, q, v, vdot, contacts) -> Step:

@@ -70,7 +70,7 @@ relative to the mean eigenvalue of the torque term (default 1e-6).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -117,13 +117,21 @@ class StageOne:
 
 
 def cone_rows(mu: np.ndarray) -> np.ndarray:
-    """Rows ``mu_i f_N,i - (f_S+ + f_S- + f_T+ + f_T-)_i`` for contacts with finite ``mu``."""
+    """Rows ``mu_i f_N,i - (f_S+ + f_S- + f_T+ + f_T-)_i`` for contacts with finite ``mu``
+    (read-only: the rows of a coefficient vector are made once, contacts keep their ``mu``)."""
+    return _cone_rows(np.ascontiguousarray(mu, dtype=float).tobytes())
+
+
+@lru_cache(maxsize=256)
+def _cone_rows(key: bytes) -> np.ndarray:
+    mu = np.frombuffer(key)
     m = mu.size
     finite = np.flatnonzero(np.isfinite(mu))
     rows = np.zeros((finite.size, 5 * m))
     r = np.arange(finite.size)
     rows[r, finite] = mu[finite]
     rows[r[:, None], finite[:, None] + _EDGES * m] = -1.0
+    rows.setflags(write=False)
     return rows
 
 
@@ -151,8 +159,8 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     # ker(H) = ker(Y) and its complement, the row space of Y = range(R_u) (the contact velocities
     # impulses move), from one SVD of Y: one rank decision for Stage II and the projection of c
     if Y.shape[0]:
-        _, sv, Vt = np.linalg.svd(Y, full_matrices=True)
-        rank = int(np.count_nonzero(sv > RANK_TOL * max(sv.max(initial=0.0), 1e-300)))
+        _, sv, Vt = np.linalg.svd(Y, full_matrices=True)      # sv descending
+        rank = int(np.count_nonzero(sv > RANK_TOL * max(float(sv[0]), 1e-300)))
     else:
         Vt, rank = np.eye(R.shape[0]), 0
     free = step.free_velocity                                # [N; S; T] v+ at z = 0
@@ -166,10 +174,12 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     Gn = Y[:, :m].T.dot(Y)                 # N_u A^-1 R_u^T (R's first m rows are N)
     gn = free[:m] + step.jac.phi / step.dt
     norms = np.sqrt(np.einsum("ij,ij->i", Gn, Gn))
-    live = norms > RANK_TOL * max(norms.max(initial=0.0), 1.0)
+    threshold = RANK_TOL * max(float(norms.max()), 1.0)
     cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, R.shape[0]))
-    dead = int(np.count_nonzero(~live & (gn < 0)))
-    if not live.all():
+    dead = 0
+    if not norms.min() > threshold:                          # some row no impulse can change
+        live = norms > threshold
+        dead = int(np.count_nonzero(~live & (gn < 0)))
         Gn, gn = Gn[live], gn[live]
     G, g = (np.concatenate((Gn, cone)), np.concatenate((gn, np.zeros(cone.shape[0])))) if cone.shape[0] else (Gn, gn)
     prob = StageOne(R, Y, Vt[rank:].T, c, G, g, cone, dead)

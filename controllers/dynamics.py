@@ -62,8 +62,11 @@ TANGENT_DEPENDENCE_TOL = 1e-3
 
 def pyramid_forces(z: np.ndarray) -> np.ndarray:
     """(m, 3) [normal, s, t] from pyramid components ``[f_N; f_S+; f_S-; f_T+; f_T-]``."""
-    fn, fsp, fsm, ftp, ftm = z.reshape(5, -1)
-    return np.column_stack((fn, fsp - fsm, ftp - ftm))
+    return z.reshape(5, -1).T.dot(_PYRAMID_TO_FRAME)
+
+
+#: [f_N, f_S+, f_S-, f_T+, f_T-] -> [normal, s, t]: sums with coefficients 1, -1, 0 are exact
+_PYRAMID_TO_FRAME = np.array([[1.0, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]])
 
 
 @dataclass
@@ -85,6 +88,10 @@ class Step:
     jac: ContactJacobians    #: N, S, T, phi, mu of the step's contacts
     v_measured: np.ndarray | None = None   #: the measured velocity when an impact replaced it
     impact: np.ndarray | None = None       #: (m, 3) forces [normal, s, t] (N) of that impact
+    #: ``dt h_u`` and ``B (qd_des - v_a)``: the terms of eqs. 88-90 that every :meth:`resolve`
+    #: with the desired ``qd`` shares (set by :meth:`StepDynamics.update`)
+    dt_h_u: np.ndarray | None = None
+    B_dva: np.ndarray | None = None
 
     # -------------------------------------------------------------- sizes and blocks
     @property
@@ -156,10 +163,11 @@ class Step:
         k, m = candidates.size, self.m
         if k == 0 or self.nu == 0:
             return candidates[:0], candidates[:0]
-        H = self.white.take(np.concatenate((candidates + m, candidates + 2 * m)), axis=1)  # X^T A^-1 X = H^T H
-        order = column_pivots(H)
-        kept = np.sort(order[independent_columns(H[:, order], dependence_tol)])
-        return candidates[kept[kept < k]], candidates[kept[kept >= k] - k]
+        white = self.white                                  # X^T A^-1 X = H^T H
+        H = white[:, m:] if k == m else white.take(np.concatenate((candidates + m, candidates + 2 * m)), axis=1)
+        kept = np.zeros(2 * k, dtype=bool)
+        kept[independent_columns(H, dependence_tol, order=column_pivots(H))] = True
+        return candidates[kept[:k]], candidates[kept[k:]]
 
     # -------------------------------------------------------------- contact directions
     def directions(self, pyramid: bool) -> np.ndarray:
@@ -193,15 +201,15 @@ class Step:
         ``qd`` overrides the desired actuated end velocity (used by the consistency QP of
         Sec. 4.5, which moves it minimally).
         """
-        g = generalized_impulse
+        g, u, a, v = generalized_impulse, self.u, self.a, self.v
+        B_dva = self.B_dva if qd is None else self.B @ (qd - v[a])
         qd = self.qd if qd is None else qd
-        dva = qd - self.v[self.a]
-        v_next = np.empty_like(self.v)
-        v_next[self.a] = qd
+        v_next = np.empty_like(v)
+        v_next[a] = qd
         if self.nu:
-            v_next[self.u] = self.v[self.u] + self.solve_A(g[self.u] - self.dt * self.h[self.u] - self.B @ dva)
-        dv = v_next - self.v
-        tau = (self.Ma @ dv + self.dt * self.h[self.a] - g[self.a]) / self.dt
+            v_next[u] = v[u] + self.solve_A(g[u] - self.dt_h_u - B_dva)
+        dv = v_next - v
+        tau = (self.Ma.dot(dv) + self.dt * self.h[a] - g[a]) / self.dt
         return tau, v_next
 
 
@@ -239,24 +247,32 @@ class StepDynamics:
         jac = jacobians_at(ws, contacts)
         phi = jac.phi
         if phi.size and phi.min() < 0.0:   # see "Gap stabilization" above
-            jac = ContactJacobians.from_stacked(jac.rows, np.where(phi < 0.0, self.penetration_recovery * phi, phi),
-                                                jac.mu)
+            r = self.penetration_recovery
+            jac = ContactJacobians.from_stacked(jac.rows, np.maximum(phi, 0.0) if r == 0.0 else
+                                                np.where(phi < 0.0, r * phi, phi), jac.mu)
         v_measured, impulses, self.last_impact = None, None, None
         if self.impact and closing_too_fast(jac, v, dt, self.impact_speed_tol):
             hit = passive_impact(M, v, jac, dt)
             if hit is not None:
                 v_measured, (v, impulses) = v, hit
-        qd = v[a] + dt * vdot_a
+        va = v[a]
+        qd = va + dt * vdot_a
         A, B = M[self._uu], M[self._ua]
-        L = np.zeros((0, 0))
+        L = _NO_BLOCK
         if self.nu:
             L, info = lapack.dpotrf(A, lower=1, clean=1)
             if info != 0:
                 raise SolverError("the unactuated block of M is not positive definite")
         if impulses is not None:
             self.last_impact = pyramid_forces(impulses) / dt
-        step = Step(dt, u, a, M, A, B, M[a], h, L, v, qd, np.zeros(self.nu), jac, v_measured,
-                    self.last_impact)
+        dt_h_u, B_dva = dt * h[u], B.dot(qd - va)
+        step = Step(dt, u, a, M, A, B, M[a], h, L, v, qd, _EMPTY, jac, v_measured, self.last_impact,
+                    dt_h_u, B_dva)
         if self.nu:
-            step.p = v[u] + step.solve_A(-dt * h[u] - B @ (qd - v[a]))
+            step.p = v[u] + step.solve_A(-dt_h_u - B_dva)
         return step
+
+
+_NO_BLOCK, _EMPTY = np.zeros((0, 0)), np.zeros(0)   # L and p without unactuated coordinates
+_NO_BLOCK.setflags(write=False)
+_EMPTY.setflags(write=False)

@@ -26,6 +26,7 @@ import numpy as np
 
 from idyn import RobotModel
 from idyn.errors import InvalidInputError
+from idyn.model import as_slice
 
 #: SPEC section 5 defaults, but critically damped (see the module docstring).
 DEFAULT_GAINS = {"kp": 1e3, "kv": 2.0 * 1e3 ** 0.5, "ki": 1.0}
@@ -44,8 +45,8 @@ class ErrorFeedback:
     def __init__(self, model: RobotModel, kp=DEFAULT_GAINS["kp"], kv=DEFAULT_GAINS["kv"],
                  ki=DEFAULT_GAINS["ki"], integral_limit: float | None = None):
         na = model.na
-        self.iq = np.asarray(model.actuated_q, dtype=int)
-        self.iv = np.asarray(model.actuated_v, dtype=int)
+        self.iq = as_slice(np.asarray(model.actuated_q, dtype=int))     # a view when contiguous
+        self.iv = as_slice(np.asarray(model.actuated_v, dtype=int))
         self.kp, self.kv, self.ki = (self._gain(g, na, n) for g, n in ((kp, "kp"), (kv, "kv"), (ki, "ki")))
         if integral_limit is not None and not integral_limit > 0:
             raise InvalidInputError(f"integral_limit must be positive, got {integral_limit}")

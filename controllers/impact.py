@@ -40,7 +40,7 @@ IMPACT_SPEED_TOL = 1e-2
 
 def closing_too_fast(jac: ContactJacobians, v: np.ndarray, dt: float, speed_tol: float) -> bool:
     """True when some contact approaches faster than its gap allows by more than ``speed_tol``."""
-    return bool(jac.m) and bool(np.any(jac.N @ v + np.maximum(jac.phi, 0.0) / dt < -speed_tol))
+    return bool(jac.m) and bool((jac.N.dot(v) + np.maximum(jac.phi, 0.0) / dt).min() < -speed_tol)
 
 
 def passive_impact(M: np.ndarray, v: np.ndarray, jac: ContactJacobians, dt: float,

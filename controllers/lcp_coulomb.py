@@ -29,10 +29,14 @@ contact sets use Lemke.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from idyn.errors import InvalidInputError, SolverError
-from idyn.lcp import lemke_regularized, mindiff, mlcp_to_lcp
+from idyn.lcp import mindiff
+from idyn.lcp.mlcp import reduce_checked
+from idyn.lcp.regularized import regularized_checked
 
 from .base import Controller, Solution, register
 from .dissipation import build_stage_one, solve_one_stage
@@ -90,22 +94,18 @@ class LCPCoulomb(Controller):
         nu = step.nu
         R = step.directions(pyramid=True)                      # (5m, nv): [N; F]
         F = R[m:]
-        E = np.tile(np.eye(m), (4, 1))                         # (4m, m)
-        mu = np.where(np.isfinite(J.mu), J.mu, self.mu_inf)
         A = np.zeros((nu + na, nu + na))                      # [[M_uu, 0], [M_au, -I]]
         A[:nu, :nu], A[nu:, :nu] = step.A, step.B.T
-        A[range(nu, nu + na), range(nu, nu + na)] = -1.0
+        A[nu:, nu:].flat[::na + 1] = -1.0
         C = np.zeros((nu + na, 6 * m))                        # -[[R_u^T, 0], [R_a^T, 0]]
         C[:nu, :5 * m], C[nu:, :5 * m] = -R[:, u].T, -R[:, a].T
         dva = step.qd - step.v[a]
         g = -np.concatenate((step.A @ step.p, step.B.T @ step.v[u] - step.Ma[:, a] @ dva - dt * step.h[a]))
         D = np.zeros((6 * m, nu + na))
-        D[:m, :nu], D[m:5 * m, :nu] = J.N[:, u], F[:, u]
+        D[:5 * m, :nu] = R[:, u]                              # [N_u; F_u]
         h = np.concatenate((J.N[:, a] @ step.qd + J.phi / dt, F[:, a] @ step.qd, np.zeros(m)))
-        B = np.zeros((6 * m, 6 * m))
-        B[m:5 * m, 5 * m:] = E
-        B[5 * m:, :m] = np.diag(mu)
-        B[5 * m:, m:5 * m] = -E.T
+        B = _friction_blocks(m).copy()                        # [[0, 0, 0], [0, 0, E], [mu, -E^T, 0]]
+        B[5 * m:, :m].flat[::m + 1] = np.where(np.isfinite(J.mu), J.mu, self.mu_inf)
         return A, B, C, D, g, h
 
     def _solve_lcp(self, step: Step, mlcp):
@@ -119,10 +119,23 @@ class LCPCoulomb(Controller):
                     "solutions": res.solutions, "regularization": 0.0, "lcp_w": lcp.w}
             if lcp.solved:
                 return lcp.z, res.x, info
-        red = mlcp_to_lcp(A, B, C, D, g, h)
-        lcp = lemke_regularized(red.Q, red.r)
+        red = reduce_checked(A, B, C, D, g, h)                # mlcp_to_lcp of the blocks built above
+        lcp = regularized_checked(red.Q, red.r)
         info = {"status": lcp.status.value, "pivots": lcp.pivots, "solver": "lemke",
                 "regularization": lcp.regularization, "lcp_w": lcp.w}
         if not lcp.solved:
             raise SolverError(f"Coulomb LCP unsolved: {lcp.status.value}")
         return lcp.z, red.unconstrained(lcp.z), info
+
+
+@lru_cache(maxsize=None)
+def _friction_blocks(m: int) -> np.ndarray:
+    """``B`` of the module docstring for ``m`` contacts with zero ``mu`` (read-only; the
+    structure depends on ``m`` only): ``E`` in the ``w_F`` rows, ``-E^T`` in the ``w_lambda``
+    rows, ``E`` the 4m x m block of identities."""
+    E = np.tile(np.eye(m), (4, 1))
+    B = np.zeros((6 * m, 6 * m))
+    B[m:5 * m, 5 * m:] = E
+    B[5 * m:, m:5 * m] = -E.T
+    B.setflags(write=False)
+    return B

@@ -128,17 +128,19 @@ class LCPNoSlip(Controller):
         """
         m = step.m
         released = np.zeros(m, dtype=bool)
-        seen = {released.tobytes()}
+        seen = {released.tobytes()}                  # every released set tried, this one included
+        candidates = np.arange(m)
         for _ in range(m + 1):
-            impulses, w = self._lcp_with_rows(step, np.flatnonzero(~released), keys, info)
+            impulses, w = self._lcp_with_rows(step, candidates, keys, info)
             if info["status"] != "solved":
                 break
             receding = w - step.jac.phi / step.dt > self.consistency_tol   # N v+ > 0
             update = (impulses[:m] <= 0.0) & receding                # release; a loaded contact
-            if np.array_equal(update, released) or update.tobytes() in seen:   # sticks again
+            if update.tobytes() in seen:                             # sticks again
                 break
             released = update
             seen.add(released.tobytes())
+            candidates = np.flatnonzero(~released)
         info["slip_released"] = int(np.count_nonzero(released))
         return impulses
 
@@ -149,13 +151,13 @@ class LCPNoSlip(Controller):
         kept = np.concatenate((s_idx + m, t_idx + 2 * m))      # rows of [N; S; T]
         rows = step.rows.take(kept, axis=0)
         G = rows[:, u]
-        b = -rows[:, a].dot(step.qd)
         white = step.white
         Nw = white[:, :m]                                       # L^-1 N_u^T
         Gw = white.take(kept, axis=1)                           # L^-1 G^T
         if kept.size:
             SG = _cholesky_upper(Gw.T.dot(Gw))                  # G A^-1 G^T, positive definite
-            f_star = step.p + step.solve_A(G.T.dot(lapack.dpotrs(SG, b - G.dot(step.p), lower=0)[0]))
+            residual = -rows[:, a].dot(step.qd) - G.dot(step.p)   # b - G p, b = -[S; T]_a qd_des
+            f_star = step.p + step.solve_A(G.T.dot(lapack.dpotrs(SG, residual, lower=0)[0]))
         else:
             SG = None
             f_star = step.p
@@ -169,7 +171,7 @@ class LCPNoSlip(Controller):
         impulses = np.zeros(3 * m)
         impulses[:m] = fN
         if SG is not None:   # Sec. 4.5: the equality multipliers are the tangential impulses
-            impulses[kept] = lapack.dpotrs(SG, b - G.dot(step.p) - Gw.T.dot(Nw.dot(fN)), lower=0)[0]
+            impulses[kept] = lapack.dpotrs(SG, residual - Gw.T.dot(Nw.dot(fN)), lower=0)[0]
         return impulses, res.w
 
     # ------------------------------------------------------------------ step 4

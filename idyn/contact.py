@@ -240,16 +240,16 @@ def stacked_contact_jacobian(workspace: Workspace, contacts: ContactSet) -> np.n
                              np.concatenate((p, p, p)), directions)
 
 
-def _directional_rows(workspace: Workspace, ja: np.ndarray, jb: np.ndarray, points: np.ndarray,
+def _directional_rows(workspace: Workspace, ja: np.ndarray, jb: np.ndarray | None, points: np.ndarray,
                       directions: np.ndarray) -> np.ndarray:
     """:meth:`Workspace.directional_jacobian` for rows ordered ``[N; S; T]`` (each block the m
-    contacts ``ja``/``jb`` in order): the support mask is formed for m rows, not 3m, and
-    broadcast (same numbers)."""
+    contacts ``ja``/``jb`` in order; ``jb`` None: every body B is the world): the support mask
+    is formed for m rows, not 3m, and broadcast (same numbers)."""
     J = workspace.J
     rows = directions.dot(J[:3]) + cross(points, directions).dot(J[3:])
     support = workspace.model.support
     mask = support.take(ja, axis=0)
-    if jb.any():
+    if jb is not None and jb.any():
         mask -= support.take(jb, axis=0)
     rows.reshape(3, ja.shape[0], rows.shape[1])[...] *= mask
     return rows
@@ -262,11 +262,11 @@ def _list_jacobians(workspace: Workspace, contacts: list) -> ContactJacobians:
     model = workspace.model
     frames = np.array([c._frame for c in contacts])                  # (m, 3, 3): rows n, s, t
     p = np.array([c.point for c in contacts])
-    J = _directional_rows(workspace, model.body_joints([c.body_a for c in contacts]),
-                          model.body_joints([c.body_b for c in contacts]), np.concatenate((p, p, p)),
-                          frames.transpose(1, 0, 2).reshape(3 * m, 3))   # [normals; s; t]
-    return ContactJacobians.from_stacked(J, np.array([c.phi for c in contacts]),
-                                         np.array([c.mu for c in contacts]))
+    jb = model.body_joints([c.body_b for c in contacts]) if any(c.body_b is not None for c in contacts) else None
+    J = _directional_rows(workspace, model.body_joints([c.body_a for c in contacts]), jb,
+                          np.concatenate((p, p, p)), frames.transpose(1, 0, 2).reshape(3 * m, 3))   # [n; s; t]
+    phi, mu = np.array([(c.phi, c.mu) for c in contacts]).T
+    return ContactJacobians.from_stacked(J, phi, mu)
 
 
 def jacobians_at(workspace: Workspace, contacts) -> ContactJacobians:

@@ -28,9 +28,11 @@ semi-definite ``H``).  The adapter adds what a control loop needs around them:
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 import numpy as np
+import quadprog
 from scipy.linalg import lapack
 
 from . import validation
@@ -98,6 +100,8 @@ def independent_equalities(A, b, tol: float = EQUALITY_RANK_TOL) -> tuple[np.nda
         return A, b
     d, piv = pivoted_qr_diagonal(A.T)
     rank = int(np.count_nonzero(d > tol * max(d.max(initial=0.0), 1e-300)))
+    if rank == A.shape[0]:
+        return A, b
     keep = np.sort(piv[:rank])
     return A[keep], b[keep]
 
@@ -183,26 +187,28 @@ def _positive_definite(H, tol: float = 1e-12) -> bool:
     L, info = lapack.dpotrf(H, lower=1)
     if info != 0:
         return False
-    d = L.diagonal() ** 2
-    return bool(d.min(initial=1.0) > tol * max(d.max(initial=0.0), 1e-300))
+    d = (L.diagonal() ** 2).tolist()     # finite: potrf succeeded on a finite H
+    return min(d, default=1.0) > tol * max(max(d, default=0.0), 1e-300)
 
 
 def _feasible(x, Ae, be, Ai, bi, tol) -> bool:
     """Every row within ``tol`` of its constraint, relative to ``scale (1 + max_j |a_ij|) + |b_i|``
     with ``scale = 1 + max|x|``.  That bound is at least ``scale``, so a row within
     ``tol * scale`` passes without it: the row magnitudes are formed only for the others."""
-    if not np.isfinite(x).all():
+    xmax = float(np.abs(x).max(initial=0.0))     # NaN or inf if some entry is not finite
+    if not math.isfinite(xmax):
         return False
-    scale = 1.0 + float(np.abs(x).max(initial=0.0))
+    scale = 1.0 + xmax
     if Ae.shape[0]:
         miss = np.abs(Ae.dot(x) - be)
-        far = np.flatnonzero(miss > tol * scale)
-        if far.size and (miss[far] > tol * (scale * (1.0 + np.abs(Ae[far]).max(axis=1)) + np.abs(be[far]))).any():
-            return False
+        if miss.max() > tol * scale:
+            far = np.flatnonzero(miss > tol * scale)
+            if (miss[far] > tol * (scale * (1.0 + np.abs(Ae[far]).max(axis=1)) + np.abs(be[far]))).any():
+                return False
     if Ai.shape[0]:
         slack = Ai.dot(x) - bi
-        low = np.flatnonzero(slack < -tol * scale)     # only these rows can violate the tolerance
-        if low.size:
+        if slack.min() < -tol * scale:
+            low = np.flatnonzero(slack < -tol * scale)     # only these rows can violate the tolerance
             sc = scale * (1.0 + np.abs(Ai[low]).max(axis=1)) + np.abs(bi[low])
             if (slack[low] < -tol * sc).any():
                 return False
@@ -210,8 +216,6 @@ def _feasible(x, Ae, be, Ai, bi, tol) -> bool:
 
 
 def _quadprog(H, c, Ae, be, Ai, bi):
-    import quadprog
-
     C = np.concatenate((Ae, Ai)).T if Ae.shape[0] else Ai.T
     b = np.concatenate((be, bi)) if Ae.shape[0] else bi
     try:
@@ -224,7 +228,7 @@ def _quadprog(H, c, Ae, be, Ai, bi):
         if "inconsistent" in msg or "no solution" in msg:
             return QPStatus.INFEASIBLE, None, 0
         return QPStatus.FAILED, None, 0  # "matrix G is not positive definite"
-    return QPStatus.SOLVED, np.asarray(x, dtype=float), int(np.asarray(iters).ravel()[0])
+    return QPStatus.SOLVED, x, int(iters[0])
 
 
 def _cvxopt(H, c, Ae, be, Ai, bi):

@@ -255,3 +255,29 @@ def lemke_path(MT, q, d, Binv, xb, basic, limit, pivot_tol):
                 rows[ties] = i
                 ties += 1
         r = rows[0] if ties == 1 else _lex_min(rows, ties, Binv, y)
+
+
+@_jit
+def basic_z(basic, xb):
+    """``z`` of the basis ``basic`` with values ``x_B`` (the basic ``z_i`` are ``x_B``, the rest 0)."""
+    n = xb.shape[0]
+    z = np.zeros(n)
+    for r in range(n):
+        v = basic[r]
+        if n <= v < 2 * n:
+            z[v - n] = xb[r]
+    return z
+
+
+@_jit
+def lcp_scales(M, q):
+    """``(max|q|, ||M||_inf)``, the scales of the residual check of an LCP ``(q, M)``."""
+    n = q.shape[0]
+    qmax, mnorm = 0.0, 0.0
+    for i in range(n):
+        qmax = max(qmax, abs(q[i]))
+        s = 0.0
+        for j in range(n):
+            s += abs(M[i, j])
+        mnorm = max(mnorm, s)
+    return qmax, mnorm

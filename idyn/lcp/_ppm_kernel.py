@@ -130,6 +130,23 @@ def _seen(visited, count, mask):
 
 
 @_jit
+def scales(GT, r):
+    """``(max|r|, max_i |g_i| sum_j |g_j|)``: the data scale and a bound of ``||G^T G||_inf``
+    (the scales of the residual check, :func:`idyn.lcp.residuals.residuals_from_parts`)."""
+    n, d = GT.shape
+    rmax, gmax, gsum = 0.0, 0.0, 0.0
+    for i in range(n):
+        rmax = max(rmax, abs(r[i]))
+        s = 0.0
+        for t in range(d):
+            s += GT[i, t] * GT[i, t]
+        s = np.sqrt(s)
+        gmax = max(gmax, s)
+        gsum += s
+    return rmax, gmax * gsum
+
+
+@_jit
 def contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol):
     """Algorithm 2 on the LCP ``(r, G^T G)``; returns ``(z, w, active, status, pivots)`` with
     ``w`` evaluated at the returned (clipped) ``z`` and ``active`` in insertion order."""

@@ -58,10 +58,11 @@ def find_indices(M, P, S, T, *, dependence_tol: float = DEFAULT_DEPENDENCE_TOL, 
 
 
 def independent_columns(H: np.ndarray, dependence_tol: float = DEFAULT_DEPENDENCE_TOL,
-                        required: int = 0) -> np.ndarray:
+                        required: int = 0, order=None) -> np.ndarray:
     """Algorithm 1's scan on whitened columns: indices (among ``H[:, required:]``, visited in
-    order) of the columns it keeps, a column being kept when its distance from the span of the
-    kept ones exceeds ``dependence_tol`` times its norm.
+    order, or in the order ``order`` of those indices) of the columns it keeps, in visiting
+    order, a column being kept when its distance from the span of the kept ones exceeds
+    ``dependence_tol`` times its norm.
 
     ``H = L^-1 X`` for ``M = L L^T``, so ``X^T M^-1 X = H^T H``; a caller that has already
     whitened its rows (a controller step) calls this instead of :func:`find_indices`.  The first
@@ -71,7 +72,7 @@ def independent_columns(H: np.ndarray, dependence_tol: float = DEFAULT_DEPENDENC
     for j in range(required):
         if not basis.try_add(H[:, j]):
             raise InvalidInputError("the rows of P must be linearly independent")
-    return basis.scan(H[:, required:])
+    return basis.scan(H[:, required:], order)
 
 
 class _Span:
@@ -90,23 +91,27 @@ class _Span:
     def try_add(self, c: np.ndarray) -> bool:
         return self.scan(c[:, None]).size == 1
 
-    def scan(self, C: np.ndarray) -> np.ndarray:
-        """Indices of the columns of ``C`` that Algorithm 1, visiting them in order, keeps
-        (each kept column joins the basis before the next is tested)."""
-        kept, self.size = _scan(self.Q, self.size, np.asarray(C, dtype=float), self.tol2)
-        return kept.astype(np.intp)
+    def scan(self, C: np.ndarray, order=None) -> np.ndarray:
+        """Indices of the columns of ``C`` that Algorithm 1, visiting them in order (or in
+        ``order``), keeps (each kept column joins the basis before the next is tested)."""
+        C = np.asarray(C, dtype=float)
+        order = np.arange(C.shape[1]) if order is None else np.asarray(order, dtype=np.intp)
+        kept, self.size = _scan(self.Q, self.size, C, order, self.tol2)
+        return kept
 
 
 @_jit
-def _scan(Q, size, C, tol2):
-    m, n = C.shape
-    kept = np.empty(n, np.int64)
+def _scan(Q, size, C, order, tol2):
+    m = C.shape[0]
+    n = order.shape[0]
+    kept = np.empty(n, np.intp)
     count = 0
     r = np.empty(m)
     coef = np.empty(m)
-    for j in range(n):
+    for t in range(n):
         if size >= m:
             break
+        j = order[t]
         norm2 = 0.0
         for i in range(m):
             r[i] = C[i, j]

@@ -39,9 +39,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
-from ._lemke_kernel import MAX_PIVOTS, RAY, SINGULAR, SOLVED, TIE, Z0_EXIT, lemke_path
+from ._lemke_kernel import MAX_PIVOTS, RAY, SINGULAR, SOLVED, TIE, Z0_EXIT, basic_z, lemke_path
 from .inputs import check_indices, check_lcp
-from .residuals import DEFAULT_TOL, checked_residuals
+from .residuals import DEFAULT_TOL, exact_residuals
 from .result import LCPResult, LCPStatus
 
 _EPS = np.finfo(float).eps
@@ -92,7 +92,7 @@ def _with_pivots(res: LCPResult, pivots: int) -> LCPResult:
 def _finish(M, q, z, status, pivots, tol) -> LCPResult:
     z = np.maximum(z, 0.0)
     w = M @ z + q
-    if status is LCPStatus.SOLVED and not checked_residuals(M, q, z, w).ok(tol):
+    if status is LCPStatus.SOLVED and not exact_residuals(M, q, z, w).ok(tol):
         status = LCPStatus.NUMERICAL_FAILURE
     return LCPResult(z, w, status, pivots, 0.0, np.flatnonzero(z > 0.0))
 
@@ -150,12 +150,9 @@ def _solve(M, q, warm, limit, pivot_tol, tol) -> LCPResult:
     if status is LCPStatus.RAY_TERMINATION and xb[z0_row] <= Z0_EXIT * TIE * max(
             float(np.abs(xb).max()), 1e-300):
         status = LCPStatus.SOLVED  # the ray starts at a complementary point; let residuals judge
-    z = np.zeros(n)
-    zrows = np.flatnonzero((basic >= n) & (basic < 2 * n))
-    z[basic[zrows] - n] = xb[zrows]
-    res = _finish(M, q, z, status, pivots, tol)
+    res = _finish(M, q, basic_z(basic, xb), status, pivots, tol)
     if status is LCPStatus.SOLVED and not res.solved:
-        zp = _polish(M, q, basic[zrows] - n)
+        zp = _polish(M, q, basic[(basic >= n) & (basic < 2 * n)] - n)
         if zp is not None:
             polished = _finish(M, q, zp, LCPStatus.SOLVED, pivots, tol)
             if polished.solved:

@@ -24,6 +24,8 @@ from scipy.linalg import lapack
 from .. import validation
 from ..errors import InvalidInputError
 
+_EPS = np.finfo(float).eps
+
 
 @dataclass(frozen=True)
 class ReducedLCP:
@@ -44,7 +46,7 @@ class ReducedLCP:
     def unconstrained(self, z) -> np.ndarray:
         """Return ``x = -A^-1 (C z + g)`` (eq. 120) for an LCP solution ``z``."""
         z = validation.vector(z, self._C.shape[1], "z")
-        return -_lu_solve(self._lu, self._C @ z + self._g)
+        return -_lu_solve(self._lu, self._C.dot(z) + self._g)
 
 
 def mlcp_to_lcp(A, B, C, D, g, h) -> ReducedLCP:
@@ -62,9 +64,16 @@ def mlcp_to_lcp(A, B, C, D, g, h) -> ReducedLCP:
     D = validation.matrix(D, (t, s), "D")
     g = validation.vector(g, s, "g")
     h = validation.vector(h, t, "h")
+    return reduce_checked(A, B, C, D, g, h)
+
+
+def reduce_checked(A, B, C, D, g, h) -> ReducedLCP:
+    """:func:`mlcp_to_lcp` for blocks a caller built itself (finite float arrays of consistent
+    shapes): no second input check, the same singularity test and reduction."""
+    s, t = A.shape[0], B.shape[0]
     lu = lapack.dgetrf(A)[:2]     # LAPACK as scipy's lu_factor calls it, without its wrapper
-    piv = np.abs(np.diag(lu[0]))
-    if s and piv.min() <= s * np.finfo(float).eps * piv.max():   # also catches getrf's info > 0
+    piv = np.abs(lu[0].diagonal())
+    if s and piv.min() <= s * _EPS * piv.max():   # also catches getrf's info > 0
         raise InvalidInputError("A is singular: the MLCP cannot be reduced to an LCP")
     X = _lu_solve(lu, np.column_stack([C, g]))
     return ReducedLCP(Q=B - D @ X[:, :t], r=h - D @ X[:, t], _lu=lu, _C=C, _g=g)

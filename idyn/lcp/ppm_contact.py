@@ -38,7 +38,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .. import validation
-from ._ppm_kernel import MAX_PIVOTS, SOLVED, contact_ppm
+from ._ppm_kernel import MAX_PIVOTS, SOLVED, contact_ppm, scales
 from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor
 from .inputs import check_indices
 from .principal_pivoting import REL_TOL as PIVOTING_REL_TOL
@@ -124,14 +124,10 @@ def solve_factored(G: np.ndarray, r: np.ndarray, warm: np.ndarray, *, max_pivots
     pivoting, residual acceptance check and result."""
     n = G.shape[1]
     limit = max(100, 4 * n) if max_pivots is None else int(max_pivots)
-    z, w, active, code, pivots = contact_ppm(np.ascontiguousarray(G.T), r, warm, limit, float(dependence_tol),
-                                             PIVOTING_REL_TOL)
+    GT = np.ascontiguousarray(G.T)
+    z, w, active, code, pivots = contact_ppm(GT, r, warm, limit, float(dependence_tol), PIVOTING_REL_TOL)
     status = _STATUS[code]
-    if status is LCPStatus.SOLVED:
-        norms = np.sqrt(np.einsum("ij,ij->j", G, G))  # ||G^T G||_inf <= max_i |g_i| sum_j |g_j|
-        res = residuals_from_parts(z, w, float(np.abs(r).max(initial=0.0)),
-                                   float(norms.max(initial=0.0) * norms.sum()))
-        if not res.ok(tol):
-            status = LCPStatus.NUMERICAL_FAILURE
+    if status is LCPStatus.SOLVED and not residuals_from_parts(z, w, *scales(GT, r)).ok(tol):
+        status = LCPStatus.NUMERICAL_FAILURE
     active.sort()
     return LCPResult(z, w, status, pivots, 0.0, active.astype(np.intp, copy=False))

@@ -48,7 +48,14 @@ def pivoted_qr(A: np.ndarray, mode: str = "full"):
 def column_pivots(A: np.ndarray) -> np.ndarray:
     """The 0-based column order of ``pivoted_qr(A)`` (``geqp3``: largest remaining distance from
     the span of the columns before it first), without forming ``R`` or ``Q``."""
-    return pivoted_qr_diagonal(A)[1]
+    A = np.asarray(A, dtype=float)
+    if A.size == 0:
+        return np.arange(A.shape[1], dtype=np.int32)
+    _, jpvt, _, _, info = lapack.dgeqp3(A, lwork=max(3 * A.shape[1] + 1, 1) * 64)
+    if info < 0:
+        raise ValueError(f"illegal value in argument {-info} of geqp3")
+    jpvt -= 1
+    return jpvt
 
 
 def pivoted_qr_diagonal(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ShapeError
+from ._lemke_kernel import lcp_scales
 from .inputs import check_lcp
 
 #: Relative tolerance of :meth:`LCPResiduals.ok` unless told otherwise.
@@ -77,10 +78,10 @@ def residuals_from_parts(z: np.ndarray, w: np.ndarray, q_norm: float, m_norm: fl
     scale_w = max(q_norm + terms, _TINY)
     scale_q = max(q_norm, _TINY)
     if zmax * float(aw.max()) * z.size < 1e300:    # no overflow possible (np.errstate costs 10 us)
-        products = float(az @ aw)
+        products = float(az.dot(aw))
     else:
         with np.errstate(over="ignore"):
-            products = float(az @ aw)
+            products = float(az.dot(aw))
     return LCPResiduals(
         negative_z=max(0.0, -float(z.min())) / scale_z,
         negative_w=max(0.0, -float(w.min())) / scale_q,
@@ -94,6 +95,12 @@ def lcp_residuals(M, q, z, w=None) -> LCPResiduals:
     """Residuals of ``(z, w)`` for the LCP ``(q, M)``; ``w`` defaults to ``M z + q``."""
     M, q = check_lcp(M, q)
     return checked_residuals(M, q, z, w)
+
+
+def exact_residuals(M: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray) -> LCPResiduals:
+    """Residuals of ``(z, w)`` for the validated LCP ``(q, M)`` when the caller computed ``w``
+    as ``M @ z + q`` itself (so the equation residual is exactly zero)."""
+    return residuals_from_parts(z, w, *lcp_scales(M, q))
 
 
 def checked_residuals(M: np.ndarray, q: np.ndarray, z, w=None, m_norm: float | None = None
