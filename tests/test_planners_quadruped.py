@@ -151,17 +151,46 @@ def test_desired_q_v_vdot_are_consistent_by_finite_differences(name):
 
 
 def test_swing_foot_follows_the_control_points():
-    robot, planner, times, qs, des, stance, errs, _ = _rollout("links")
+    dt = 5e-4                                # a control step on each knot (the lift takes 12.5 ms)
+    robot, planner, times, qs, des, stance, errs, _ = _rollout("links", dt=dt, steps=800)
     m = robot.model
     gait = planner.gait
     lf = robot.feet["LF"]
     z = np.array([pin.SE3(m.frame_placement(_full_q(qs[k], m, des[k]), lf.link)).act(lf.offset)[2]
                   for k in range(len(times))])
     lift, touch = gait.swing_window("LF", 0.3)           # second swing: 0.3 .. 0.375
-    k0, k1, k2, k3 = (int(round(t / 1e-3)) for t in np.linspace(lift, touch, 4))
+    fractions = np.array([0.0, *planner.swing_timing, 1.0])
+    k0, k1, k2, k3 = (int(round(t / dt)) for t in lift + fractions * (touch - lift))
     assert z[k1] - z[k0] == pytest.approx(gait.step_height, abs=1e-6)   # start + h up
     assert z[k2] - z[k0] == pytest.approx(gait.step_height, abs=1e-6)   # goal + h up (+overstep)
     assert z[k3 - 1] == pytest.approx(z[k0], abs=1e-5)                    # lands at its height
+
+
+def test_swing_foot_arrives_slowly():
+    """Touchdown is gentle: feet land up to ~20 ms early (tracking error, uneven ground), so the
+    planned descent over the last 20 ms of a swing is the speed a foot strikes with. With the
+    control points equally spaced in time it is 1.08 m/s (a foot 1 mm low strikes at 0.34 m/s);
+    the bounds ask for less than half of that, and a foot 1 mm low below 0.25 m/s, while the foot
+    still clears the step height."""
+    robot, planner, times, qs, des, stance, errs, _ = _rollout("links")
+    m = robot.model
+    gait = planner.gait
+    checked = 0
+    for i, (leg, foot) in enumerate(robot.feet.items()):
+        z = np.array([pin.SE3(m.frame_placement(_full_q(qs[k], m, des[k]), foot.link))
+                      .act(foot.offset)[2] for k in range(len(times))])
+        vz = np.diff(z) / 1e-3                      # vz[k]: mean speed over step k .. k+1
+        for k in np.nonzero(stance[1:, i] & ~stance[:-1, i])[0] + 1:   # planned touchdowns
+            if k < 100:                             # the swing began before the planner did
+                continue
+            k_lift = k - int(round(gait.swing_duration / 1e-3))
+            height = z[k_lift:k] - z[k]
+            assert height.max() >= gait.step_height
+            assert -vz[k - 20:k].min() < 0.5, (leg, times[k])
+            low = np.nonzero(height[:-1] < 1e-3)[0][0] + k_lift   # first step 1 mm above
+            assert -vz[low] < 0.25, (leg, times[k])
+            checked += 1
+    assert checked >= 6
 
 
 def test_touchdown_is_nominal_at_mid_stance():
@@ -198,6 +227,9 @@ def test_planner_rejects_bad_input():
     tilted[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(0.2, 0.0, 0.0)).coeffs()
     with pytest.raises(InvalidInputError):
         QuadrupedPlanner(robot.model, feet, robot.leg_joints, tilted)
+    for timing in [(0.5, 0.5), (0.0, 0.5), (0.5, 1.0)]:
+        with pytest.raises(InvalidInputError):
+            _planner(robot, swing_timing=timing)
     p = _planner(robot)
     state = RobotState(robot.q_stand, np.zeros(robot.model.nv), 1.0)
     p.plan(state)
