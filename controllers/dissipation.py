@@ -79,6 +79,8 @@ from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp.regularized import regularized_checked
 from idyn.qp import BACKENDS, solve_built
 
+from . import _dissipation_kernel as kernel
+
 if TYPE_CHECKING:   # dynamics imports this module's cone rows (touchdown impact)
     from .dynamics import Step
 
@@ -155,7 +157,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     """
     m = step.m
     R = step.directions(pyramid=True)
-    Y = _pyramid(step.white, m)                              # L^-1 R_u^T
+    Y = step.whiten(R[:, step.u].T)                          # L^-1 R_u^T
     # ker(H) = ker(Y) and its complement, the row space of Y = range(R_u) (the contact velocities
     # impulses move), from one SVD of Y: one rank decision for Stage II and the projection of c
     if Y.shape[0]:
@@ -165,20 +167,19 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         Vt, rank = np.eye(R.shape[0]), 0
     free = step.free_velocity                                # [N; S; T] v+ at z = 0
     if objective == "contact-work":
-        c = _pyramid(free, m)                                # R v+ at z = 0 ...
-        c = Vt[:rank].T.dot(Vt[:rank].dot(c))                # ... in range(R_u): impulses move it
-    elif objective == "kinetic-energy":
+        c = _pyramid(free, m)                                # R v+ at z = 0, projected below onto
+    elif objective == "kinetic-energy":                      # range(R_u): impulses move it
         c = R[:, step.u] @ (step.p + step.solve_A(step.B @ step.qd))
     else:
         raise InvalidInputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    Gn = Y[:, :m].T.dot(Y)                 # N_u A^-1 R_u^T (R's first m rows are N)
-    gn = free[:m] + step.jac.phi / step.dt
-    norms = np.sqrt(np.einsum("ij,ij->i", Gn, Gn))
-    threshold = RANK_TOL * max(float(norms.max()), 1.0)
+    # Gn = N_u A^-1 R_u^T (R's first m rows are N), gn = N v+(0) + phi/dt, with Gn's row norms
+    c, Gn, gn, smallest, largest = kernel.stage_one_rows(Y, Vt, rank, c, objective == "contact-work",
+                                                         free, step.jac.phi, step.dt)
+    threshold = RANK_TOL * max(largest, 1.0)
     cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, R.shape[0]))
     dead = 0
-    if not norms.min() > threshold:                          # some row no impulse can change
-        live = norms > threshold
+    if not smallest > threshold:                             # some row no impulse can change
+        live = np.sqrt(np.einsum("ij,ij->i", Gn, Gn)) > threshold
         dead = int(np.count_nonzero(~live & (gn < 0)))
         Gn, gn = Gn[live], gn[live]
     G, g = (np.concatenate((Gn, cone)), np.concatenate((gn, np.zeros(cone.shape[0])))) if cone.shape[0] else (Gn, gn)
@@ -186,7 +187,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     if no_slip_tol is not None:
         s_idx, t_idx = step.independent_tangents(np.arange(m), no_slip_tol)
         kept = np.concatenate((s_idx + m, t_idx + 2 * m))   # rows of [N; S; T]
-        prob.E = step.white.take(kept, axis=1).T.dot(Y)     # T_u A^-1 R_u^T
+        prob.E = Y.take(kept + (kept >= 2 * m) * m, axis=1).T.dot(Y)   # T_u A^-1 R_u^T (+S, +T columns of Y)
         prob.e = free[kept]
         prob.kept_tangent_rows = (s_idx.size, t_idx.size)
     return prob
@@ -232,16 +233,7 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
     if nul == 0:
         return z0, {"stage2_status": "determinate", "nullity": 0}
     tau0, _ = step.resolve(prob.R.T.dot(z0))
-    RW = prob.R[:, step.a].T.dot(W)
-    rho = ridge * max(float(np.einsum("ij,ij->", RW, RW)) / nul, 1e-12)
-    H2 = RW.T.dot(RW)
-    H2.flat[::nul + 1] += rho                       # + rho I
-    c2 = -RW.T.dot(step.dt * tau0) + rho * W.T.dot(z0)
-    if prob.cone.shape[0]:
-        A_in = np.concatenate((W, prob.cone.dot(W)))
-        b_in = np.concatenate((-z0, -np.maximum(prob.cone.dot(z0), 0.0)))
-    else:
-        A_in, b_in = W, -z0
+    H2, c2, A_in, b_in = kernel.stage_two_terms(prob.R, step.a_index, W, z0, tau0, step.dt, ridge, prob.cone)
     qp = solve_built(H2, c2, np.zeros((0, nul)), np.zeros(0), A_in, b_in, backend=_backend(qp_backend))
     info = {"stage2_status": qp.status.value, "nullity": int(W.shape[1]),
             "stage2_iterations": qp.iterations}

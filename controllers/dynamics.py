@@ -39,8 +39,7 @@ fraction of the correction.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import lapack
@@ -52,7 +51,8 @@ from idyn.errors import SolverError
 from idyn.lcp.find_indices import independent_columns
 from idyn.lcp.qr import column_pivots
 
-from .impact import IMPACT_SPEED_TOL, closing_too_fast, passive_impact
+from . import _reduced_kernel as reduced_kernel
+from .impact import IMPACT_SPEED_TOL, passive_impact
 
 #: sine of the angle (in the A^-1 metric) below which Algorithm 1 treats a tangent row as
 #: dependent on the rows already kept; see "Near-dependent tangent rows" in
@@ -92,36 +92,48 @@ class Step:
     #: with the desired ``qd`` shares (set by :meth:`StepDynamics.update`)
     dt_h_u: np.ndarray | None = None
     B_dva: np.ndarray | None = None
+    u_index: np.ndarray | None = None      #: ``u`` and ``a`` as index arrays (compiled loops)
+    a_index: np.ndarray | None = None
+    # computed on first use (see the properties)
+    _white: np.ndarray | None = field(default=None, repr=False)
+    _free: np.ndarray | None = field(default=None, repr=False)
+    _pyramid: np.ndarray | None = field(default=None, repr=False)
 
     # -------------------------------------------------------------- sizes and blocks
     @property
     def m(self) -> int:
         return self.jac.m
 
-    @cached_property
+    @property
     def rows(self) -> np.ndarray:
         """``[N; S; T]`` (3m x nv), the contact Jacobian (read-only use)."""
         J = self.jac
         return J.rows if J.rows is not None else J.stacked()
 
-    @cached_property
+    @property
     def white(self) -> np.ndarray:
         """``L^-1 [N; S; T]_u^T`` (nu x 3m): every contact row whitened once per step, so that
         ``X_u A^-1 Y_u^T = white[:, x]^T white[:, y]`` for any rows x, y (no A^-1 formed)."""
-        return self.whiten(self.rows[:, self.u].T)
+        if self._white is None:
+            self._white = self.whiten(self.rows[:, self.u].T)
+        return self._white
 
-    @cached_property
+    @property
     def free_velocity(self) -> np.ndarray:
         """``[N; S; T] v+`` at zero contact impulse (``v+_u = p``, ``v+_a = qd_des``), (3m,)."""
-        R = self.rows
-        return R[:, self.u].dot(self.p) + R[:, self.a].dot(self.qd)
+        if self._free is None:
+            R = self.rows
+            self._free = R[:, self.u].dot(self.p) + R[:, self.a].dot(self.qd)
+        return self._free
 
-    @cached_property
+    @property
     def pyramid_rows(self) -> np.ndarray:
         """``[N; S; -S; T; -T]`` (5m x nv), the friction-pyramid impulse directions (Sec. 5.1)."""
-        R, m = self.rows, self.m
-        neg = -R[m:]
-        return np.concatenate((R[:2 * m], neg[:m], R[2 * m:], neg[m:]))
+        if self._pyramid is None:
+            R, m = self.rows, self.m
+            neg = -R[m:]
+            self._pyramid = np.concatenate((R[:2 * m], neg[:m], R[2 * m:], neg[m:]))
+        return self._pyramid
 
     @property
     def nu(self) -> int:
@@ -183,13 +195,20 @@ class Step:
             out = out + self.impact
         return out
 
-    def complementarity_violation(self, fN: np.ndarray, v_next: np.ndarray) -> float:
+    def normal_speeds(self, v_next: np.ndarray) -> np.ndarray:
+        """``w_N = N v+ + phi/dt`` (eqs. 36, 54): non-negative when no contact closes further."""
+        J = self.jac
+        return J.N.dot(v_next) + J.phi / self.dt
+
+    def complementarity_violation(self, fN: np.ndarray, v_next: np.ndarray, wN: np.ndarray | None = None
+                                  ) -> float:
         """Violation of ``0 <= f_N _|_ N v+ + phi/dt >= 0`` (eqs. 36, 54) in units of the
         contact-free normal speed: 0 for an exact solution.  Controllers use it to accept an
-        LCP answer in physical units, whatever the solver's own residual test said."""
-        J = self.jac
-        gap = J.phi / self.dt
-        wN = J.N.dot(v_next) + gap
+        LCP answer in physical units, whatever the solver's own residual test said.  ``wN``:
+        :meth:`normal_speeds` of ``v_next`` if the caller has it."""
+        gap = self.jac.phi / self.dt
+        if wN is None:
+            wN = self.normal_speeds(v_next)
         scale = 1.0 + float(np.abs(self.free_velocity[:self.m] + gap).max(initial=0.0))
         return max(float(-wN.min(initial=0.0)), float((fN * np.abs(wN) / (1.0 + fN)).max(initial=0.0))) / scale
 
@@ -201,16 +220,9 @@ class Step:
         ``qd`` overrides the desired actuated end velocity (used by the consistency QP of
         Sec. 4.5, which moves it minimally).
         """
-        g, u, a, v = generalized_impulse, self.u, self.a, self.v
-        B_dva = self.B_dva if qd is None else self.B @ (qd - v[a])
-        qd = self.qd if qd is None else qd
-        v_next = np.empty_like(v)
-        v_next[a] = qd
-        if self.nu:
-            v_next[u] = v[u] + self.solve_A(g[u] - self.dt_h_u - B_dva)
-        dv = v_next - v
-        tau = (self.Ma.dot(dv) + self.dt * self.h[a] - g[a]) / self.dt
-        return tau, v_next
+        B_dva = self.B_dva if qd is None else self.B @ (qd - self.v[self.a])
+        return reduced_kernel.resolve(generalized_impulse, self.L, self.v, self.qd if qd is None else qd,
+                                      self.dt_h_u, B_dva, self.Ma, self.h, self.dt, self.u_index, self.a_index)
 
 
 class StepDynamics:
@@ -231,6 +243,7 @@ class StepDynamics:
         #: (m, 3) forces [normal, s, t] (N) of the last update's touchdown impulse, or None
         self.last_impact: np.ndarray | None = None
         self.u, self.a = as_slice(model.unactuated_v), as_slice(model.actuated_v)
+        self._u_index, self._a_index = model.unactuated_v.astype(np.intp), model.actuated_v.astype(np.intp)
         self.nu = model.unactuated_v.size
         #: the pinocchio workspace of :meth:`update` (M, h and the joint Jacobians in one pass)
         self.workspace = model.workspace()
@@ -245,18 +258,13 @@ class StepDynamics:
         ws = self.workspace.compute_checked(q, v, drift=False)   # one pinocchio pass: M, h, J
         M, h = ws.M, ws.h
         jac = jacobians_at(ws, contacts)
-        phi = jac.phi
-        if phi.size and phi.min() < 0.0:   # see "Gap stabilization" above
-            r = self.penetration_recovery
-            jac = ContactJacobians.from_stacked(jac.rows, np.maximum(phi, 0.0) if r == 0.0 else
-                                                np.where(phi < 0.0, r * phi, phi), jac.mu)
+        phi, approach = reduced_kernel.step_gaps(jac.N, v, jac.phi, dt, self.penetration_recovery)
+        jac = ContactJacobians.from_stacked(jac.rows, phi, jac.mu)   # see "Gap stabilization" above
         v_measured, impulses, self.last_impact = None, None, None
-        if self.impact and closing_too_fast(jac, v, dt, self.impact_speed_tol):
+        if self.impact and approach < -self.impact_speed_tol:      # a contact closes too fast
             hit = passive_impact(M, v, jac, dt)
             if hit is not None:
                 v_measured, (v, impulses) = v, hit
-        va = v[a]
-        qd = va + dt * vdot_a
         A, B = M[self._uu], M[self._ua]
         L = _NO_BLOCK
         if self.nu:
@@ -265,14 +273,10 @@ class StepDynamics:
                 raise SolverError("the unactuated block of M is not positive definite")
         if impulses is not None:
             self.last_impact = pyramid_forces(impulses) / dt
-        dt_h_u, B_dva = dt * h[u], B.dot(qd - va)
-        step = Step(dt, u, a, M, A, B, M[a], h, L, v, qd, _EMPTY, jac, v_measured, self.last_impact,
-                    dt_h_u, B_dva)
-        if self.nu:
-            step.p = v[u] + step.solve_A(-dt_h_u - B_dva)
-        return step
+        qd, dt_h_u, B_dva, p = reduced_kernel.free_motion(M, h, v, vdot_a, L, dt, self._u_index, self._a_index)
+        return Step(dt, u, a, M, A, B, M[a], h, L, v, qd, p, jac, v_measured, self.last_impact,
+                    dt_h_u, B_dva, self._u_index, self._a_index)
 
 
-_NO_BLOCK, _EMPTY = np.zeros((0, 0)), np.zeros(0)   # L and p without unactuated coordinates
+_NO_BLOCK = np.zeros((0, 0), order="F")   # L without unactuated coordinates
 _NO_BLOCK.setflags(write=False)
-_EMPTY.setflags(write=False)

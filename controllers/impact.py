@@ -38,11 +38,6 @@ from .dissipation import cone_rows
 IMPACT_SPEED_TOL = 1e-2
 
 
-def closing_too_fast(jac: ContactJacobians, v: np.ndarray, dt: float, speed_tol: float) -> bool:
-    """True when some contact approaches faster than its gap allows by more than ``speed_tol``."""
-    return bool(jac.m) and bool((jac.N.dot(v) + np.maximum(jac.phi, 0.0) / dt).min() < -speed_tol)
-
-
 def passive_impact(M: np.ndarray, v: np.ndarray, jac: ContactJacobians, dt: float,
                    qp_backend: str = "quadprog") -> tuple[np.ndarray, np.ndarray] | None:
     """``(v', z)``: the maximal-dissipation inelastic impact of the module docstring, with ``z``

@@ -110,10 +110,11 @@ class LCPNoSlip(Controller):
             return Solution(tau, np.zeros((0, 3)), v_next)
         impulses = self._lcp(step, contact_keys(contacts), info) if step.nu else np.zeros(3 * m)
         R = step.directions(pyramid=False)
-        tau, v_next = step.resolve(R.T @ impulses)
-        if step.complementarity_violation(impulses[:m], v_next) > self.consistency_tol:
+        tau, v_next = step.resolve(R.T.dot(impulses))
+        wN = step.normal_speeds(v_next)
+        if step.complementarity_violation(impulses[:m], v_next, wN) > self.consistency_tol:
             info["status"] = "numerical_failure"   # whatever the solver's own test said
-        if info.get("status", "solved") != "solved" or not self._consistent(step, v_next):
+        if info.get("status", "solved") != "solved" or not self._consistent(step, v_next, wN):
             impulses, tau, v_next = self._min_deviation(step, impulses, tau, v_next, info)
         return Solution(tau, step.forces_from_impulses(impulses, pyramid=False), v_next, info)
 
@@ -132,8 +133,8 @@ class LCPNoSlip(Controller):
         candidates = np.arange(m)
         for _ in range(m + 1):
             impulses, w = self._lcp_with_rows(step, candidates, keys, info)
-            if info["status"] != "solved":
-                break
+            if info["status"] != "solved" or impulses[:m].min() > 0.0:   # every contact loaded:
+                break                                        # nothing released, a set already seen
             receding = w - step.jac.phi / step.dt > self.consistency_tol   # N v+ > 0
             update = (impulses[:m] <= 0.0) & receding                # release; a loaded contact
             if update.tobytes() in seen:                             # sticks again
@@ -175,9 +176,10 @@ class LCPNoSlip(Controller):
         return impulses, res.w
 
     # ------------------------------------------------------------------ step 4
-    def _consistent(self, step: Step, v_next: np.ndarray) -> bool:
+    def _consistent(self, step: Step, v_next: np.ndarray, wN: np.ndarray) -> bool:
+        """``wN = N v+ + phi/dt >= -tol`` and, with ``check_tangential``, no tangential slip."""
         J, tol = step.jac, self.consistency_tol
-        if np.any(J.N @ v_next + J.phi / step.dt < -tol):
+        if wN.min() < -tol:
             return False
         return not self.check_tangential or bool(
             np.all(np.abs(J.S @ v_next) <= tol) and np.all(np.abs(J.T @ v_next) <= tol))

@@ -9,7 +9,6 @@ exist are simply not warm-started.
 """
 from __future__ import annotations
 
-from collections import Counter
 from typing import Sequence
 
 import numpy as np
@@ -19,12 +18,13 @@ from idyn import Contact
 
 def contact_keys(contacts: Sequence[Contact]) -> list[tuple]:
     """``(body_a, body_b, k)`` for each contact, ``k`` counting contacts between the same bodies."""
-    seen: Counter = Counter()
+    seen: dict = {}
     keys = []
     for c in contacts:
         pair = (c.body_a, c.body_b)
-        keys.append(pair + (seen[pair],))
-        seen[pair] += 1
+        k = seen.get(pair, 0)
+        seen[pair] = k + 1
+        keys.append((c.body_a, c.body_b, k))
     return keys
 
 

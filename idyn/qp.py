@@ -22,19 +22,22 @@ semi-definite ``H``).  The adapter adds what a control loop needs around them:
   semi-definite ``H``) is tried.  The result records the ``eps`` and the backend used
   (``QPResult.regularization``, ``QPResult.backend``), mirroring
   :func:`idyn.lcp.lemke_regularized`.
+* **Feasibility check**: an answer is accepted only if every row is within ``feasibility_tol``
+  of its constraint relative to ``(1 + max|x|)(1 + max_j |a_ij|) + |b_i|`` (compiled with the
+  symmetrisation and the objective: :mod:`idyn._qp_kernel`).
 * **Status, not exceptions**: a failed solve returns ``QPResult`` with ``status`` INFEASIBLE or
   FAILED and ``x`` filled with NaN; the caller falls back.
 """
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import quadprog
 from scipy.linalg import lapack
 
+from . import _qp_kernel as kernel
 from . import validation
 from .errors import InvalidInputError
 from .lcp.qr import pivoted_qr_diagonal
@@ -142,14 +145,14 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     schedule, feasibility check and result.  A non-finite entry is not reported as bad input
     but fails the feasibility check (status INFEASIBLE or FAILED)."""
     n = H.shape[0]
+    Ae, be, Ai, bi = _c(Ae), _c(be), _c(Ai), _c(bi)
     Ae_kept, be_kept = independent_equalities(Ae, be)
     dropped = Ae.shape[0] - Ae_kept.shape[0]
-    H = 0.5 * (H + H.T)
     if n == 0:
         return QPResult(np.zeros(0), QPStatus.SOLVED, backend, objective=0.0, dropped_equalities=dropped)
+    H, scale = kernel.symmetrized(_c(H))             # (H + H^T) / 2, max(max|H_ii|, 1)
     schedule = [(backend, 0.0)] if backend == "cvxopt" or _positive_definite(H) else []
     if regularize:
-        scale = max(float(np.abs(H.diagonal()).max(initial=0.0)), 1.0)
         schedule += [(backend, s * scale) for s in REGULARIZATION_SCHEDULE] if backend == "quadprog" else []
         schedule += [("cvxopt", 0.0)] if backend == "quadprog" else []
     status, x, iters, eps, used = QPStatus.FAILED, None, 0, 0.0, backend
@@ -157,7 +160,7 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     for used, eps in schedule:
         solver = _quadprog if used == "quadprog" else _cvxopt
         status, x, iters = solver(_ridge(H, eps) if eps else H, c, Ae_kept, be_kept, Ai, bi)
-        if status is QPStatus.SOLVED and not _feasible(x, Ae, be, Ai, bi, feasibility_tol):
+        if status is QPStatus.SOLVED and not kernel.feasible(x, Ae, be, Ai, bi, feasibility_tol):
             status = QPStatus.INFEASIBLE
         verdicts.add(status)
         # INFEASIBLE is not trusted on its own: with a nearly singular H the dual active-set
@@ -167,8 +170,12 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     if status is not QPStatus.SOLVED:
         status = QPStatus.INFEASIBLE if QPStatus.INFEASIBLE in verdicts else status
         return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
-    obj = float((0.5 * x).dot(H).dot(x) + c.dot(x))
-    return QPResult(x, status, used, eps, obj, iters, dropped)
+    return QPResult(x, status, used, eps, kernel.objective(H, _c(c), x), iters, dropped)
+
+
+def _c(a: np.ndarray) -> np.ndarray:
+    """``a`` C-contiguous (the compiled loops are specialised for that layout)."""
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
 def _ridge(H: np.ndarray, eps: float) -> np.ndarray:
@@ -189,30 +196,6 @@ def _positive_definite(H, tol: float = 1e-12) -> bool:
         return False
     d = (L.diagonal() ** 2).tolist()     # finite: potrf succeeded on a finite H
     return min(d, default=1.0) > tol * max(max(d, default=0.0), 1e-300)
-
-
-def _feasible(x, Ae, be, Ai, bi, tol) -> bool:
-    """Every row within ``tol`` of its constraint, relative to ``scale (1 + max_j |a_ij|) + |b_i|``
-    with ``scale = 1 + max|x|``.  That bound is at least ``scale``, so a row within
-    ``tol * scale`` passes without it: the row magnitudes are formed only for the others."""
-    xmax = float(np.abs(x).max(initial=0.0))     # NaN or inf if some entry is not finite
-    if not math.isfinite(xmax):
-        return False
-    scale = 1.0 + xmax
-    if Ae.shape[0]:
-        miss = np.abs(Ae.dot(x) - be)
-        if miss.max() > tol * scale:
-            far = np.flatnonzero(miss > tol * scale)
-            if (miss[far] > tol * (scale * (1.0 + np.abs(Ae[far]).max(axis=1)) + np.abs(be[far]))).any():
-                return False
-    if Ai.shape[0]:
-        slack = Ai.dot(x) - bi
-        if slack.min() < -tol * scale:
-            low = np.flatnonzero(slack < -tol * scale)     # only these rows can violate the tolerance
-            sc = scale * (1.0 + np.abs(Ai[low]).max(axis=1)) + np.abs(bi[low])
-            if (slack[low] < -tol * sc).any():
-                return False
-    return True
 
 
 def _quadprog(H, c, Ae, be, Ai, bi):

@@ -8,16 +8,13 @@ Storage: ``Binv`` is C-ordered, so ``B^-1 M_j`` and the rank-1 update walk rows 
 ``MT`` is ``M^T`` (row ``j`` is column ``j`` of ``M``).  ``basic[r]`` is the variable in row
 ``r``: ``i`` for ``w_i``, ``n + i`` for ``z_i``, ``2n`` for ``z0``.
 
-Compilation takes a few seconds, so the machine code is cached on disk (next to this file, or in
-``NUMBA_CACHE_DIR`` / the user cache).  numba refuses ``cache=True`` outright ("no locator
-available") when none of those is writable, e.g. a read-only install run by a user without a
-home directory; :func:`_jit` then compiles in memory on every process start instead of failing
-the import.
+Compilation takes a few seconds, so the machine code is cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..jit import cached_jit as _jit
 
 SOLVED, MAX_PIVOTS, RAY, SINGULAR = 0, 1, 2, 3
 _EPS = np.finfo(np.float64).eps
@@ -38,16 +35,6 @@ NOISE = 8.0
 REFACTOR = 1e-10
 #: Reductions may be reordered (as BLAS does) so they vectorise; no other fast-math licence.
 _REASSOC = {"reassoc", "contract"}
-
-
-def _jit(fn=None, **opts):
-    """``njit`` with the on-disk cache if numba finds a writable place for it, else without."""
-    if fn is None:
-        return lambda f: _jit(f, **opts)
-    try:
-        return njit(cache=True, **opts)(fn)
-    except RuntimeError:  # "cannot cache function ...: no locator available"
-        return njit(**opts)(fn)
 
 
 @_jit

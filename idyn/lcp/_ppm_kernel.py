@@ -19,13 +19,13 @@ compiled 5 us (measured; ``idyn bench controllers``).
 
 Storage: ``GT`` is ``G^T`` (row ``i`` is contact ``i``'s whitened column), ``cols[p]`` the
 column of the ``p``-th active contact, ``R`` upper triangular with ``R^T R = G_a^T G_a``.
-Compilation is cached on disk like :mod:`idyn.lcp._lemke_kernel`.
+Compilation is cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ._lemke_kernel import _jit
+from ..jit import cached_jit as _jit
 
 SOLVED, MAX_PIVOTS = 0, 1
 _TINY = np.finfo(np.float64).tiny

@@ -23,7 +23,7 @@ from scipy.linalg import lapack
 
 from .. import validation
 from ..errors import InvalidInputError
-from ._lemke_kernel import _jit
+from ..jit import cached_jit as _jit
 from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor
 
 

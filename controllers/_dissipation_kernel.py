@@ -1,0 +1,101 @@
+"""The assembly of Stage I and Stage II (:mod:`controllers.dissipation`), compiled.
+
+Both stages are assembled from a handful of small matrix products, norms and stackings (about a
+dozen numpy calls each, 1-3 us apiece in a control loop, for a few microseconds of arithmetic:
+measured, ``idyn bench controllers``).  These loops compute the same quantities.  Cached on
+disk (:mod:`idyn.jit`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from idyn.jit import cached_jit
+
+
+@cached_jit
+def stage_one_rows(Y, Vt, rank, c0, project, gn0, phi, dt):
+    """``(c, Gn, gn, min|Gn_i|, max|Gn_i|)``: the linear term (``c0`` projected onto the row space
+    ``Vt[:rank]`` of ``Y`` when ``project``), the non-penetration rows ``Gn = Y_N^T Y`` (``Y``'s
+    first ``m`` columns are the normals) with ``gn = gn0 + phi/dt``, and their row norms' range."""
+    nu, k = Y.shape
+    m = phi.shape[0]
+    c = c0.copy()
+    if project:
+        t = np.zeros(rank)
+        for r in range(rank):
+            s = 0.0
+            for j in range(k):
+                s += Vt[r, j] * c0[j]
+            t[r] = s
+        for j in range(k):
+            s = 0.0
+            for r in range(rank):
+                s += Vt[r, j] * t[r]
+            c[j] = s
+    Gn = np.empty((m, k))
+    gn = np.empty(m)
+    nmin, nmax = np.inf, 0.0
+    for i in range(m):
+        norm2 = 0.0
+        for j in range(k):
+            s = 0.0
+            for t in range(nu):
+                s += Y[t, i] * Y[t, j]
+            Gn[i, j] = s
+            norm2 += s * s
+        gn[i] = gn0[i] + phi[i] / dt
+        norm = np.sqrt(norm2)
+        nmin, nmax = min(nmin, norm), max(nmax, norm)
+    return c, Gn, gn, nmin, nmax
+
+
+@cached_jit
+def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone):
+    """``(H2, c2, A_in, b_in)`` of Stage II (eq. 112 scaled by ``dt^2``, plus the ridge ``rho``
+    relative to the mean eigenvalue of the torque term): with ``RW = R_a^T W``,
+    ``H2 = RW^T RW + rho I``, ``c2 = -RW^T (dt tau0) + rho W^T z0``; the rows ``z0 + W w >= 0``
+    and, for the cone rows ``C``, ``C (z0 + W w) >= 0`` written ``C W w >= -max(C z0, 0)``."""
+    k, nul = W.shape
+    na = a.shape[0]
+    mf = cone.shape[0]
+    RW = np.empty((na, nul))
+    frob = 0.0
+    for i in range(na):
+        for j in range(nul):
+            s = 0.0
+            for t in range(k):
+                s += R[t, a[i]] * W[t, j]
+            RW[i, j] = s
+            frob += s * s
+    rho = ridge * max(frob / nul, 1e-12)
+    H2 = np.empty((nul, nul))
+    c2 = np.empty(nul)
+    for i in range(nul):
+        for j in range(nul):
+            s = 0.0
+            for t in range(na):
+                s += RW[t, i] * RW[t, j]
+            H2[i, j] = s
+        H2[i, i] += rho
+        s, sz = 0.0, 0.0
+        for t in range(na):
+            s += RW[t, i] * (dt * tau0[t])
+        for t in range(k):
+            sz += W[t, i] * z0[t]
+        c2[i] = -s + rho * sz
+    A_in = np.empty((k + mf, nul))
+    b_in = np.empty(k + mf)
+    A_in[:k] = W
+    for t in range(k):
+        b_in[t] = -z0[t]
+    for r in range(mf):
+        s = 0.0
+        for t in range(k):
+            s += cone[r, t] * z0[t]
+        b_in[k + r] = -max(s, 0.0)
+        for j in range(nul):
+            s = 0.0
+            for t in range(k):
+                s += cone[r, t] * W[t, j]
+            A_in[k + r, j] = s
+    return H2, c2, A_in, b_in
