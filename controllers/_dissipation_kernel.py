@@ -99,3 +99,24 @@ def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone):
                 s += cone[r, t] * W[t, j]
             A_in[k + r, j] = s
     return H2, c2, A_in, b_in
+
+
+@cached_jit
+def no_slip_rows(Y, free, s_idx, t_idx):
+    """``(E, e)``: the no-slip equalities ``E z + e = 0`` (eqs. 40-41) for the kept tangent rows
+    ``S_s``, ``T_t``: ``E = X_u A^-1 R_u^T = Y_X^T Y`` (``Y``'s columns m..2m are ``S``, 3m..4m
+    ``T``) and ``e = X v+(0)`` from ``free = [N; S; T] v+(0)``."""
+    nu, k = Y.shape
+    m = k // 5
+    rows = np.concatenate((s_idx + m, t_idx + 3 * m))
+    E = np.empty((rows.shape[0], k))
+    e = np.empty(rows.shape[0])
+    for r in range(rows.shape[0]):
+        col = rows[r]
+        for j in range(k):
+            s = 0.0
+            for t in range(nu):
+                s += Y[t, col] * Y[t, j]
+            E[r, j] = s
+        e[r] = free[col if col < 3 * m else col - m]      # S: m + s in both; T: 3m + t in Y, 2m + t in free
+    return E, e

@@ -11,6 +11,8 @@ import numpy as np
 
 from idyn.jit import cached_jit
 
+_EMPTY = np.zeros(0)
+
 
 @cached_jit
 def resolve(g, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a):
@@ -96,3 +98,17 @@ def free_motion(M, h, v, vdot_a, L, dt, u, a):
     for i in range(nu):
         p[i] = v[u[i]] + x[i]
     return qd, dt_h_u, B_dva, p
+
+
+@cached_jit
+def _finite(x):
+    for i in range(x.shape[0]):
+        if not np.isfinite(x[i]):
+            return False
+    return True
+
+
+@cached_jit
+def all_finite(a, b, c=_EMPTY, d=_EMPTY, e=_EMPTY):
+    """Whether every entry of the vectors ``a`` ... ``e`` is finite."""
+    return _finite(a) and _finite(b) and _finite(c) and _finite(d) and _finite(e)

@@ -38,6 +38,7 @@ from idyn import Contact, RobotModel, validation
 from idyn.errors import InvalidInputError
 from idyn.state import Desired, RobotState
 
+from ._reduced_kernel import all_finite
 from .duplicates import merge_duplicates, split_forces
 from .dynamics import Step, StepDynamics
 from .feedback import DEFAULT_GAINS, ErrorFeedback
@@ -122,7 +123,7 @@ class Controller(ABC):
             impact = self.dynamics.last_impact if self.predicts_contact_forces else None
             if impact is not None:   # included in contact_forces; reported for the residual checks
                 info["impact_forces"] = split_forces(impact, owner, copies) if merged else impact
-        if sol is None or not (np.isfinite(sol.tau).all() and np.isfinite(sol.contact_forces).all()):
+        if sol is None or not all_finite(sol.tau, sol.contact_forces.ravel()):
             sol = self._fallback(q, v, vdot, len(contacts))
             info["fallback"] = "no-contact-id"
             if info["status"] == "solved":
@@ -162,7 +163,7 @@ class Controller(ABC):
         q, v, vectors = state.q, state.v, (state.q, state.v, desired.q, desired.v, desired.vdot)
         # RobotState and Desired hold float vectors; one finiteness test covers all five, and
         # only a failure (or a size mismatch) goes through the per-vector checks for its message
-        if tuple(x.shape for x in vectors) != self._shapes or not np.isfinite(np.concatenate(vectors)).all():
+        if tuple(x.shape for x in vectors) != self._shapes or not all_finite(*vectors):
             for x, n, name in zip(vectors, self._shapes, ("q", "v", "desired.q", "desired.v", "desired.vdot")):
                 validation.vector(x, n[0], name)
         contacts = list(contacts)

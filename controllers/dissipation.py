@@ -186,9 +186,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     prob = StageOne(R, Y, Vt[rank:].T, c, G, g, cone, dead)
     if no_slip_tol is not None:
         s_idx, t_idx = step.independent_tangents(np.arange(m), no_slip_tol)
-        kept = np.concatenate((s_idx + m, t_idx + 2 * m))   # rows of [N; S; T]
-        prob.E = Y.take(kept + (kept >= 2 * m) * m, axis=1).T.dot(Y)   # T_u A^-1 R_u^T (+S, +T columns of Y)
-        prob.e = free[kept]
+        prob.E, prob.e = kernel.no_slip_rows(Y, free, s_idx, t_idx)   # T_u A^-1 R_u^T, T v+(0)
         prob.kept_tangent_rows = (s_idx.size, t_idx.size)
     return prob
 

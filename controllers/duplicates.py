@@ -38,9 +38,12 @@ def contact_identity(c: Contact) -> tuple:
 def merge_duplicates(contacts: Sequence[Contact]) -> tuple[list[Contact], np.ndarray, np.ndarray]:
     """``(unique, owner, copies)``: ``unique[owner[i]]`` is contact ``i``; ``copies[j]`` counts
     the contacts merged into ``unique[j]``."""
+    m = len(contacts)
+    if len({c.point.tobytes() for c in contacts}) == m:      # duplicates share their point
+        return list(contacts), np.arange(m), np.ones(m, dtype=np.intp)
     index: dict = {}
     unique: list[Contact] = []
-    owner = np.empty(len(contacts), dtype=np.intp)
+    owner = np.empty(m, dtype=np.intp)
     for i, c in enumerate(contacts):
         key = contact_identity(c)
         j = index.get(key)

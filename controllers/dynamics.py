@@ -48,7 +48,7 @@ from idyn import RobotModel
 from idyn.model import as_slice
 from idyn.contact import ContactJacobians, jacobians_at
 from idyn.errors import SolverError
-from idyn.lcp.find_indices import independent_columns
+from idyn.lcp.find_indices import kept_mask
 from idyn.lcp.qr import column_pivots
 
 from . import _reduced_kernel as reduced_kernel
@@ -177,8 +177,7 @@ class Step:
             return candidates[:0], candidates[:0]
         white = self.white                                  # X^T A^-1 X = H^T H
         H = white[:, m:] if k == m else white.take(np.concatenate((candidates + m, candidates + 2 * m)), axis=1)
-        kept = np.zeros(2 * k, dtype=bool)
-        kept[independent_columns(H, dependence_tol, order=column_pivots(H))] = True
+        kept = kept_mask(H, column_pivots(H), dependence_tol)
         return candidates[kept[:k]], candidates[kept[k:]]
 
     # -------------------------------------------------------------- contact directions

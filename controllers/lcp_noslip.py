@@ -65,12 +65,12 @@ contacts.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lapack
 
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp.ppm_contact import project_constraints, solve_factored
 from idyn.qp import solve_qp
 
+from . import _noslip_kernel as kernel
 from .base import Controller, Solution, register
 from .dynamics import TANGENT_DEPENDENCE_TOL, Step
 from .warm_start import ActiveSetMemory, contact_keys
@@ -147,33 +147,23 @@ class LCPNoSlip(Controller):
 
     def _lcp_with_rows(self, step: Step, contacts: np.ndarray, keys: list, info: dict):
         """Solve the LCP with no-slip rows offered for ``contacts`` only; ``(impulses, w_N)``."""
-        J, u, a, m = step.jac, step.u, step.a, step.m
+        m = step.m
         s_idx, t_idx = step.independent_tangents(contacts, self.tangent_dependence_tol)
         kept = np.concatenate((s_idx + m, t_idx + 2 * m))      # rows of [N; S; T]
-        rows = step.rows.take(kept, axis=0)
-        G = rows[:, u]
         white = step.white
-        Nw = white[:, :m]                                       # L^-1 N_u^T
-        Gw = white.take(kept, axis=1)                           # L^-1 G^T
-        if kept.size:
-            SG = _cholesky_upper(Gw.T.dot(Gw))                  # G A^-1 G^T, positive definite
-            residual = -rows[:, a].dot(step.qd) - G.dot(step.p)   # b - G p, b = -[S; T]_a qd_des
-            f_star = step.p + step.solve_A(G.T.dot(lapack.dpotrs(SG, residual, lower=0)[0]))
-        else:
-            SG = None
-            f_star = step.p
-        r = J.N[:, u].dot(f_star) + (J.N[:, a].dot(step.qd) + J.phi / step.dt)   # eq. 45
+        # G A^-1 G^T's Cholesky factor (positive definite: Algorithm 1), b - G p and eq. 45's r
+        U, residual, r, ok = kernel.contact_free_motion(white, step.rows, kept, step.L, step.p, step.qd,
+                                                        step.jac.phi, step.dt, step.u_index, step.a_index)
+        if not ok:
+            raise np.linalg.LinAlgError("G A^-1 G^T is not positive definite")
         warm = self._active.recall(keys) if self.warm_start else _NONE
-        res = solve_factored(project_constraints(Nw, Gw), r, warm)   # Algorithm 2 (ppm_contact)
+        # Algorithm 2 (ppm_contact) with W the inverse inertia constrained by the kept rows
+        res = solve_factored(project_constraints(white[:, :m], white.take(kept, axis=1)), r, warm)
         self._active.store(keys, res.basis)
         info.update(status=res.status.value, pivots=info.get("pivots", 0) + res.pivots, lcp_w=res.w,
                     kept_tangent_rows=(s_idx.size, t_idx.size))
-        fN = res.z
-        impulses = np.zeros(3 * m)
-        impulses[:m] = fN
-        if SG is not None:   # Sec. 4.5: the equality multipliers are the tangential impulses
-            impulses[kept] = lapack.dpotrs(SG, residual - Gw.T.dot(Nw.dot(fN)), lower=0)[0]
-        return impulses, res.w
+        # Sec. 4.5: the equality multipliers are the tangential impulses
+        return kernel.impulses(U, residual, white, kept, res.z), res.w
 
     # ------------------------------------------------------------------ step 4
     def _consistent(self, step: Step, v_next: np.ndarray, wN: np.ndarray) -> bool:
@@ -186,15 +176,6 @@ class LCPNoSlip(Controller):
 
     def _min_deviation(self, step: Step, impulses, tau, v_next, info: dict):
         return min_deviation(step, impulses, tau, v_next, info, self.qp_backend)
-
-
-def _cholesky_upper(X: np.ndarray) -> np.ndarray:
-    """Upper Cholesky factor of ``X`` for LAPACK ``potrs`` (``scipy.linalg.cho_factor``'s, without
-    its wrapper's cost); LinAlgError if ``X`` is not positive definite."""
-    U, info = lapack.dpotrf(X, lower=0, clean=0)
-    if info != 0:
-        raise np.linalg.LinAlgError("G A^-1 G^T is not positive definite")
-    return U
 
 
 def min_deviation(step: Step, impulses, tau, v_next, info: dict, qp_backend: str = "quadprog"):

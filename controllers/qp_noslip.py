@@ -51,8 +51,7 @@ class QPNoSlip(DissipationController):
 
     def _finish(self, step, prob, z, info) -> Solution:
         sol = super()._finish(step, prob, z, info)
-        J = step.jac
-        if np.all(J.N @ sol.v_next + J.phi / step.dt >= -self.consistency_tol):
+        if step.normal_speeds(sol.v_next).min() >= -self.consistency_tol:   # N v+ + phi/dt
             return sol
         impulses = pyramid_forces(z).T.ravel()                  # [f_N; f_S; f_T] impulses
         impulses, tau, v_next = min_deviation(step, impulses, sol.tau, sol.v_next, info, self.qp_backend)

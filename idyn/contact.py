@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import validation
+from ._contact_kernel import contact_rows
 from .errors import InvalidInputError
 from .model import RobotModel, Workspace, cross
 
@@ -240,16 +241,16 @@ def stacked_contact_jacobian(workspace: Workspace, contacts: ContactSet) -> np.n
                              np.concatenate((p, p, p)), directions)
 
 
-def _directional_rows(workspace: Workspace, ja: np.ndarray, jb: np.ndarray | None, points: np.ndarray,
+def _directional_rows(workspace: Workspace, ja: np.ndarray, jb: np.ndarray, points: np.ndarray,
                       directions: np.ndarray) -> np.ndarray:
     """:meth:`Workspace.directional_jacobian` for rows ordered ``[N; S; T]`` (each block the m
-    contacts ``ja``/``jb`` in order; ``jb`` None: every body B is the world): the support mask
-    is formed for m rows, not 3m, and broadcast (same numbers)."""
+    contacts ``ja``/``jb`` in order): the support mask is formed for m rows, not 3m, and
+    broadcast (same numbers)."""
     J = workspace.J
     rows = directions.dot(J[:3]) + cross(points, directions).dot(J[3:])
     support = workspace.model.support
     mask = support.take(ja, axis=0)
-    if jb is not None and jb.any():
+    if jb.any():
         mask -= support.take(jb, axis=0)
     rows.reshape(3, ja.shape[0], rows.shape[1])[...] *= mask
     return rows
@@ -257,14 +258,14 @@ def _directional_rows(workspace: Workspace, ja: np.ndarray, jb: np.ndarray | Non
 
 def _list_jacobians(workspace: Workspace, contacts: list) -> ContactJacobians:
     """:func:`contact_jacobians` of a list of :class:`Contact` from a workspace computed at their
-    configuration, read straight from the contacts' frames (no :class:`ContactSet` built)."""
-    m = len(contacts)
+    configuration, read straight from the contacts' frames (no :class:`ContactSet` built), the
+    rows by the compiled :func:`idyn._contact_kernel.contact_rows` (the same rows as
+    :func:`stacked_contact_jacobian` to round-off; that one, numpy, serves the simulator)."""
     model = workspace.model
-    frames = np.array([c._frame for c in contacts])                  # (m, 3, 3): rows n, s, t
-    p = np.array([c.point for c in contacts])
-    jb = model.body_joints([c.body_b for c in contacts]) if any(c.body_b is not None for c in contacts) else None
-    J = _directional_rows(workspace, model.body_joints([c.body_a for c in contacts]), jb,
-                          np.concatenate((p, p, p)), frames.transpose(1, 0, 2).reshape(3 * m, 3))   # [n; s; t]
+    ja = model.body_joints([c.body_a for c in contacts])
+    two_bodies = any(c.body_b is not None for c in contacts)
+    J = contact_rows(workspace.J, model.support, ja, model.body_joints([c.body_b for c in contacts]) if two_bodies
+                     else ja, two_bodies, np.array([c._frame for c in contacts]), np.array([c.point for c in contacts]))
     phi, mu = np.array([(c.phi, c.mu) for c in contacts]).T
     return ContactJacobians.from_stacked(J, phi, mu)
 

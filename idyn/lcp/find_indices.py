@@ -75,6 +75,12 @@ def independent_columns(H: np.ndarray, dependence_tol: float = DEFAULT_DEPENDENC
     return basis.scan(H[:, required:], order)
 
 
+def kept_mask(H: np.ndarray, order: np.ndarray, dependence_tol: float) -> np.ndarray:
+    """:func:`independent_columns` of ``H`` visited in ``order`` as a boolean mask over the
+    columns (what a controller step needs: one compiled call)."""
+    return _kept_mask(H, np.asarray(order, dtype=np.intp), dependence_tol * dependence_tol)
+
+
 class _Span:
     """Orthonormal basis of the accepted whitened columns (``X^T M^-1 X = H^T H``).
 
@@ -138,3 +144,13 @@ def _scan(Q, size, C, order, tol2):
             kept[count] = j
             count += 1
     return kept[:count], size
+
+
+@_jit
+def _kept_mask(H, order, tol2):
+    m = H.shape[0]
+    kept, _ = _scan(np.zeros((m, m)), 0, H, order, tol2)
+    mask = np.zeros(H.shape[1], np.bool_)
+    for j in kept:
+        mask[j] = True
+    return mask

@@ -1,0 +1,136 @@
+"""The linear algebra of the no-slip LCP of :mod:`controllers.lcp_noslip` (eqs. 42-45, Sec. 4.5),
+compiled.
+
+With the tangent rows ``G`` (unactuated columns) that Algorithm 1 keeps and their whitened
+columns ``Gw = L^-1 G^T``: the Cholesky factor of ``G A^-1 G^T = Gw^T Gw``, the contact-free
+velocity ``f* = p + A^-1 G^T (G A^-1 G^T)^-1 (b - G p)`` and the LCP vector
+``r = N_u f* + N_a qd_des + phi/dt`` before Algorithm 2; the equality multipliers (the
+tangential impulses) after it.  As numpy calls, about twenty of them per solve, 1-3 us each in
+a control loop (measured; ``idyn bench controllers``).  Cached on disk (:mod:`idyn.jit`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from idyn.jit import cached_jit
+
+
+@cached_jit
+def _cholesky_upper(X):
+    """Upper ``U`` with ``U^T U = X``; ``ok`` False if ``X`` is not positive definite."""
+    k = X.shape[0]
+    U = np.zeros((k, k))
+    for j in range(k):
+        s = X[j, j]
+        for t in range(j):
+            s -= U[t, j] * U[t, j]
+        if not s > 0.0:
+            return U, False
+        U[j, j] = np.sqrt(s)
+        for i in range(j + 1, k):
+            s = X[j, i]
+            for t in range(j):
+                s -= U[t, j] * U[t, i]
+            U[j, i] = s / U[j, j]
+    return U, True
+
+
+@cached_jit
+def _cholesky_solve(U, b):
+    """``(U^T U)^-1 b``."""
+    k = U.shape[0]
+    x = np.empty(k)
+    for i in range(k):
+        s = b[i]
+        for t in range(i):
+            s -= U[t, i] * x[t]
+        x[i] = s / U[i, i]
+    for i in range(k - 1, -1, -1):
+        s = x[i]
+        for t in range(i + 1, k):
+            s -= U[i, t] * x[t]
+        x[i] = s / U[i, i]
+    return x
+
+
+@cached_jit
+def contact_free_motion(white, rows, kept, L, p, qd, phi, dt, u, a):
+    """``(U, residual, r, ok)``: ``U`` the upper Cholesky factor of ``Gw^T Gw`` for the rows
+    ``kept`` of ``[N; S; T]`` (``white`` = ``L^-1 [N; S; T]_u^T``), ``residual = b - G p`` with
+    ``b = -[S; T]_a qd_des``, and ``r = N_u f* + N_a qd_des + phi/dt`` (eq. 45); ``ok`` False
+    when ``Gw^T Gw`` is not positive definite."""
+    nu = white.shape[0]
+    m = phi.shape[0]
+    k = kept.shape[0]
+    X = np.empty((k, k))
+    for i in range(k):
+        for j in range(k):
+            s = 0.0
+            for t in range(nu):
+                s += white[t, kept[i]] * white[t, kept[j]]
+            X[i, j] = s
+    U, ok = _cholesky_upper(X)
+    residual = np.empty(k)
+    for i in range(k):
+        sa, su = 0.0, 0.0
+        for j in range(a.shape[0]):
+            sa += rows[kept[i], a[j]] * qd[j]
+        for j in range(nu):
+            su += rows[kept[i], u[j]] * p[j]
+        residual[i] = -sa - su
+    f = p.copy()
+    if ok and k:
+        y = _cholesky_solve(U, residual)
+        x = np.empty(nu)                      # G^T y, then A^-1 (G^T y) by L L^T
+        for j in range(nu):
+            s = 0.0
+            for i in range(k):
+                s += rows[kept[i], u[j]] * y[i]
+            x[j] = s
+        for i in range(nu):
+            s = x[i]
+            for t in range(i):
+                s -= L[i, t] * x[t]
+            x[i] = s / L[i, i]
+        for i in range(nu - 1, -1, -1):
+            s = x[i]
+            for t in range(i + 1, nu):
+                s -= L[t, i] * x[t]
+            x[i] = s / L[i, i]
+        for j in range(nu):
+            f[j] = p[j] + x[j]
+    r = np.empty(m)
+    for i in range(m):
+        su, sa = 0.0, 0.0
+        for j in range(nu):
+            su += rows[i, u[j]] * f[j]
+        for j in range(a.shape[0]):
+            sa += rows[i, a[j]] * qd[j]
+        r[i] = su + (sa + phi[i] / dt)
+    return U, residual, r, ok
+
+
+@cached_jit
+def impulses(U, residual, white, kept, fN):
+    """``[f_N; f_S; f_T]``: the normal impulses ``fN`` and, for the kept tangent rows, the
+    equality multipliers ``(G A^-1 G^T)^-1 (b - G p - G A^-1 N_u^T f_N)`` (Sec. 4.5)."""
+    nu = white.shape[0]
+    m = fN.shape[0]
+    k = kept.shape[0]
+    out = np.zeros(3 * m)
+    out[:m] = fN
+    if k:
+        v = np.zeros(nu)                      # Nw fN
+        for i in range(m):
+            for t in range(nu):
+                v[t] += white[t, i] * fN[i]
+        b = np.empty(k)
+        for i in range(k):
+            s = 0.0
+            for t in range(nu):
+                s += white[t, kept[i]] * v[t]
+            b[i] = residual[i] - s
+        mu = _cholesky_solve(U, b)
+        for i in range(k):
+            out[kept[i]] = mu[i]
+    return out

@@ -1,0 +1,34 @@
+"""The rows ``[N; S; T]`` of a list of contacts (:func:`idyn.contact.jacobians_at`), compiled.
+
+Row ``d m + i`` is ``d_i^T (J_A(p_i) - J_B(p_i)) = d_i^T J_lin + (p_i x d_i)^T J_ang`` over the
+supports of bodies ``A`` and ``B`` (paper App. B; :meth:`idyn.model.Workspace.directional_jacobian`),
+for the directions ``d`` = normal, s, t of contact ``i``.  As numpy calls (stacking, two cross
+products' worth of takes, two matrix products, the support masks) about fifteen calls, 1-3 us
+each in a control loop, for a few microseconds of arithmetic (measured; ``idyn bench
+controllers``).  Cached on disk (:mod:`idyn.jit`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .jit import cached_jit
+
+
+@cached_jit
+def contact_rows(J, support, ja, jb, two_bodies, frames, points):
+    """``[N; S; T]`` (3m x nv) from the world joint Jacobian ``J`` (6 x nv, [linear at the origin;
+    angular]), the support masks of the joints ``ja`` (and ``jb`` when ``two_bodies``), the
+    contact frames (m, 3, 3: rows n, s, t) and points (m, 3)."""
+    m, nv = ja.shape[0], J.shape[1]
+    rows = np.empty((3 * m, nv))
+    for i in range(m):
+        px, py, pz = points[i, 0], points[i, 1], points[i, 2]
+        for d in range(3):
+            n0, n1, n2 = frames[i, d, 0], frames[i, d, 1], frames[i, d, 2]
+            x0, x1, x2 = py * n2 - pz * n1, pz * n0 - px * n2, px * n1 - py * n0     # p x d
+            r = d * m + i
+            for j in range(nv):
+                mask = support[ja[i], j] - support[jb[i], j] if two_bodies else support[ja[i], j]
+                rows[r, j] = ((n0 * J[0, j] + n1 * J[1, j] + n2 * J[2, j])
+                              + (x0 * J[3, j] + x1 * J[4, j] + x2 * J[5, j])) * mask
+    return rows
