@@ -2,8 +2,9 @@
 
 Both stages are assembled from a handful of small matrix products, norms and stackings (about a
 dozen numpy calls each, 1-3 us apiece in a control loop, for a few microseconds of arithmetic:
-measured, ``idyn bench controllers``).  These loops compute the same quantities.  Cached on
-disk (:mod:`idyn.jit`).
+measured, ``idyn bench controllers``).  These loops compute the same quantities, into arrays the
+caller allocates (a returned array costs more to box than to allocate: :mod:`controllers._reduced_kernel`).
+Cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ from idyn.jit import cached_jit
 
 
 @cached_jit
-def stage_one_rows(Y, Vt, rank, c0, project, gn0, phi, dt):
-    """``(c, Gn, gn, min|Gn_i|, max|Gn_i|)``: the linear term (``c0`` projected onto the row space
-    ``Vt[:rank]`` of ``Y`` when ``project``), the non-penetration rows ``Gn = Y_N^T Y`` (``Y``'s
-    first ``m`` columns are the normals) with ``gn = gn0 + phi/dt``, and their row norms' range."""
+def stage_one_rows(Y, Vt, rank, c0, project, gn0, phi, dt, c, Gn, gn):
+    """The linear term ``c`` (``c0`` projected onto the row space ``Vt[:rank]`` of ``Y`` when
+    ``project``), the non-penetration rows ``Gn = Y_N^T Y`` (``Y``'s first ``m`` columns are the
+    normals) with ``gn = gn0 + phi/dt`` (outputs); returns the range of ``Gn``'s row norms."""
     nu, k = Y.shape
     m = phi.shape[0]
-    c = c0.copy()
+    c[:] = c0
     if project:
         t = np.zeros(rank)
         for r in range(rank):
@@ -32,8 +33,6 @@ def stage_one_rows(Y, Vt, rank, c0, project, gn0, phi, dt):
             for r in range(rank):
                 s += Vt[r, j] * t[r]
             c[j] = s
-    Gn = np.empty((m, k))
-    gn = np.empty(m)
     nmin, nmax = np.inf, 0.0
     for i in range(m):
         norm2 = 0.0
@@ -46,12 +45,12 @@ def stage_one_rows(Y, Vt, rank, c0, project, gn0, phi, dt):
         gn[i] = gn0[i] + phi[i] / dt
         norm = np.sqrt(norm2)
         nmin, nmax = min(nmin, norm), max(nmax, norm)
-    return c, Gn, gn, nmin, nmax
+    return nmin, nmax
 
 
 @cached_jit
-def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone):
-    """``(H2, c2, A_in, b_in)`` of Stage II (eq. 112 scaled by ``dt^2``, plus the ridge ``rho``
+def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone, H2, c2, A_in, b_in):
+    """``H2, c2, A_in, b_in`` (outputs) of Stage II (eq. 112 scaled by ``dt^2``, plus the ridge ``rho``
     relative to the mean eigenvalue of the torque term): with ``RW = R_a^T W``,
     ``H2 = RW^T RW + rho I``, ``c2 = -RW^T (dt tau0) + rho W^T z0``; the rows ``z0 + W w >= 0``
     and, for the cone rows ``C``, ``C (z0 + W w) >= 0`` written ``C W w >= -max(C z0, 0)``."""
@@ -68,8 +67,6 @@ def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone):
             RW[i, j] = s
             frob += s * s
     rho = ridge * max(frob / nul, 1e-12)
-    H2 = np.empty((nul, nul))
-    c2 = np.empty(nul)
     for i in range(nul):
         for j in range(nul):
             s = 0.0
@@ -83,8 +80,6 @@ def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone):
         for t in range(k):
             sz += W[t, i] * z0[t]
         c2[i] = -s + rho * sz
-    A_in = np.empty((k + mf, nul))
-    b_in = np.empty(k + mf)
     A_in[:k] = W
     for t in range(k):
         b_in[t] = -z0[t]
@@ -98,19 +93,16 @@ def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone):
             for t in range(k):
                 s += cone[r, t] * W[t, j]
             A_in[k + r, j] = s
-    return H2, c2, A_in, b_in
 
 
 @cached_jit
-def no_slip_rows(Y, free, s_idx, t_idx):
-    """``(E, e)``: the no-slip equalities ``E z + e = 0`` (eqs. 40-41) for the kept tangent rows
+def no_slip_rows(Y, free, s_idx, t_idx, E, e):
+    """``E, e`` (outputs): the no-slip equalities ``E z + e = 0`` (eqs. 40-41) for the kept tangent rows
     ``S_s``, ``T_t``: ``E = X_u A^-1 R_u^T = Y_X^T Y`` (``Y``'s columns m..2m are ``S``, 3m..4m
     ``T``) and ``e = X v+(0)`` from ``free = [N; S; T] v+(0)``."""
     nu, k = Y.shape
     m = k // 5
     rows = np.concatenate((s_idx + m, t_idx + 3 * m))
-    E = np.empty((rows.shape[0], k))
-    e = np.empty(rows.shape[0])
     for r in range(rows.shape[0]):
         col = rows[r]
         for j in range(k):
@@ -119,4 +111,14 @@ def no_slip_rows(Y, free, s_idx, t_idx):
                 s += Y[t, col] * Y[t, j]
             E[r, j] = s
         e[r] = free[col if col < 3 * m else col - m]      # S: m + s in both; T: 3m + t in Y, 2m + t in free
-    return E, e
+
+
+@cached_jit
+def with_bounds(G, g, A, b):
+    """``A, b`` (outputs, zero-filled) with ``A z >= b`` the rows ``G z + g >= 0`` and ``z >= 0``."""
+    mg, k = G.shape
+    A[:mg] = G
+    for i in range(mg):
+        b[i] = -g[i]
+    for j in range(k):
+        A[mg + j, j] = 1.0

@@ -6,7 +6,8 @@ columns ``Gw = L^-1 G^T``: the Cholesky factor of ``G A^-1 G^T = Gw^T Gw``, the 
 velocity ``f* = p + A^-1 G^T (G A^-1 G^T)^-1 (b - G p)`` and the LCP vector
 ``r = N_u f* + N_a qd_des + phi/dt`` before Algorithm 2; the equality multipliers (the
 tangential impulses) after it.  As numpy calls, about twenty of them per solve, 1-3 us each in
-a control loop (measured; ``idyn bench controllers``).  Cached on disk (:mod:`idyn.jit`).
+a control loop (measured; ``idyn bench controllers``).  Outputs go to arrays the caller allocates
+(see :mod:`controllers._reduced_kernel`).  Cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 
@@ -16,23 +17,23 @@ from idyn.jit import cached_jit
 
 
 @cached_jit
-def _cholesky_upper(X):
-    """Upper ``U`` with ``U^T U = X``; ``ok`` False if ``X`` is not positive definite."""
+def _cholesky_upper(X, U):
+    """Upper ``U`` (output, zero-filled) with ``U^T U = X``; False if ``X`` is not positive
+    definite."""
     k = X.shape[0]
-    U = np.zeros((k, k))
     for j in range(k):
         s = X[j, j]
         for t in range(j):
             s -= U[t, j] * U[t, j]
         if not s > 0.0:
-            return U, False
+            return False
         U[j, j] = np.sqrt(s)
         for i in range(j + 1, k):
             s = X[j, i]
             for t in range(j):
                 s -= U[t, j] * U[t, i]
             U[j, i] = s / U[j, j]
-    return U, True
+    return True
 
 
 @cached_jit
@@ -54,10 +55,10 @@ def _cholesky_solve(U, b):
 
 
 @cached_jit
-def contact_free_motion(white, rows, kept, L, p, qd, phi, dt, u, a):
-    """``(U, residual, r, ok)``: ``U`` the upper Cholesky factor of ``Gw^T Gw`` for the rows
-    ``kept`` of ``[N; S; T]`` (``white`` = ``L^-1 [N; S; T]_u^T``), ``residual = b - G p`` with
-    ``b = -[S; T]_a qd_des``, and ``r = N_u f* + N_a qd_des + phi/dt`` (eq. 45); ``ok`` False
+def contact_free_motion(white, rows, kept, L, p, qd, phi, dt, u, a, U, residual, r):
+    """Outputs ``U`` (zero-filled) the upper Cholesky factor of ``Gw^T Gw`` for the rows ``kept``
+    of ``[N; S; T]`` (``white`` = ``L^-1 [N; S; T]_u^T``), ``residual = b - G p`` with
+    ``b = -[S; T]_a qd_des``, and ``r = N_u f* + N_a qd_des + phi/dt`` (eq. 45); returns False
     when ``Gw^T Gw`` is not positive definite."""
     nu = white.shape[0]
     m = phi.shape[0]
@@ -69,8 +70,7 @@ def contact_free_motion(white, rows, kept, L, p, qd, phi, dt, u, a):
             for t in range(nu):
                 s += white[t, kept[i]] * white[t, kept[j]]
             X[i, j] = s
-    U, ok = _cholesky_upper(X)
-    residual = np.empty(k)
+    ok = _cholesky_upper(X, U)
     for i in range(k):
         sa, su = 0.0, 0.0
         for j in range(a.shape[0]):
@@ -99,7 +99,6 @@ def contact_free_motion(white, rows, kept, L, p, qd, phi, dt, u, a):
             x[i] = s / L[i, i]
         for j in range(nu):
             f[j] = p[j] + x[j]
-    r = np.empty(m)
     for i in range(m):
         su, sa = 0.0, 0.0
         for j in range(nu):
@@ -107,17 +106,17 @@ def contact_free_motion(white, rows, kept, L, p, qd, phi, dt, u, a):
         for j in range(a.shape[0]):
             sa += rows[i, a[j]] * qd[j]
         r[i] = su + (sa + phi[i] / dt)
-    return U, residual, r, ok
+    return ok
 
 
 @cached_jit
-def impulses(U, residual, white, kept, fN):
-    """``[f_N; f_S; f_T]``: the normal impulses ``fN`` and, for the kept tangent rows, the
-    equality multipliers ``(G A^-1 G^T)^-1 (b - G p - G A^-1 N_u^T f_N)`` (Sec. 4.5)."""
+def impulses(U, residual, white, kept, fN, out):
+    """``out = [f_N; f_S; f_T]`` (zero-filled): the normal impulses ``fN`` and, for the kept
+    tangent rows, the equality multipliers ``(G A^-1 G^T)^-1 (b - G p - G A^-1 N_u^T f_N)``
+    (Sec. 4.5)."""
     nu = white.shape[0]
     m = fN.shape[0]
     k = kept.shape[0]
-    out = np.zeros(3 * m)
     out[:m] = fN
     if k:
         v = np.zeros(nu)                      # Nw fN
@@ -133,4 +132,3 @@ def impulses(U, residual, white, kept, fN):
         mu = _cholesky_solve(U, b)
         for i in range(k):
             out[kept[i]] = mu[i]
-    return out

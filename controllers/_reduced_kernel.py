@@ -4,6 +4,10 @@ Recovering ``(tau, v+)`` from a generalized contact impulse is a dozen small num
 (two triangular solves with the Cholesky factor of ``A = M_uu``, slices, a matrix-vector
 product), about 10 us per call for a quadruped, and a control step makes one to three such
 calls; compiled, 2 us (measured; ``idyn bench controllers``).  Cached on disk (:mod:`idyn.jit`).
+
+The loops write into arrays the caller allocates (``np.empty``) and return scalars only: numba
+boxes every array a compiled function returns through a Python-level lookup (its dtype), about
+1.5 us per array in a control loop, more than the allocation.
 """
 from __future__ import annotations
 
@@ -15,9 +19,10 @@ _EMPTY = np.zeros(0)
 
 
 @cached_jit
-def resolve(g, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a):
-    """``(tau, v+)`` for the generalized impulse ``g`` (see ``Step.resolve``); ``u``, ``a`` the
-    unactuated and actuated velocity indices, ``L`` the lower Cholesky factor of ``M_uu``."""
+def resolve(g, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, tau, v_next):
+    """``tau`` and ``v_next`` (outputs) for the generalized impulse ``g`` (see ``Step.resolve``);
+    ``u``, ``a`` the unactuated and actuated velocity indices, ``L`` the lower Cholesky factor
+    of ``M_uu``."""
     nu, na, nv = u.shape[0], a.shape[0], v.shape[0]
     x = np.empty(nu)
     for i in range(nu):                       # L y = g_u - dt h_u - B (qd - v_a)
@@ -30,28 +35,24 @@ def resolve(g, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a):
         for j in range(i + 1, nu):
             s -= L[j, i] * x[j]
         x[i] = s / L[i, i]
-    v_next = np.empty(nv)
     for i in range(na):
         v_next[a[i]] = qd[i]
     for i in range(nu):
         v_next[u[i]] = v[u[i]] + x[i]
     dv = v_next - v
-    tau = np.empty(na)
     for i in range(na):                       # dt tau = M_a. (v+ - v) + dt h_a - g_a
         s = 0.0
         for j in range(nv):
             s += Ma[i, j] * dv[j]
         tau[i] = (s + dt * h[a[i]] - g[a[i]]) / dt
-    return tau, v_next
 
 
 @cached_jit
-def step_gaps(N, v, phi, dt, recovery):
-    """``(phi', w)``: the gaps with overlaps scaled by ``recovery`` (``phi < 0`` -> ``recovery
-    phi``, module :mod:`controllers.dynamics`, "Gap stabilization") and the least approach
+def step_gaps(N, v, phi, dt, recovery, out):
+    """The gaps with overlaps scaled by ``recovery`` (``phi < 0`` -> ``recovery phi``, module
+    :mod:`controllers.dynamics`, "Gap stabilization") into ``out``; returns the least approach
     margin ``min_i (N v + max(phi', 0) / dt)_i`` (``inf`` without contacts)."""
     m, nv = N.shape
-    out = np.empty(m)
     w = np.inf
     for i in range(m):
         p = phi[i]
@@ -62,21 +63,19 @@ def step_gaps(N, v, phi, dt, recovery):
         for j in range(nv):
             s += N[i, j] * v[j]
         w = min(w, s + max(p, 0.0) / dt)
-    return out, w
+    return w
 
 
 @cached_jit
-def free_motion(M, h, v, vdot_a, L, dt, u, a):
-    """``(qd_des, dt h_u, B (qd_des - v_a), p)`` of eqs. 38-39 and 93 with ``L`` the lower
+def free_motion(M, h, v, vdot_a, L, dt, u, a, out):
+    """``out = [qd_des, dt h_u, B (qd_des - v_a), p]`` of eqs. 38-39 and 93 with ``L`` the lower
     Cholesky factor of ``A = M_uu``, ``B = M_ua``: ``p = v_u - A^-1 (dt h_u + B (qd_des - v_a))``."""
     nu, na = u.shape[0], a.shape[0]
-    qd = np.empty(na)
+    qd, dt_h_u, B_dva, p = out[:na], out[na:na + nu], out[na + nu:na + 2 * nu], out[na + 2 * nu:]
     dva = np.empty(na)
     for i in range(na):
         qd[i] = v[a[i]] + dt * vdot_a[i]
         dva[i] = qd[i] - v[a[i]]
-    dt_h_u = np.empty(nu)
-    B_dva = np.empty(nu)
     x = np.empty(nu)
     for i in range(nu):
         dt_h_u[i] = dt * h[u[i]]
@@ -94,10 +93,8 @@ def free_motion(M, h, v, vdot_a, L, dt, u, a):
         for j in range(i + 1, nu):
             s -= L[j, i] * x[j]
         x[i] = s / L[i, i]
-    p = np.empty(nu)
     for i in range(nu):
         p[i] = v[u[i]] + x[i]
-    return qd, dt_h_u, B_dva, p
 
 
 @cached_jit

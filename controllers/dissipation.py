@@ -69,8 +69,9 @@ relative to the mean eigenvalue of the torque term (default 1e-6).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -93,7 +94,8 @@ class StageOne:
     """Stage I data: ``min 1/2 |Y z|^2 + c^T z  s.t.  G z + g >= 0, z >= 0``."""
 
     R: np.ndarray       #: (k, nv) impulse directions, k = 5 m
-    Y: np.ndarray       #: (nu, k) whitened unactuated impulse map; Hessian H = Y^T Y
+    Y: np.ndarray       #: (nu, k) whitened unactuated impulse map
+    H: np.ndarray       #: (k, k) the Hessian Y^T Y = Z^T A Z (read-only use)
     W: np.ndarray       #: (k, k - rank) orthonormal basis of ker(H) = ker(Y) (Stage II)
     c: np.ndarray       #: (k,) linear term (eq. 98)
     G: np.ndarray       #: constraint rows: live non-penetration rows, then cone rows
@@ -112,10 +114,6 @@ class StageOne:
     def k(self) -> int:
         return self.R.shape[0]
 
-    @cached_property
-    def H(self) -> np.ndarray:
-        """The Stage I Hessian ``Y^T Y = Z^T A Z`` (read-only use)."""
-        return self.Y.T @ self.Y
 
 
 def cone_rows(mu: np.ndarray) -> np.ndarray:
@@ -161,7 +159,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     # ker(H) = ker(Y) and its complement, the row space of Y = range(R_u) (the contact velocities
     # impulses move), from one SVD of Y: one rank decision for Stage II and the projection of c
     if Y.shape[0]:
-        _, sv, Vt = np.linalg.svd(Y, full_matrices=True)      # sv descending
+        sv, Vt = _full_svd(Y)                                 # sv descending
         rank = int(np.count_nonzero(sv > RANK_TOL * max(float(sv[0]), 1e-300)))
     else:
         Vt, rank = np.eye(R.shape[0]), 0
@@ -173,8 +171,10 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     else:
         raise InvalidInputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     # Gn = N_u A^-1 R_u^T (R's first m rows are N), gn = N v+(0) + phi/dt, with Gn's row norms
-    c, Gn, gn, smallest, largest = kernel.stage_one_rows(Y, Vt, rank, c, objective == "contact-work",
-                                                         free, step.jac.phi, step.dt)
+    k = R.shape[0]
+    c0, c, Gn, gn = c, np.empty(k), np.empty((m, k)), np.empty(m)
+    smallest, largest = kernel.stage_one_rows(Y, Vt, rank, c0, objective == "contact-work", free, step.jac.phi,
+                                              step.dt, c, Gn, gn)
     threshold = RANK_TOL * max(largest, 1.0)
     cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, R.shape[0]))
     dead = 0
@@ -183,12 +183,32 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         dead = int(np.count_nonzero(~live & (gn < 0)))
         Gn, gn = Gn[live], gn[live]
     G, g = (np.concatenate((Gn, cone)), np.concatenate((gn, np.zeros(cone.shape[0])))) if cone.shape[0] else (Gn, gn)
-    prob = StageOne(R, Y, Vt[rank:].T, c, G, g, cone, dead)
+    prob = StageOne(R, Y, Y.T @ Y, Vt[rank:].T, c, G, g, cone, dead)
     if no_slip_tol is not None:
         s_idx, t_idx = step.independent_tangents(np.arange(m), no_slip_tol)
-        prob.E, prob.e = kernel.no_slip_rows(Y, free, s_idx, t_idx)   # T_u A^-1 R_u^T, T v+(0)
+        prob.E, prob.e = np.empty((s_idx.size + t_idx.size, k)), np.empty(s_idx.size + t_idx.size)
+        kernel.no_slip_rows(Y, free, s_idx, t_idx, prob.E, prob.e)   # T_u A^-1 R_u^T, T v+(0)
         prob.kept_tangent_rows = (s_idx.size, t_idx.size)
     return prob
+
+
+def _full_svd(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(s, Vt)`` of ``np.linalg.svd(Y, full_matrices=True)``, bit for bit: numpy's own gufunc,
+    which that function calls inside an error-state context and type dispatch costing about
+    7 us per call (measured); ``np.linalg.svd`` itself when this numpy does not expose the
+    gufunc, or to raise its LinAlgError when the gufunc did not converge (NaN)."""
+    if _svd_gufunc is not None:
+        _, s, vt = _svd_gufunc(Y, signature="d->ddd")
+        if not math.isnan(s[0]):
+            return s, vt
+    _, s, vt = np.linalg.svd(Y, full_matrices=True)
+    return s, vt
+
+
+try:   # numpy's LAPACK gufunc behind np.linalg.svd(..., full_matrices=True)
+    from numpy.linalg._umath_linalg import svd_f as _svd_gufunc
+except ImportError:
+    _svd_gufunc = None
 
 
 def _pyramid(x: np.ndarray, m: int) -> np.ndarray:
@@ -231,7 +251,9 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
     if nul == 0:
         return z0, {"stage2_status": "determinate", "nullity": 0}
     tau0, _ = step.resolve(prob.R.T.dot(z0))
-    H2, c2, A_in, b_in = kernel.stage_two_terms(prob.R, step.a_index, W, z0, tau0, step.dt, ridge, prob.cone)
+    k = W.shape[0] + prob.cone.shape[0]
+    H2, c2, A_in, b_in = np.empty((nul, nul)), np.empty(nul), np.empty((k, nul)), np.empty(k)
+    kernel.stage_two_terms(prob.R, step.a_index, W, z0, tau0, step.dt, ridge, prob.cone, H2, c2, A_in, b_in)
     qp = solve_built(H2, c2, np.zeros((0, nul)), np.zeros(0), A_in, b_in, backend=_backend(qp_backend))
     info = {"stage2_status": qp.status.value, "nullity": int(W.shape[1]),
             "stage2_iterations": qp.iterations}
@@ -258,12 +280,11 @@ def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> t
 
 
 def _with_bounds(G: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows ``G z + g >= 0`` and ``z >= 0`` as ``A z >= b`` for :func:`idyn.qp.solve_built`."""
+    """The rows ``G z + g >= 0`` and ``z >= 0`` as ``A z >= b``."""
     k = G.shape[1]
-    A = np.zeros((G.shape[0] + k, k))
-    A[:G.shape[0]] = G
-    A[G.shape[0]:].flat[::k + 1] = 1.0
-    return A, np.concatenate((-g, np.zeros(k)))
+    A, b = np.zeros((G.shape[0] + k, k)), np.zeros(G.shape[0] + k)
+    kernel.with_bounds(G, g, A, b)
+    return A, b
 
 
 def _backend(name: str) -> str:

@@ -46,7 +46,7 @@ from scipy.linalg import lapack
 
 from idyn import RobotModel
 from idyn.model import as_slice
-from idyn.contact import ContactJacobians, jacobians_at
+from idyn.contact import ContactJacobians, contact_arrays
 from idyn.errors import SolverError
 from idyn.lcp.find_indices import kept_mask
 from idyn.lcp.qr import column_pivots
@@ -100,9 +100,9 @@ class Step:
     _pyramid: np.ndarray | None = field(default=None, repr=False)
 
     # -------------------------------------------------------------- sizes and blocks
-    @property
-    def m(self) -> int:
-        return self.jac.m
+    def __post_init__(self):
+        self.m = self.jac.m           #: number of contacts
+        self.nu = self.A.shape[0]     #: number of unactuated velocity coordinates
 
     @property
     def rows(self) -> np.ndarray:
@@ -134,10 +134,6 @@ class Step:
             neg = -R[m:]
             self._pyramid = np.concatenate((R[:2 * m], neg[:m], R[2 * m:], neg[m:]))
         return self._pyramid
-
-    @property
-    def nu(self) -> int:
-        return self.A.shape[0]
 
     def solve_A(self, X: np.ndarray) -> np.ndarray:
         """``A^-1 X`` from the Cholesky factor of ``A`` (LAPACK potrs; no inverse formed)."""
@@ -220,8 +216,10 @@ class Step:
         Sec. 4.5, which moves it minimally).
         """
         B_dva = self.B_dva if qd is None else self.B @ (qd - self.v[self.a])
-        return reduced_kernel.resolve(generalized_impulse, self.L, self.v, self.qd if qd is None else qd,
-                                      self.dt_h_u, B_dva, self.Ma, self.h, self.dt, self.u_index, self.a_index)
+        tau, v_next = np.empty(self.a_index.size), np.empty(self.v.size)
+        reduced_kernel.resolve(generalized_impulse, self.L, self.v, self.qd if qd is None else qd, self.dt_h_u,
+                               B_dva, self.Ma, self.h, self.dt, self.u_index, self.a_index, tau, v_next)
+        return tau, v_next
 
 
 class StepDynamics:
@@ -256,9 +254,10 @@ class StepDynamics:
         dt, u, a = self.dt, self.u, self.a
         ws = self.workspace.compute_checked(q, v, drift=False)   # one pinocchio pass: M, h, J
         M, h = ws.M, ws.h
-        jac = jacobians_at(ws, contacts)
-        phi, approach = reduced_kernel.step_gaps(jac.N, v, jac.phi, dt, self.penetration_recovery)
-        jac = ContactJacobians.from_stacked(jac.rows, phi, jac.mu)   # see "Gap stabilization" above
+        rows, phi, mu = contact_arrays(ws, contacts)
+        gaps = np.empty(phi.size)                                    # see "Gap stabilization" above
+        approach = reduced_kernel.step_gaps(rows[:phi.size], v, phi, dt, self.penetration_recovery, gaps)
+        jac = ContactJacobians.from_stacked(rows, gaps, mu)
         v_measured, impulses, self.last_impact = None, None, None
         if self.impact and approach < -self.impact_speed_tol:      # a contact closes too fast
             hit = passive_impact(M, v, jac, dt)
@@ -272,7 +271,10 @@ class StepDynamics:
                 raise SolverError("the unactuated block of M is not positive definite")
         if impulses is not None:
             self.last_impact = pyramid_forces(impulses) / dt
-        qd, dt_h_u, B_dva, p = reduced_kernel.free_motion(M, h, v, vdot_a, L, dt, self._u_index, self._a_index)
+        na, nu = self._a_index.size, self.nu
+        free = np.empty(na + 3 * nu)                                 # [qd_des, dt h_u, B dva, p]
+        reduced_kernel.free_motion(M, h, v, vdot_a, L, dt, self._u_index, self._a_index, free)
+        qd, dt_h_u, B_dva, p = free[:na], free[na:na + nu], free[na + nu:na + 2 * nu], free[na + 2 * nu:]
         return Step(dt, u, a, M, A, B, M[a], h, L, v, qd, p, jac, v_measured, self.last_impact,
                     dt_h_u, B_dva, self._u_index, self._a_index)
 

@@ -69,7 +69,9 @@ class ErrorFeedback:
         """``kp e + kv de + ki int(e)``; advances the integral by ``e dt`` (clipped to
         ``integral_limit``).  Compiled (:func:`_pid`): a dozen numpy calls on 12 joints otherwise."""
         limit = np.inf if self.integral_limit is None else float(self.integral_limit)
-        return _pid(q, v, self.iq, self.iv, q_des, v_des, self.integral, float(dt), self.kp, self.kv, self.ki, limit)
+        out = np.empty(self.iq.size)
+        _pid(q, v, self.iq, self.iv, q_des, v_des, self.integral, float(dt), self.kp, self.kv, self.ki, limit, out)
+        return out
 
     def acceleration(self, q, v, desired, dt: float) -> np.ndarray:
         """The commanded actuated acceleration ``qdd_des + correction`` (Sec. 7.3)."""
@@ -77,11 +79,9 @@ class ErrorFeedback:
 
 
 @cached_jit
-def _pid(q, v, iq, iv, q_des, v_des, integral, dt, kp, kv, ki, limit):
-    out = np.empty(iq.shape[0])
+def _pid(q, v, iq, iv, q_des, v_des, integral, dt, kp, kv, ki, limit, out):
     for i in range(iq.shape[0]):
         e = q_des[i] - q[iq[i]]
         de = v_des[i] - v[iv[i]]
         integral[i] = min(max(integral[i] + e * dt, -limit), limit)
         out[i] = kp[i] * e + kv[i] * de + ki[i] * integral[i]
-    return out

@@ -152,9 +152,9 @@ class LCPNoSlip(Controller):
         kept = np.concatenate((s_idx + m, t_idx + 2 * m))      # rows of [N; S; T]
         white = step.white
         # G A^-1 G^T's Cholesky factor (positive definite: Algorithm 1), b - G p and eq. 45's r
-        U, residual, r, ok = kernel.contact_free_motion(white, step.rows, kept, step.L, step.p, step.qd,
-                                                        step.jac.phi, step.dt, step.u_index, step.a_index)
-        if not ok:
+        U, residual, r = np.zeros((kept.size, kept.size)), np.empty(kept.size), np.empty(m)
+        if not kernel.contact_free_motion(white, step.rows, kept, step.L, step.p, step.qd, step.jac.phi, step.dt,
+                                          step.u_index, step.a_index, U, residual, r):
             raise np.linalg.LinAlgError("G A^-1 G^T is not positive definite")
         warm = self._active.recall(keys) if self.warm_start else _NONE
         # Algorithm 2 (ppm_contact) with W the inverse inertia constrained by the kept rows
@@ -163,7 +163,9 @@ class LCPNoSlip(Controller):
         info.update(status=res.status.value, pivots=info.get("pivots", 0) + res.pivots, lcp_w=res.w,
                     kept_tangent_rows=(s_idx.size, t_idx.size))
         # Sec. 4.5: the equality multipliers are the tangential impulses
-        return kernel.impulses(U, residual, white, kept, res.z), res.w
+        impulses = np.zeros(3 * m)
+        kernel.impulses(U, residual, white, kept, res.z, impulses)
+        return impulses, res.w
 
     # ------------------------------------------------------------------ step 4
     def _consistent(self, step: Step, v_next: np.ndarray, wN: np.ndarray) -> bool:

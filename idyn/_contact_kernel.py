@@ -15,12 +15,13 @@ from .jit import cached_jit
 
 
 @cached_jit
-def contact_rows(J, support, ja, jb, two_bodies, frames, points):
-    """``[N; S; T]`` (3m x nv) from the world joint Jacobian ``J`` (6 x nv, [linear at the origin;
-    angular]), the support masks of the joints ``ja`` (and ``jb`` when ``two_bodies``), the
-    contact frames (m, 3, 3: rows n, s, t) and points (m, 3)."""
+def contact_rows(J, support, ja, jb, two_bodies, frames, points, rows):
+    """``rows = [N; S; T]`` (3m x nv, output) from the world joint Jacobian ``J`` (6 x nv, [linear
+    at the origin; angular]), the support masks of the joints ``ja`` (and ``jb`` when
+    ``two_bodies``), the contact frames (m, 3, 3: rows n, s, t) and points (m, 3).  Into an
+    array the caller allocates: numba boxes a returned array through a Python-level lookup that
+    costs more than the allocation."""
     m, nv = ja.shape[0], J.shape[1]
-    rows = np.empty((3 * m, nv))
     for i in range(m):
         px, py, pz = points[i, 0], points[i, 1], points[i, 2]
         for d in range(3):
@@ -31,4 +32,3 @@ def contact_rows(J, support, ja, jb, two_bodies, frames, points):
                 mask = support[ja[i], j] - support[jb[i], j] if two_bodies else support[ja[i], j]
                 rows[r, j] = ((n0 * J[0, j] + n1 * J[1, j] + n2 * J[2, j])
                               + (x0 * J[3, j] + x1 * J[4, j] + x2 * J[5, j])) * mask
-    return rows

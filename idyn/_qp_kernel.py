@@ -14,16 +14,17 @@ from .jit import cached_jit as _jit
 
 
 @_jit
-def symmetrized(H):
-    """``(H + H^T) / 2`` and ``max(max_i |H_ii|, 1)`` (the scale of the ridge schedule)."""
+def symmetrized(H, out):
+    """``out = (H + H^T) / 2``; returns ``max(max_i |H_ii|, 1)`` (the scale of the ridge
+    schedule).  Into an array the caller allocates: numba boxes a returned array through a
+    Python-level lookup that costs more than the allocation."""
     n = H.shape[0]
-    out = np.empty((n, n))
     scale = 1.0
     for i in range(n):
         for j in range(n):
             out[i, j] = 0.5 * (H[i, j] + H[j, i])
         scale = max(scale, abs(out[i, i]))
-    return out, scale
+    return scale
 
 
 @_jit

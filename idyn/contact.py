@@ -256,31 +256,33 @@ def _directional_rows(workspace: Workspace, ja: np.ndarray, jb: np.ndarray, poin
     return rows
 
 
-def _list_jacobians(workspace: Workspace, contacts: list) -> ContactJacobians:
-    """:func:`contact_jacobians` of a list of :class:`Contact` from a workspace computed at their
-    configuration, read straight from the contacts' frames (no :class:`ContactSet` built), the
-    rows by the compiled :func:`idyn._contact_kernel.contact_rows` (the same rows as
-    :func:`stacked_contact_jacobian` to round-off; that one, numpy, serves the simulator)."""
+def contact_arrays(workspace: Workspace, contacts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``([N; S; T], phi, mu)`` of :func:`jacobians_at` as fresh arrays (a caller that adjusts the
+    gaps builds its :class:`ContactJacobians` once).  A list of :class:`Contact` is read straight
+    from the contacts' frames (no :class:`ContactSet` built) and its rows come from the compiled
+    :func:`idyn._contact_kernel.contact_rows` (the rows of :func:`stacked_contact_jacobian`,
+    whose numpy version serves the simulator, to round-off)."""
     model = workspace.model
+    if isinstance(contacts, ContactSet):
+        if contacts.m == 0:
+            return np.zeros((0, model.nv)), np.zeros(0), np.zeros(0)
+        return stacked_contact_jacobian(workspace, contacts), contacts.phi.copy(), contacts.mu.copy()
+    contacts = contacts if isinstance(contacts, list) else list(contacts)
+    if not contacts:
+        return np.zeros((0, model.nv)), np.zeros(0), np.zeros(0)
     ja = model.body_joints([c.body_a for c in contacts])
     two_bodies = any(c.body_b is not None for c in contacts)
-    J = contact_rows(workspace.J, model.support, ja, model.body_joints([c.body_b for c in contacts]) if two_bodies
-                     else ja, two_bodies, np.array([c._frame for c in contacts]), np.array([c.point for c in contacts]))
+    J = np.empty((3 * len(contacts), model.nv))
+    contact_rows(workspace.J, model.support, ja, model.body_joints([c.body_b for c in contacts]) if two_bodies
+                 else ja, two_bodies, np.array([c._frame for c in contacts]), np.array([c.point for c in contacts]), J)
     phi, mu = np.array([(c.phi, c.mu) for c in contacts]).T
-    return ContactJacobians.from_stacked(J, phi, mu)
+    return J, phi, mu
 
 
 def jacobians_at(workspace: Workspace, contacts) -> ContactJacobians:
     """:func:`contact_jacobians` from ``workspace``, which the caller computed at the contacts'
     configuration this step (not checked: a control step's own pinocchio pass)."""
-    if isinstance(contacts, ContactSet):
-        m = contacts.m
-        if m == 0:
-            return _no_contacts(workspace.model)
-        return ContactJacobians.from_stacked(stacked_contact_jacobian(workspace, contacts),
-                                             contacts.phi.copy(), contacts.mu.copy())
-    contacts = contacts if isinstance(contacts, list) else list(contacts)
-    return _list_jacobians(workspace, contacts) if contacts else _no_contacts(workspace.model)
+    return ContactJacobians.from_stacked(*contact_arrays(workspace, contacts))
 
 
 def _no_contacts(model: RobotModel) -> ContactJacobians:

@@ -102,7 +102,7 @@ def independent_equalities(A, b, tol: float = EQUALITY_RANK_TOL) -> tuple[np.nda
     if A.shape[0] == 0:
         return A, b
     d, piv = pivoted_qr_diagonal(A.T)
-    rank = int(np.count_nonzero(d > tol * max(d.max(initial=0.0), 1e-300)))
+    rank = int(np.count_nonzero(d > tol * max(float(d.max()), 1e-300)))      # d: min(p, n) >= 1 entries
     if rank == A.shape[0]:
         return A, b
     keep = np.sort(piv[:rank])
@@ -150,7 +150,9 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     dropped = Ae.shape[0] - Ae_kept.shape[0]
     if n == 0:
         return QPResult(np.zeros(0), QPStatus.SOLVED, backend, objective=0.0, dropped_equalities=dropped)
-    H, scale = kernel.symmetrized(_c(H))             # (H + H^T) / 2, max(max|H_ii|, 1)
+    Hs = np.empty((n, n))
+    scale = kernel.symmetrized(_c(H), Hs)            # Hs = (H + H^T) / 2; max(max|H_ii|, 1)
+    H = Hs
     schedule = [(backend, 0.0)] if backend == "cvxopt" or _positive_definite(H) else []
     if regularize:
         schedule += [(backend, s * scale) for s in REGULARIZATION_SCHEDULE] if backend == "quadprog" else []

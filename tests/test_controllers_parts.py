@@ -104,3 +104,19 @@ def test_penetration_recovery_option_pushes_overlap_apart():
     assert np.all(N @ held.info["v_next"] >= -1e-9)
     assert np.all(N @ pushed.info["v_next"] >= 0.1 - 1e-9)          # 1e-4 m / 1e-3 s
     assert pushed.contact_forces[:, 0].sum() > held.contact_forces[:, 0].sum()
+
+
+def test_stage_one_svd_is_numpys_bit_for_bit():
+    """Stage I calls numpy's SVD gufunc without np.linalg.svd's wrapper: the same numbers, and
+    the same LinAlgError when LAPACK does not converge."""
+    from controllers.dissipation import _full_svd
+
+    rng = np.random.default_rng(3)
+    for shape in [(6, 20), (6, 10), (6, 4), (12, 40)]:
+        Y = np.asfortranarray(rng.standard_normal(shape))
+        _, s, vt = np.linalg.svd(Y, full_matrices=True)
+        s2, vt2 = _full_svd(Y)
+        assert np.array_equal(s, s2) and np.array_equal(vt, vt2)
+    Y[0, 0] = np.nan
+    with pytest.warns(RuntimeWarning), pytest.raises(np.linalg.LinAlgError):
+        _full_svd(Y)

@@ -147,17 +147,16 @@ def scales(GT, r):
 
 
 @_jit
-def contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol):
-    """Algorithm 2 on the LCP ``(r, G^T G)``; returns ``(z, w, active, status, pivots)`` with
-    ``w`` evaluated at the returned (clipped) ``z`` and ``active`` in insertion order."""
+def contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, z, w, active):
+    """Algorithm 2 on the LCP ``(r, G^T G)`` into ``z`` (zero-filled), ``w`` and ``active`` (room
+    for ``d`` indices); returns ``(size, status, pivots)``: ``w`` evaluated at the returned
+    (clipped) ``z``, ``active[:size]`` in insertion order."""
     n, d = GT.shape
     tol2 = dependence_tol * dependence_tol
     cols = np.zeros((d, d))
     R = np.zeros((d, d))
-    active = np.zeros(d, np.int64)
     size = 0
-    z = np.zeros(n)
-    w = r.copy()
+    w[:] = r
     rmax = 0.0
     i0 = 0
     for i in range(n):
@@ -166,7 +165,7 @@ def contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol):
             i0 = i
     w_tol = rel_tol * max(rmax, _TINY)
     if n == 0 or r[i0] >= -w_tol:             # Alg. 2 lines 3-5: the trivial solution
-        return z, w, active[:0], SOLVED, 0
+        return 0, SOLVED, 0
     for i in warm:                            # line 6 (dependent warm indices are dropped)
         grown = _append(GT, i, cols, R, size, tol2)
         if grown > size:
@@ -259,4 +258,4 @@ def contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol):
         _residual(GT, r, cols, size, z_a, w)
     else:
         w[:] = r
-    return z, w, active[:size].copy(), status, pivots
+    return size, status, pivots

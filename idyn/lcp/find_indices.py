@@ -78,7 +78,9 @@ def independent_columns(H: np.ndarray, dependence_tol: float = DEFAULT_DEPENDENC
 def kept_mask(H: np.ndarray, order: np.ndarray, dependence_tol: float) -> np.ndarray:
     """:func:`independent_columns` of ``H`` visited in ``order`` as a boolean mask over the
     columns (what a controller step needs: one compiled call)."""
-    return _kept_mask(H, np.asarray(order, dtype=np.intp), dependence_tol * dependence_tol)
+    mask = np.zeros(H.shape[1], dtype=bool)
+    _kept_mask(H, np.asarray(order, dtype=np.intp), dependence_tol * dependence_tol, mask)
+    return mask
 
 
 class _Span:
@@ -147,10 +149,8 @@ def _scan(Q, size, C, order, tol2):
 
 
 @_jit
-def _kept_mask(H, order, tol2):
+def _kept_mask(H, order, tol2, mask):
     m = H.shape[0]
     kept, _ = _scan(np.zeros((m, m)), 0, H, order, tol2)
-    mask = np.zeros(H.shape[1], np.bool_)
     for j in kept:
         mask[j] = True
-    return mask

@@ -124,9 +124,11 @@ def solve_factored(G: np.ndarray, r: np.ndarray, warm: np.ndarray, *, max_pivots
     n = G.shape[1]
     limit = max(100, 4 * n) if max_pivots is None else int(max_pivots)
     GT = np.ascontiguousarray(G.T)
-    z, w, active, code, pivots = contact_ppm(GT, r, warm, limit, float(dependence_tol), PIVOTING_REL_TOL)
+    z, w, active = np.zeros(n), np.empty(n), np.empty(G.shape[0], dtype=np.intp)
+    size, code, pivots = contact_ppm(GT, r, warm, limit, float(dependence_tol), PIVOTING_REL_TOL, z, w, active)
     status = _STATUS[code]
     if status is LCPStatus.SOLVED and not residuals_from_parts(z, w, *scales(GT, r)).ok(tol):
         status = LCPStatus.NUMERICAL_FAILURE
+    active = active[:size]
     active.sort()
-    return LCPResult(z, w, status, pivots, 0.0, active.astype(np.intp, copy=False))
+    return LCPResult(z, w, status, pivots, 0.0, active)
