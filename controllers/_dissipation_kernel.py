@@ -20,7 +20,8 @@ def stage_one_rows(Y, Vt, rank, c0, project, gn0, phi, dt, c, Gn, gn):
     normals) with ``gn = gn0 + phi/dt`` (outputs); returns the range of ``Gn``'s row norms."""
     nu, k = Y.shape
     m = phi.shape[0]
-    c[:] = c0
+    for j in range(k):
+        c[j] = c0[j]
     if project:
         t = np.zeros(rank)
         for r in range(rank):
@@ -80,8 +81,9 @@ def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone, H2, c2, A_in, b_in):
         for t in range(k):
             sz += W[t, i] * z0[t]
         c2[i] = -s + rho * sz
-    A_in[:k] = W
     for t in range(k):
+        for j in range(nul):
+            A_in[t, j] = W[t, j]
         b_in[t] = -z0[t]
     for r in range(mf):
         s = 0.0
@@ -102,9 +104,9 @@ def no_slip_rows(Y, free, s_idx, t_idx, E, e):
     ``T``) and ``e = X v+(0)`` from ``free = [N; S; T] v+(0)``."""
     nu, k = Y.shape
     m = k // 5
-    rows = np.concatenate((s_idx + m, t_idx + 3 * m))
-    for r in range(rows.shape[0]):
-        col = rows[r]
+    ns = s_idx.shape[0]
+    for r in range(ns + t_idx.shape[0]):
+        col = s_idx[r] + m if r < ns else t_idx[r - ns] + 3 * m
         for j in range(k):
             s = 0.0
             for t in range(nu):
@@ -117,8 +119,9 @@ def no_slip_rows(Y, free, s_idx, t_idx, E, e):
 def with_bounds(G, g, A, b):
     """``A, b`` (outputs, zero-filled) with ``A z >= b`` the rows ``G z + g >= 0`` and ``z >= 0``."""
     mg, k = G.shape
-    A[:mg] = G
     for i in range(mg):
+        for j in range(k):
+            A[i, j] = G[i, j]
         b[i] = -g[i]
     for j in range(k):
         A[mg + j, j] = 1.0

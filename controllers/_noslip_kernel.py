@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from idyn._triangular import gram_solve
 from idyn.jit import cached_jit
 
 
@@ -34,24 +35,6 @@ def _cholesky_upper(X, U):
                 s -= U[t, j] * U[t, i]
             U[j, i] = s / U[j, j]
     return True
-
-
-@cached_jit
-def _cholesky_solve(U, b):
-    """``(U^T U)^-1 b``."""
-    k = U.shape[0]
-    x = np.empty(k)
-    for i in range(k):
-        s = b[i]
-        for t in range(i):
-            s -= U[t, i] * x[t]
-        x[i] = s / U[i, i]
-    for i in range(k - 1, -1, -1):
-        s = x[i]
-        for t in range(i + 1, k):
-            s -= U[i, t] * x[t]
-        x[i] = s / U[i, i]
-    return x
 
 
 @cached_jit
@@ -80,23 +63,15 @@ def contact_free_motion(white, rows, kept, L, p, qd, phi, dt, u, a, U, residual,
         residual[i] = -sa - su
     f = p.copy()
     if ok and k:
-        y = _cholesky_solve(U, residual)
+        y = np.empty(k)
+        gram_solve(U, k, residual, y)         # (G A^-1 G^T)^-1 (b - G p)
         x = np.empty(nu)                      # G^T y, then A^-1 (G^T y) by L L^T
         for j in range(nu):
             s = 0.0
             for i in range(k):
                 s += rows[kept[i], u[j]] * y[i]
             x[j] = s
-        for i in range(nu):
-            s = x[i]
-            for t in range(i):
-                s -= L[i, t] * x[t]
-            x[i] = s / L[i, i]
-        for i in range(nu - 1, -1, -1):
-            s = x[i]
-            for t in range(i + 1, nu):
-                s -= L[t, i] * x[t]
-            x[i] = s / L[i, i]
+        gram_solve(L.T, nu, x, x)
         for j in range(nu):
             f[j] = p[j] + x[j]
     for i in range(m):
@@ -117,7 +92,8 @@ def impulses(U, residual, white, kept, fN, out):
     nu = white.shape[0]
     m = fN.shape[0]
     k = kept.shape[0]
-    out[:m] = fN
+    for i in range(m):
+        out[i] = fN[i]
     if k:
         v = np.zeros(nu)                      # Nw fN
         for i in range(m):
@@ -129,6 +105,7 @@ def impulses(U, residual, white, kept, fN, out):
             for t in range(nu):
                 s += white[t, kept[i]] * v[t]
             b[i] = residual[i] - s
-        mu = _cholesky_solve(U, b)
+        mu = np.empty(k)
+        gram_solve(U, k, b, mu)
         for i in range(k):
             out[kept[i]] = mu[i]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from idyn._triangular import gram_solve
 from idyn.jit import cached_jit
 
 _EMPTY = np.zeros(0)
@@ -25,16 +26,9 @@ def resolve(g, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, tau, v_next):
     of ``M_uu``."""
     nu, na, nv = u.shape[0], a.shape[0], v.shape[0]
     x = np.empty(nu)
-    for i in range(nu):                       # L y = g_u - dt h_u - B (qd - v_a)
-        s = g[u[i]] - dt_h_u[i] - B_dva[i]
-        for j in range(i):
-            s -= L[i, j] * x[j]
-        x[i] = s / L[i, i]
-    for i in range(nu - 1, -1, -1):           # L^T (v+_u - v_u) = y
-        s = x[i]
-        for j in range(i + 1, nu):
-            s -= L[j, i] * x[j]
-        x[i] = s / L[i, i]
+    for i in range(nu):
+        x[i] = g[u[i]] - dt_h_u[i] - B_dva[i]
+    gram_solve(L.T, nu, x, x)                 # v+_u - v_u = A^-1 (g_u - dt h_u - B (qd - v_a))
     for i in range(na):
         v_next[a[i]] = qd[i]
     for i in range(nu):
@@ -83,16 +77,9 @@ def free_motion(M, h, v, vdot_a, L, dt, u, a, out):
         for j in range(na):
             s += M[u[i], a[j]] * dva[j]
         B_dva[i] = s
-    for i in range(nu):                       # L y = -dt h_u - B dva
-        s = -dt_h_u[i] - B_dva[i]
-        for j in range(i):
-            s -= L[i, j] * x[j]
-        x[i] = s / L[i, i]
-    for i in range(nu - 1, -1, -1):           # L^T (p - v_u) = y
-        s = x[i]
-        for j in range(i + 1, nu):
-            s -= L[j, i] * x[j]
-        x[i] = s / L[i, i]
+    for i in range(nu):
+        x[i] = -dt_h_u[i] - B_dva[i]
+    gram_solve(L.T, nu, x, x)                 # p - v_u = -A^-1 (dt h_u + B dva)
     for i in range(nu):
         p[i] = v[u[i]] + x[i]
 

@@ -245,20 +245,6 @@ def lemke_path(MT, q, d, Binv, xb, basic, limit, pivot_tol):
 
 
 @_jit
-def cold_lemke_path(MT, q, limit, pivot_tol, basic, xb, z):
-    """:func:`lemke_path` from the basis of the slack variables (``B = I``, ``x_B = q``, covering
-    vector ``d = 1``); fills ``basic``, ``x_B`` and the basic solution ``z`` (zero-filled) and
-    returns ``(status, pivots, z0_row)``."""
-    n = q.shape[0]
-    for i in range(n):
-        basic[i] = i
-        xb[i] = q[i]
-    code, pivots, z0_row = lemke_path(MT, q, np.ones(n), np.eye(n), xb, basic, limit, pivot_tol)
-    basic_z(basic, xb, z)
-    return code, pivots, z0_row
-
-
-@_jit
 def basic_z(basic, xb, z):
     """``z`` (zero-filled) of the basis ``basic`` with values ``x_B`` (the basic ``z_i``)."""
     n = xb.shape[0]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._triangular import gram_solve
 from ..jit import cached_jit as _jit
 
 SOLVED, MAX_PIVOTS = 0, 1
@@ -57,7 +58,8 @@ def _append(GT, i, cols, R, size, tol2):
             R[p, size] = 0.0
         return size
     R[size, size] = np.sqrt(s)
-    cols[size, :] = g
+    for t in range(d):
+        cols[size, t] = g[t]
     return size + 1
 
 
@@ -65,9 +67,12 @@ def _append(GT, i, cols, R, size, tol2):
 def _delete(active, cols, R, size, position):
     """Remove the ``position``-th active contact: the columns of ``R`` after it shift left and
     Givens rotations return the upper Hessenberg part to triangular form."""
+    d = cols.shape[1]
     for j in range(position, size - 1):
-        R[:size, j] = R[:size, j + 1]
-        cols[j, :] = cols[j + 1, :]
+        for i in range(size):
+            R[i, j] = R[i, j + 1]
+        for t in range(d):
+            cols[j, t] = cols[j + 1, t]
         active[j] = active[j + 1]
     for j in range(position, size - 1):
         a, b = R[j, j], R[j + 1, j]
@@ -79,24 +84,16 @@ def _delete(active, cols, R, size, position):
                 R[j, k] = c * x + s * y
                 R[j + 1, k] = c * y - s * x
             R[j + 1, j] = 0.0
-    R[:, size - 1] = 0.0
-    R[size - 1, :] = 0.0
+    for i in range(R.shape[0]):
+        R[i, size - 1] = 0.0
+        R[size - 1, i] = 0.0
     return size - 1
 
 
 @_jit
 def _solve(R, size, b, x):
     """``x = -(R^T R)^-1 b`` for the leading ``size`` block (two triangular solves)."""
-    for p in range(size):
-        c = b[p]
-        for q in range(p):
-            c -= R[q, p] * x[q]
-        x[p] = c / R[p, p]
-    for p in range(size - 1, -1, -1):
-        c = x[p]
-        for q in range(p + 1, size):
-            c -= R[p, q] * x[q]
-        x[p] = c / R[p, p]
+    gram_solve(R, size, b, x)
     for p in range(size):
         x[p] = -x[p]
 
@@ -156,7 +153,8 @@ def contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, z, w, active):
     cols = np.zeros((d, d))
     R = np.zeros((d, d))
     size = 0
-    w[:] = r
+    for i in range(n):
+        w[i] = r[i]
     rmax = 0.0
     i0 = 0
     for i in range(n):
@@ -249,7 +247,8 @@ def contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, z, w, active):
         if _seen(visited, count, mask):
             least_index = True
         elif count < visited.shape[0]:
-            visited[count, :] = mask
+            for i in range(n):
+                visited[count, i] = mask[i]
             count += 1
     for p in range(size):
         z[active[p]] = max(z_a[p], 0.0)
@@ -257,5 +256,6 @@ def contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, z, w, active):
     if size:
         _residual(GT, r, cols, size, z_a, w)
     else:
-        w[:] = r
+        for i in range(n):
+            w[i] = r[i]
     return size, status, pivots

@@ -39,8 +39,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
-from ._lemke_kernel import (MAX_PIVOTS, RAY, SINGULAR, SOLVED, TIE, Z0_EXIT, basic_z, cold_lemke_path,
-                            lemke_path)
+from ._lemke_kernel import MAX_PIVOTS, RAY, SINGULAR, SOLVED, TIE, Z0_EXIT, basic_z, lemke_path
 from .inputs import check_indices, check_lcp
 from .residuals import DEFAULT_TOL, exact_residuals
 from .result import LCPResult, LCPStatus
@@ -122,45 +121,37 @@ def _solve(M, q, warm, limit, pivot_tol, tol) -> LCPResult:
     n = q.shape[0]
     if n == 0 or q.min() >= 0.0:
         return LCPResult(np.zeros(n), q.copy(), LCPStatus.SOLVED, 0, 0.0, np.empty(0, np.intp))
-    if warm is None or not warm.size:     # the cold start's basis is set up by the kernel
-        basic, xb, z = np.empty(n, dtype=np.int64), np.empty(n), np.zeros(n)
-        code, pivots, z0_row = cold_lemke_path(np.ascontiguousarray(M.T), q, limit, float(pivot_tol), basic, xb, z)
-        return _terminate(M, q, code, pivots, z0_row, basic, xb, z, tol)
     basic = np.arange(n, dtype=np.int64)  # see idyn.lcp._lemke_kernel for the encoding
     Binv = np.eye(n)
     xb = q.copy()
     d = np.ones(n)
-    B = _basis_matrix(M, warm)
-    try:
-        lu = lu_factor(B, check_finite=False)
-    except (ValueError, np.linalg.LinAlgError):
-        lu = None
-    if lu is not None and np.all(np.abs(np.diag(lu[0])) > _EPS * n * np.abs(B).max()):
-        xb = lu_solve(lu, q, check_finite=False)
-        if xb.min() >= 0.0:
-            z = np.zeros(n)
-            z[warm] = xb[warm]
-            res = _finish(M, q, z, LCPStatus.SOLVED, 0, tol)
-            if res.solved:
-                return res
-        Binv = np.ascontiguousarray(lu_solve(lu, np.eye(n), check_finite=False))
-        basic[warm] += n
-        d = B.sum(axis=1)
+    if warm is not None and warm.size:
+        B = _basis_matrix(M, warm)
+        try:
+            lu = lu_factor(B, check_finite=False)
+        except (ValueError, np.linalg.LinAlgError):
+            lu = None
+        if lu is not None and np.all(np.abs(np.diag(lu[0])) > _EPS * n * np.abs(B).max()):
+            xb = lu_solve(lu, q, check_finite=False)
+            if xb.min() >= 0.0:
+                z = np.zeros(n)
+                z[warm] = xb[warm]
+                res = _finish(M, q, z, LCPStatus.SOLVED, 0, tol)
+                if res.solved:
+                    return res
+            Binv = np.ascontiguousarray(lu_solve(lu, np.eye(n), check_finite=False))
+            basic[warm] += n
+            d = B.sum(axis=1)
+        else:
+            xb = q.copy()
     code, pivots, z0_row = lemke_path(np.ascontiguousarray(M.T), q, d, Binv, xb, basic,
                                       limit, float(pivot_tol))
-    z = np.zeros(n)
-    basic_z(basic, xb, z)
-    return _terminate(M, q, code, pivots, z0_row, basic, xb, z, tol)
-
-
-def _terminate(M, q, code, pivots, z0_row, basic, xb, z, tol) -> LCPResult:
-    """The result at the end of Lemke's path at the basic solution ``z`` (status, residual
-    check, polishing)."""
-    n = q.shape[0]
     status = _STATUS[code]
     if status is LCPStatus.RAY_TERMINATION and xb[z0_row] <= Z0_EXIT * TIE * max(
             float(np.abs(xb).max()), 1e-300):
         status = LCPStatus.SOLVED  # the ray starts at a complementary point; let residuals judge
+    z = np.zeros(n)
+    basic_z(basic, xb, z)
     res = _finish(M, q, z, status, pivots, tol)
     if status is LCPStatus.SOLVED and not res.solved:
         zp = _polish(M, q, basic[(basic >= n) & (basic < 2 * n)] - n)
