@@ -76,3 +76,25 @@ def test_bad_input_raises_typed_errors():
         solve_qp(np.eye(2), np.zeros(2), A_in=np.ones((2, 3)), b_in=np.zeros(2))
     with pytest.raises(InvalidInputError):
         solve_qp(np.eye(2), np.zeros(2), backend="gurobi")
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 8), meq=st.integers(0, 3), mineq=st.integers(0, 8))
+def test_compiled_feasibility_check_is_the_row_bound(seed, n, meq, mineq):
+    """idyn._qp_kernel.feasible: every row within tol of its constraint relative to
+    (1 + max|x|)(1 + max_j |a_ij|) + |b_i| (written here in numpy), NaN never feasible."""
+    from idyn import _qp_kernel
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3)
+    Ae, Ai = rng.standard_normal((meq, n)), rng.standard_normal((mineq, n))
+    tol = 1e-7
+    scale = 1.0 + np.abs(x).max()
+    # constraints near the boundary: residuals of about tol times the row bound, either sign
+    be = Ae @ x + rng.uniform(-2, 2, meq) * tol * (scale * (1 + np.abs(Ae).max(axis=1, initial=0)))
+    bi = Ai @ x + rng.uniform(-2, 2, mineq) * tol * (scale * (1 + np.abs(Ai).max(axis=1, initial=0)))
+    ok_eq = np.abs(Ae @ x - be) <= tol * (scale * (1 + np.abs(Ae).max(axis=1, initial=0)) + np.abs(be))
+    ok_in = Ai @ x - bi >= -tol * (scale * (1 + np.abs(Ai).max(axis=1, initial=0)) + np.abs(bi))
+    assert _qp_kernel.feasible(x, Ae, be, Ai, bi, tol) == bool(ok_eq.all() and ok_in.all())
+    x[0] = np.nan
+    assert not _qp_kernel.feasible(x, Ae, be, Ai, bi, tol)
