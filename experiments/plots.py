@@ -21,12 +21,29 @@ import numpy as np  # noqa: E402
 from planners import PAPER_WAYPOINTS  # noqa: E402
 
 
+def _joint_error(trace, model) -> np.ndarray:
+    """E|q - q_des| over the actuated joints, per step."""
+    return np.abs(trace.q[:, model.actuated_q] - trace.q_des).mean(axis=1)
+
+
+def _torque_rate(trace, dt: float) -> np.ndarray:
+    """|d tau/dt| per step and joint (finite differences at the control rate)."""
+    return np.abs(np.diff(trace.tau, axis=0)) / dt
+
+
+def _waypoint_axes(ax, title: str) -> None:
+    """The paper's waypoints and the x-y axes of a centre-of-mass path figure (Fig. 17)."""
+    wp = np.asarray(PAPER_WAYPOINTS)
+    ax.plot(wp[:, 0], wp[:, 1], "r*", ms=10, label="waypoints")
+    ax.set(xlabel="x (m)", ylabel="y (m)", title=title)
+    ax.set_aspect("equal")
+
+
 def plot_run(trace, scenario, out_dir, model) -> list[Path]:
     """Write ``run.png`` for one run; returns the paths written."""
     out = Path(out_dir)
     t = trace.t
-    err = np.abs(trace.q[:, model.actuated_q] - trace.q_des)
-    rate = np.abs(np.diff(trace.tau, axis=0)) / scenario.dt
+    rate = _torque_rate(trace, scenario.dt)
     quadruped = scenario.robot == "quadruped"
     fig, axes = plt.subplots(1, 3 if quadruped else 2, figsize=(15 if quadruped else 10, 4))
     axes = np.atleast_1d(axes)
@@ -34,25 +51,16 @@ def plot_run(trace, scenario, out_dir, model) -> list[Path]:
     if quadruped:
         ax = axes[0]
         ax.plot(trace.com[:, 0], trace.com[:, 1], lw=1, label="centre of mass")
-        wp = np.asarray(PAPER_WAYPOINTS)
-        ax.plot(wp[:, 0], wp[:, 1], "r*", ms=10, label="waypoints")
-        ax.set_aspect("equal")
-        ax.set_xlabel("x (m)")
-        ax.set_ylabel("y (m)")
-        ax.set_title("centre-of-mass path (Fig. 17)")
+        _waypoint_axes(ax, "centre-of-mass path (Fig. 17)")
         ax.legend(loc="best", fontsize=8)
         k = 1
     ax = axes[k]
-    ax.plot(t, err.mean(axis=1), lw=0.8)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("E|q - q_des| (rad)")
-    ax.set_title("joint position error (Fig. 14)")
+    ax.plot(t, _joint_error(trace, model), lw=0.8)
+    ax.set(xlabel="time (s)", ylabel="E|q - q_des| (rad)", title="joint position error (Fig. 14)")
     ax = axes[k + 1]
     ax.semilogy(t[1:], rate.max(axis=1) + 1e-12, lw=0.6, label="max over joints")
     ax.semilogy(t[1:], rate.mean(axis=1) + 1e-12, lw=0.6, label="mean over joints")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("|d tau / dt| (N m / s)")
-    ax.set_title("torque rate (Fig. 15)")
+    ax.set(xlabel="time (s)", ylabel="|d tau / dt| (N m / s)", title="torque rate (Fig. 15)")
     ax.legend(loc="best", fontsize=8)
     fig.suptitle(f"{scenario.controller} on {scenario.terrain_label}, {scenario.robot}")
     fig.tight_layout()
@@ -74,20 +82,16 @@ def plot_runs(runs, out_dir) -> list[Path]:
     fig, axes = plt.subplots(1, 3 if quadruped else 2, figsize=(16 if quadruped else 11, 4.5))
     for trace, scenario, model in runs:
         label = run_label(scenario)
-        err = np.abs(trace.q[:, model.actuated_q] - trace.q_des).mean(axis=1)
-        rate = np.abs(np.diff(trace.tau, axis=0)).max(axis=1) / scenario.dt
-        axes[0].plot(trace.t, err, lw=0.7, label=label)
-        axes[1].semilogy(trace.t[1:], rate + 1e-12, lw=0.5, label=label)
+        axes[0].plot(trace.t, _joint_error(trace, model), lw=0.7, label=label)
+        axes[1].semilogy(trace.t[1:], _torque_rate(trace, scenario.dt).max(axis=1) + 1e-12, lw=0.5,
+                         label=label)
         if quadruped:
             axes[2].plot(trace.com[:, 0], trace.com[:, 1], lw=1, label=label)
     axes[0].set(xlabel="time (s)", ylabel="E|q - q_des| (rad)", title="joint position error (Figs. 14, 16, 18)")
     axes[1].set(xlabel="time (s)", ylabel="max over joints |d tau/dt| (N m/s)",
                 title="torque rate (Fig. 15)")
     if quadruped:
-        wp = np.asarray(PAPER_WAYPOINTS)
-        axes[2].plot(wp[:, 0], wp[:, 1], "r*", ms=10, label="waypoints")
-        axes[2].set(xlabel="x (m)", ylabel="y (m)", title="centre-of-mass paths (Fig. 17)")
-        axes[2].set_aspect("equal")
+        _waypoint_axes(axes[2], "centre-of-mass paths (Fig. 17)")
     for ax in axes:
         ax.legend(loc="best", fontsize=7)
     fig.tight_layout()
