@@ -26,6 +26,7 @@ COMMANDS = (
     "run",
     "compare",
     "bench",
+    "bench_loop",
     "plot",
     "constraint_solver",
     "verify_forces",

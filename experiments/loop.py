@@ -27,6 +27,11 @@ Any object with the testbed methods ``reset()``, ``state()``, ``contacts()``,
 ``sensed_contact_forces()`` (aligned with the last ``contacts()``), ``apply(tau)``, ``step()`` and an attribute ``dt`` works
 (PyBullet, idyn.sim, hardware). The trace is :class:`experiments.trace.Trace`, saved as a
 compressed ``.npz``.
+
+Every step is timed by phase (:data:`PHASES`, :attr:`LoopResult.phase_times`): the profile of
+where a run's time goes (``idyn bench-loop`` prints it). The clock is ``time.perf_counter`` (wall,
+~0.1 us a reading) unless ``clock`` is given, e.g. ``time.process_time`` (CPU time of the
+process, ~0.8 us a reading on Linux: insensitive to other processes on a shared machine).
 """
 from __future__ import annotations
 
@@ -41,6 +46,15 @@ from idyn.errors import InvalidInputError
 from idyn.state import Desired
 
 from .trace import Trace
+
+
+#: The phases of one closed-loop step, in the order they run (columns of
+#: :attr:`LoopResult.phase_times`): the testbed's state and contact query, the planner's desired
+#: motion and contact schedule, the controller, the balance term, the simulator (torque input and
+#: one step, including the torque sum and clipping), the sensed forces (and their feedback), and
+#: the loop's own bookkeeping (trace record, centre of mass, fall test, progress).
+PHASES = ("state", "contacts", "planner", "schedule", "controller", "balance", "simulator", "sensed",
+          "loop")
 
 
 class Reference(Protocol):
@@ -61,6 +75,8 @@ class LoopResult:
     wall_time: float                 #: seconds of real time the loop took
     steps: int
     info: dict = field(default_factory=dict)
+    #: (steps, len(PHASES)) seconds spent in each phase of each step (see :data:`PHASES`)
+    phase_times: np.ndarray | None = None
 
     @property
     def realtime_factor(self) -> float:
@@ -83,12 +99,14 @@ def torque_limits(model: RobotModel, limit) -> np.ndarray | None:
 
 def run_loop(testbed, model: RobotModel, reference: Reference, controller, duration: float, *,
              limit=None, trace_path=None, meta: dict | None = None, com=None,
-             stop=None, progress=None) -> LoopResult:
+             stop=None, progress=None, clock=None) -> LoopResult:
     """Run ``duration`` seconds of closed loop at the testbed's ``dt``; return the trace.
 
     ``com(q)`` (default ``model.center_of_mass``) fills the trace's centre-of-mass column;
     ``stop(state)`` may end the run early (a fall); ``progress(k, steps)`` is called every
     step if given. With ``trace_path`` the trace is saved there (compressed ``.npz``).
+    ``clock`` (default ``time.perf_counter``) times the phases of every step
+    (:attr:`LoopResult.phase_times`).
     """
     dt = float(testbed.dt)
     if not (np.isfinite(duration) and duration > 0):
@@ -98,6 +116,8 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
     com = com or model.center_of_mass
     trace = Trace.allocate(steps, model.nq, model.nv, model.na, meta=meta)
     observe = getattr(controller, "observe_contact_forces", None)
+    clock = clock or time.perf_counter
+    marks = []      # per step: the clock before each phase of PHASES and after the last
 
     reference.reset()
     controller.reset()
@@ -105,13 +125,20 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
     clipped = 0
     t_start = time.perf_counter()
     for k in range(steps):
+        t0 = clock()
         state = testbed.state()
+        t1 = clock()
         contacts = testbed.contacts()
+        t2 = clock()
         desired = reference.desired(state, contacts)
+        t3 = clock()
         active = reference.active_contacts(contacts)
+        t4 = clock()
         out = controller.compute(state, desired, active)
+        t5 = clock()
         tau = out.tau
         extra = reference.extra_torque(state, contacts)
+        t6 = clock()
         if extra is not None:
             tau = tau + extra
         if lim is not None:
@@ -119,9 +146,11 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
             tau = np.clip(tau, -lim, lim)
         testbed.apply(tau)
         testbed.step()
+        t7 = clock()
         sensed = testbed.sensed_contact_forces()          # aligned with the last contacts()
         if observe is not None:
             observe(contacts, sensed)
+        t8 = clock()
         trace.record(t=state.t, q=state.q, v=state.v, q_des=desired.q, v_des=desired.v, tau=tau,
                      pred_normal=float(np.sum(out.contact_forces[:, 0])) if len(active) else 0.0,
                      sensed_normal=float(np.sum(sensed[:, 0])) if len(contacts) else 0.0,
@@ -129,9 +158,12 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
                      solve_time=float(out.info.get("solve_time", np.nan)), com=com(state.q))
         if progress is not None:
             progress(k + 1, steps)
-        if stop is not None and stop(state):
+        done = stop is not None and stop(state)
+        marks.append((t0, t1, t2, t3, t4, t5, t6, t7, t8, clock()))
+        if done:
             break
     wall = time.perf_counter() - t_start
     if trace_path is not None:
         trace.save(trace_path)
-    return LoopResult(trace, wall, trace.n, {"steps_torque_limited": clipped})
+    return LoopResult(trace, wall, trace.n, {"steps_torque_limited": clipped},
+                      np.diff(np.array(marks).reshape(-1, len(PHASES) + 1), axis=1))
