@@ -26,9 +26,51 @@ Option ``mindiff=True``: for at most ``mindiff_max_contacts`` contacts (the enum
 ``2^(6m)``, Algorithm 3) every LCP solution is enumerated by :func:`idyn.lcp.mindiff` and the
 one whose ``x = [v+_u; dt tau]`` is closest to the previous step's is used (Sec. 5.3); larger
 contact sets use Lemke.
+
+Option ``tie_break`` (our addition; default ``"none"``, the paper's plain Lemke).  The ID LCP
+is indeterminate: with four feet sticking, any split of the weight is a solution, and Lemke's
+vertex carries a standing LINKS on two diagonal feet (a1: 14.4 N m of torque where 9.8 N m
+suffice).  ``"force"`` or ``"torque"`` then pick, on the *face* of Lemke's answer, the solution
+of least impulse norm ``|[f_N; f_F]|`` or of least torque norm (plus 1e-6 of the impulse
+norm, to which the torque is blind along opposite pyramid edges).  The face is the convex
+piece of the solution set with Lemke's complementarity pattern: impulses whose ``w`` is zero
+(touching, not sliding that way) may take any value ``>= 0`` with that ``w`` held, multipliers
+``lambda`` that are positive (sliding) likewise, every other variable stays zero with its
+``w >= 0``; every point of it solves the same LCP.  Moves along the null space of the face's
+block of ``Q`` keep the held ``w`` at Lemke's values, so the QP (:func:`idyn.qp.solve_qp`) has
+only inequalities; it is the analogue of Stage II (Sec. 6.2.4), restricted to Lemke's face
+where Algorithm 3 (Sec. 5.3) would enumerate every face.  "force" follows the paper's aim (3)
+of Sec. 1, forces spread evenly over the contacts (and Ott et al.'s least force norm against
+slip): standing, it gives each LINKS foot a quarter of the weight and no friction; "torque"
+(Stage II's criterion) uses 12-22 % of the friction cone to lower the torque further.
+
+Why the default stays "none" (measured): on the trot the face is almost always a point.  The
+stance feet slide in Lemke's answers (recorded PyBullet trot: a foot slides, ``lambda > 0``,
+in each of the 235 multi-contact steps; ap-lcp 4 s run: the tie-break changed the forces in
+2 of the 544 steps whose face had a direction), and a sliding foot's friction is fixed at the pyramid
+limit.  They slide because the commanded joint velocity moves the stance feet relative to
+each other, which no base motion can absorb: 6e-4 m/s median along the support diagonal of
+two stance feet with the error feedback on, 1.9e-5 m/s with it off (the splayed-legs case of
+Sec. 4.5).  So the "internal friction at the pyramid limit" of the trot is not indeterminacy
+but the Coulomb model's answer to an inconsistent command, and the tie-break does not keep
+LINKS up (ap-lcp, mu = 0.5, balance on: falls at 1.96 s with and without; PyBullet rigid-high
+4.83 s plain, 4.59 s "force", one chaotic run each) while costing a QP per multi-contact step
+(standing LINKS: median 318 -> 629 us, 5.4 -> 9.6x the pinocchio floor).
+
+Option ``consistent_stance`` (our addition, default False; Sec. 4.5's consistency applied to
+Coulomb contact): when Lemke's answer has a loaded contact sliding and at least two loaded
+contacts, ``qd_des`` is moved by the least Euclidean norm (as eq. 46) that lets every loaded
+contact stick and stay (``[N; S; T] v+ = [-phi/dt; 0; 0]`` solvable by some base velocity: the
+combinations of those rows that the base cannot move are zeroed), and the LCP is solved again
+for the moved step (``info["qd_change"]``, rad/s).  The torques then realise the moved velocity.
+Measured: ap-lcp 1.96 -> 3.16 s with "force" (2.08 s with "torque"), PyBullet rigid-high
+8.57 s, torque rate E|dtau/dt| 580 -> 177 N m/s; it costs a second LCP (19x the floor).
+Neither option completes the 30 s trot; the inconsistency comes from the shared error
+feedback (:mod:`controllers.feedback`), where a contact-consistent projection would belong.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -37,6 +79,7 @@ from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import mindiff
 from idyn.lcp.mlcp import reduce_checked
 from idyn.lcp.regularized import regularized_checked
+from idyn.qp import solve_qp
 
 from .base import Controller, Solution, register
 from .dissipation import build_stage_one, solve_one_stage
@@ -46,6 +89,14 @@ from .dynamics import Step
 CHECK_TOL = 1e-6
 #: regularisation of the complementarity-free fallback (as ``qp-coulomb-1stage``'s default)
 ONE_STAGE_REGULARIZATION = 1e-6
+#: objectives of the tie-break among the solutions of Lemke's face (module docstring)
+TIE_BREAKS = ("none", "force", "torque")
+#: relative size below which a ``w`` counts as zero (and a ``lambda`` as zero) on the face
+FACE_TOL = 1e-9
+#: relative singular value below which a direction counts as in the null space of ``Q_II``
+NULL_TOL = 1e-9
+#: weight of the impulse norm added to the torque objective, relative to it
+FORCE_WEIGHT = 1e-6
 
 
 @register
@@ -53,10 +104,14 @@ class LCPCoulomb(Controller):
     name = "lcp-coulomb"
 
     def __init__(self, model, *, mindiff: bool = False, mindiff_max_contacts: int = 2,
-                 mu_inf: float = 100.0, **common):
+                 mu_inf: float = 100.0, tie_break: str = "none", consistent_stance: bool = False,
+                 **common):
         super().__init__(model, **common)
         if not (np.isfinite(mu_inf) and mu_inf > 0):
             raise InvalidInputError(f"mu_inf must be positive and finite, got {mu_inf}")
+        if tie_break not in TIE_BREAKS:
+            raise InvalidInputError(f"unknown tie_break {tie_break!r}; choose from {', '.join(TIE_BREAKS)}")
+        self.tie_break, self.consistent_stance = tie_break, bool(consistent_stance)
         self.use_mindiff, self.mindiff_max_contacts, self.mu_inf = mindiff, int(mindiff_max_contacts), mu_inf
         self._x_prev = None
 
@@ -73,6 +128,8 @@ class LCPCoulomb(Controller):
         R = step.directions(pyramid=True)
         try:
             z, x, info = self._solve_lcp(step, self._mlcp(step))
+            if self.consistent_stance:
+                step, z, x, info = self._stance_consistent(step, z, x, info)
             tau, v_next = step.resolve(R.T @ z[:k])
             bad = step.complementarity_violation(z[:step.m], v_next)
             if bad > CHECK_TOL:
@@ -87,6 +144,36 @@ class LCPCoulomb(Controller):
         self._x_prev = x
         info["lcp_z"] = z
         return Solution(tau, step.forces_from_impulses(z[:k], pyramid=True), v_next, info)
+
+    def _stance_consistent(self, step: Step, z, x, info):
+        """Move ``qd_des`` minimally (Euclidean, as eq. 46) so that the contacts Lemke's answer
+        loads can stick, and solve again (module docstring); the first answer if nothing moves."""
+        m = step.m
+        loaded = np.flatnonzero(z[:m] > FACE_TOL * (1.0 + z[:m].max()))
+        if loaded.size < 2 or not np.any(z[5 * m + loaded] > 0.0):
+            return step, z, x, info
+        rows = np.concatenate((loaded, loaded + m, loaded + 2 * m))
+        R = step.rows[rows]
+        Ru, Ra = R[:, step.u], R[:, step.a]
+        U, s, _ = np.linalg.svd(Ru)
+        rank = int(np.count_nonzero(s > NULL_TOL * max(float(s[0]), 1e-300)))
+        C = U[:, rank:]                                        # combinations blind to the base
+        if C.shape[1] == 0:
+            return step, z, x, info
+        b = np.zeros(rows.size)
+        b[:loaded.size] = step.jac.phi[loaded] / step.dt
+        K = C.T @ Ra
+        e = C.T @ (Ra @ step.qd + b)
+        dqd = -np.linalg.lstsq(K, e, rcond=None)[0]
+        Bd = step.B @ dqd
+        moved = replace(step, qd=step.qd + dqd, p=step.p - step.solve_A(Bd), B_dva=step.B_dva + Bd,
+                        _free=None)
+        try:
+            z2, x2, info2 = self._solve_lcp(moved, self._mlcp(moved))
+        except SolverError:
+            return step, z, x, info
+        info2["qd_change"] = float(np.abs(dqd).max())
+        return moved, z2, x2, info2
 
     def _mlcp(self, step: Step):
         """The MLCP blocks ``(A, B, C, D, g, h)`` of the module docstring."""
@@ -125,7 +212,73 @@ class LCPCoulomb(Controller):
                 "regularization": lcp.regularization, "lcp_w": lcp.w}
         if not lcp.solved:
             raise SolverError(f"Coulomb LCP unsolved: {lcp.status.value}")
-        return lcp.z, red.unconstrained(lcp.z), info
+        z, x = lcp.z, red.unconstrained(lcp.z)
+        if self.tie_break != "none":
+            Q = red.Q if lcp.regularization == 0.0 else red.Q + lcp.regularization * np.eye(red.r.size)
+            z, info["tie_break"] = self._tie_break(step, Q, red.r, lcp.z, lcp.w, x)
+            if z is not lcp.z:
+                info["lemke_z"], info["lcp_w"], x = lcp.z, Q @ z + red.r, red.unconstrained(z)
+        return z, x, info
+
+    def _tie_break(self, step: Step, Q, r, z, w, x):
+        """The solution on the face of Lemke's answer ``(z, w)`` (unconstrained part ``x``) that
+        minimises the ``tie_break`` objective (module docstring): ``(z, status)``, Lemke's own
+        ``z`` when the face is a single point or the QP fails."""
+        k = 5 * step.m
+        face = solution_face(z, w, k)
+        idx = np.flatnonzero(face)
+        basis = face_directions(Q[np.ix_(idx, idx)])
+        if basis.shape[1] == 0:
+            return z, "unique"
+        rest = np.flatnonzero(~face)
+        impulses = idx < k
+        Nf = basis[impulses]                                    # d [f_N; f_F] / d s on the face
+        G, e0 = self._objective(step, idx[impulses], z, x)
+        GN = G @ Nf
+        H, c = GN.T @ GN, GN.T @ e0
+        if self.tie_break != "force":
+            # the torque is blind to opposite pyramid edges growing together: the least
+            # impulse norm among its minimisers, by a small relative weight
+            weight = FORCE_WEIGHT * max(float(np.abs(GN).max(initial=0.0)) ** 2, 1e-300)
+            H += weight * (Nf.T @ Nf)
+            c += weight * (Nf.T @ z[idx[impulses]])
+        Q_rest = Q[np.ix_(rest, idx)]
+        w_rest = Q_rest @ z[idx] + r[rest]
+        res = solve_qp(H, c, A_in=np.vstack((basis, Q_rest @ basis)),
+                       b_in=-np.concatenate((z[idx], np.maximum(w_rest, 0.0))))
+        if not res.solved:
+            return z, f"kept lemke ({res.status.value})"
+        out = np.zeros_like(z)
+        out[idx] = np.maximum(z[idx] + basis @ res.x, 0.0)
+        return out, "solved"
+
+    def _objective(self, step: Step, cols, z, x):
+        """``(G, e0)``: the tie-break objective is ``|e0 + G dy|^2`` for a move ``dy`` of the
+        face's impulses (columns ``cols`` of ``[f_N; f_F]``) from Lemke's answer ``(z, x)``."""
+        if self.tie_break == "force":
+            return np.eye(cols.size), z[cols]
+        R = step.directions(pyramid=True)[cols]
+        dvu = step.solve_A(R[:, step.u].T)                      # d v+_u / d y = A^-1 R_u^T (eq. 94)
+        return step.B.T @ dvu - R[:, step.a].T, x[step.nu:]     # d (dt tau) / d y (eq. 90), dt tau
+
+
+def solution_face(z: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
+    """Mask of the variables of the LCP answer ``(z, w)`` that may be positive on its face:
+    impulses ``[f_N; f_F]`` (the first ``k``) whose ``w`` is zero (touching, not sliding in that
+    direction), multipliers ``lambda`` that are positive (sliding).  See the module docstring."""
+    tol_w = FACE_TOL * (1.0 + float(np.abs(w).max(initial=0.0)))
+    tol_z = FACE_TOL * (1.0 + float(np.abs(z[k:]).max(initial=0.0)))
+    return np.concatenate((w[:k] <= tol_w, z[k:] > tol_z))
+
+
+def face_directions(Q_face: np.ndarray) -> np.ndarray:
+    """Orthonormal basis (columns) of the null space of the face's block ``Q_II``: the moves
+    of the face variables that leave their ``w`` at Lemke's values."""
+    if Q_face.shape[0] == 0:
+        return np.zeros((0, 0))
+    _, s, Vt = np.linalg.svd(Q_face)
+    rank = int(np.count_nonzero(s > NULL_TOL * max(float(s[0]), 1e-300)))
+    return Vt[rank:].T
 
 
 @lru_cache(maxsize=None)
