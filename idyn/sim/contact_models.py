@@ -45,6 +45,8 @@ from ..errors import InvalidInputError, SolverError
 from ..lcp import LCPResult, LCPStatus, find_indices, lemke_regularized
 from ..lcp.residuals import residuals_from_parts
 from ..qp import solve_qp
+from ._step_kernel import (basis_guess, contact_space, pyramid_impulses, pyramid_lcp, rows_independent, scaled_lcp,
+                           update_sticky)
 
 #: Friction coefficients at or above this value mean no slip (SPEC section 6; paper Sec. 7.5).
 NO_SLIP_MU = 100.0
@@ -69,21 +71,19 @@ class ContactProblem:
     Minv_JT: np.ndarray = field(init=False, repr=False)
     W: np.ndarray = field(init=False, repr=False)
     u_free: np.ndarray = field(init=False, repr=False)
+    finite: bool = field(init=False, repr=False)    #: v_free and u_free are finite
 
     def __post_init__(self):
-        # LAPACK directly (scipy's cho_factor/cho_solve make the same calls after input checks
-        # that cost more than the 18 x 18 factorisation itself)
+        # LAPACK's factorisation directly (scipy's cho_factor checks its input at more cost than
+        # the 18 x 18 factorisation), the rest in one compiled loop (:mod:`._step_kernel`)
         U, info = lapack.dpotrf(self.M, lower=0, clean=0)
         if info != 0:
             raise SolverError(f"the mass matrix is not positive definite (LAPACK potrf info {info})")
         self.chol = (U, False)
-        self.v_free = self.v + self.dt * lapack.dpotrs(U, self.f, lower=0)[0]
-        self.Minv_JT = lapack.dpotrs(U, self.J.T, lower=0)[0]
-        W = self.J @ self.Minv_JT
-        W += W.T
-        W *= 0.5
-        self.W = W
-        self.u_free = self.J @ self.v_free
+        k, nv = self.J.shape
+        self.v_free, self.Minv_JT, self.W, self.u_free = np.empty(nv), np.empty((nv, k)), np.empty((k, k)), np.empty(k)
+        self.finite = contact_space(U, self.J, self.v, self.f, self.dt, self.v_free, self.Minv_JT, self.W,
+                                    self.u_free)
 
     @property
     def m(self) -> int:
@@ -184,8 +184,8 @@ class _Layouts(dict):
 
 
 class _LCPLayout(_Pyramid):
-    """The LCP of :class:`AnitescuPotra` for one layout: z = [f_N, f_F, lambda] (n entries), its
-    constant E / -E^T entries in place and the positions of mu in the lambda rows."""
+    """The LCP of :class:`AnitescuPotra` for one layout: z = [f_N, f_F, lambda] (n entries) and its
+    constant E / -E^T entries in place (mu goes to row top + k, column edged[k])."""
 
     def __init__(self, m: int, no_slip: bytes):
         super().__init__(m, np.flatnonzero(~np.frombuffer(no_slip, dtype=bool)))
@@ -194,8 +194,6 @@ class _LCPLayout(_Pyramid):
         self.Q = np.zeros((n, n))
         self.Q[self.edge_columns, top + self.edge_contacts] = 1.0
         self.Q[top + self.edge_contacts, self.edge_columns] = -1.0
-        self.mu_at = (top + np.arange(me), self.edged)
-        self.diagonal = (np.arange(m), np.arange(m))
 
 
 class AnitescuPotra(ContactModel):
@@ -240,14 +238,8 @@ class AnitescuPotra(ContactModel):
         for _ in range(2 * m + 2):
             out, w_n = self._solve_set(problem, no_slip, sticky, b, C)
             pivots += out.pivots
-            fn = out.impulses[:, 0]
-            f_tol = 1e-12 + 1e-9 * np.max(fn)
-            w_tol = 1e-12 + 1e-9 * np.max(np.abs(problem.u_free))
-            release = sticky & (fn <= f_tol) & (w_n > w_tol)        # separating, unloaded
-            restore = no_slip & ~sticky & (fn > f_tol)              # loaded but released
-            if not release.any() and not restore.any():
+            if not update_sticky(out.impulses[:, 0], w_n, problem.u_free, no_slip, sticky):
                 break
-            sticky = (sticky & ~release) | restore
         else:
             out.status = "active_set_not_converged"
         out.pivots = pivots
@@ -259,35 +251,20 @@ class AnitescuPotra(ContactModel):
         m, W, u = problem.m, problem.W, problem.u_free
         mask = no_slip.tobytes()
         lay = self._layouts[m, mask]
-        top = lay.top
         Q = lay.Q.copy()
         r = np.zeros(lay.n)
         G = self._independent_tangent_rows(problem, np.flatnonzero(sticky))
-        if G.size:
-            # [N, D] rows of the Schur complement of the equality rows G: Wr over R, then gathered
-            A = _cholesky(_block(W, G, G))
-            W_RG = _block(W, lay.R, G)
-            Wr = _block(W, lay.R, lay.R) - W_RG @ lapack.dpotrs(A, W_RG.T, lower=0)[0]
-            ur = u[lay.R] - W_RG @ lapack.dpotrs(A, u[G], lower=0)[0]
-            Q[:top, :top] = lay.sign2 * _block(Wr, lay.sel, lay.sel)
-            r[:top] = lay.sign * ur[lay.sel]
-        else:
-            Q[:top, :top] = lay.sign2 * _block(W, lay.rows, lay.rows)
-            r[:top] = lay.sign * u[lay.rows]
-        if C is not None:
-            Q[lay.diagonal] += C
-        Q[lay.mu_at] = problem.mu[lay.edged]
-        r[:m] += b
+        try:
+            A = pyramid_lcp(W, u, lay.R, G, lay.sel, lay.sign, b, _NONE if C is None else C, problem.mu,
+                            lay.edged, Q, r)
+        except np.linalg.LinAlgError:
+            raise SolverError("the no-slip rows' Delassus block is not positive definite") from None
         key = (mask, sticky.tobytes())
         res = _solve_lcp(Q, r, self._warm.get(key))
         self._warm = {key: res.basis} if res.solved else {}
-        f_R = lay.impulses(res.z)
-        flat = np.zeros(3 * m)
-        flat[lay.R] = f_R
-        if G.size:
-            flat[G] = -lapack.dpotrs(A, u[G] + _block(W, G, lay.R) @ f_R, lower=0)[0]
-        sol = ContactSolution(_from_blocks(m, flat), res.status.value, res.pivots, res.regularization)
-        return sol, res.w[:m]
+        impulses = np.empty((m, 3))
+        pyramid_impulses(res.z, m, lay.edged, W, u, lay.R, G, A, impulses)
+        return ContactSolution(impulses, res.status.value, res.pivots, res.regularization), res.w[:m]
 
     @staticmethod
     def _independent_tangent_rows(problem: ContactProblem, contacts: np.ndarray) -> np.ndarray:
@@ -296,8 +273,7 @@ class AnitescuPotra(ContactModel):
             return np.zeros(0, dtype=int)
         m = problem.m
         rows = np.concatenate((m + contacts, 2 * m + contacts))
-        d = lapack.dsyevd(_block(problem.W, rows, rows), compute_v=0)[0]   # ascending eigenvalues
-        if d[0] > 1e-9 * d[-1]:          # independent: nothing to remove
+        if rows_independent(problem.W, rows):          # nothing to remove
             return rows
         S, T = problem.J[m + contacts], problem.J[2 * m + contacts]
         ks, kt = find_indices(problem.M, None, S, T)
@@ -309,12 +285,8 @@ def _block(A: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return A.take(rows, axis=0).take(cols, axis=1)
 
 
-def _cholesky(A: np.ndarray) -> np.ndarray:
-    """Upper Cholesky factor of a positive definite A (LAPACK potrf), SolverError otherwise."""
-    U, info = lapack.dpotrf(A, lower=0, clean=0)
-    if info != 0:
-        raise SolverError(f"the no-slip rows' Delassus block is not positive definite (LAPACK potrf info {info})")
-    return U
+#: no compliance (rigid normal rows) for :func:`._step_kernel.pyramid_lcp`
+_NONE = np.zeros(0)
 
 
 def _solve_lcp(Q: np.ndarray, r: np.ndarray, basis) -> LCPResult:
@@ -326,12 +298,9 @@ def _solve_lcp(Q: np.ndarray, r: np.ndarray, basis) -> LCPResult:
     Lemke's path on a ray and the regularised fallback then returns a huge lambda that passes the
     scale-relative residual check. Tries the previous basis first (:func:`_guess`).
     """
-    d = Q.diagonal()
-    impulse = d > 0.0
-    di = d[impulse]
-    s = np.full(d.shape, math.sqrt(di.sum() / di.size) if di.size else 1.0)   # the mean, without np.mean's wrapper
-    s[impulse] = 1.0 / np.sqrt(di)
-    Qs, rs = s[:, None] * Q * s, s * r
+    n = r.shape[0]
+    s, Qs, rs = np.empty(n), np.empty((n, n)), np.empty(n)
+    scaled_lcp(Q, r, s, Qs, rs)
     res = _guess(Qs, rs, basis)
     if res is None:
         res = lemke_regularized(Qs, rs)
@@ -349,13 +318,12 @@ def _guess(Q: np.ndarray, r: np.ndarray, basis) -> LCPResult | None:
     """
     if basis is None or basis.size == 0:
         return None
-    _, _, za, info = lapack.dgesv(_block(Q, basis, basis), -r[basis])
-    if info != 0 or za.min() < 0.0:
+    z, w = np.empty(r.shape[0]), np.empty(r.shape[0])
+    try:
+        nonnegative, q_norm, m_norm = basis_guess(Q, r, basis, z, w)
+    except np.linalg.LinAlgError:       # singular basis
         return None
-    z = np.zeros(r.shape[0])
-    z[basis] = za
-    w = Q @ z + r
-    if not residuals_from_parts(z, w, float(np.abs(r).max()), float(np.abs(Q).sum(axis=1).max())).ok():
+    if not nonnegative or not residuals_from_parts(z, w, q_norm, m_norm).ok():
         return None
     return LCPResult(z, w, LCPStatus.SOLVED, 0, 0.0, basis)
 

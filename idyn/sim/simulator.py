@@ -26,7 +26,8 @@ import numpy as np
 import pinocchio as pin
 
 from .. import validation
-from ..contact import Contact, ContactSet, stacked_contact_jacobian
+from .._contact_kernel import contact_rows
+from ..contact import Contact, ContactSet
 from ..errors import InvalidInputError, SolverError
 from ..model import RobotModel, Workspace, as_slice
 from .contact_models import ContactModel, ContactProblem, ContactSolution, make
@@ -149,7 +150,8 @@ class Simulator:
     def _detect(self) -> None:
         """The step pass at the current state (M, h, Jacobians, placements), then detection."""
         self._workspace.compute(self._q, self._v)
-        self._pending: ContactSet = self.world.detect_at(self._workspace, self.dt)
+        self._pending, ja, jb = self.world.detect_joints_at(self._workspace, self.dt)
+        self._pending_joints = (ja, jb, bool(jb.any()))
         self._pending_contacts: list[Contact] | None = None
 
     def contact_set(self) -> ContactSet:
@@ -170,10 +172,13 @@ class Simulator:
         f = -ws.h
         f[self._actuated] += tau
         cs = self._pending
-        problem = ContactProblem(ws.M, self._v, f, self.dt, stacked_contact_jacobian(ws, cs), cs.phi, cs.mu)
+        ja, jb, two_bodies = self._pending_joints
+        J = np.empty((3 * cs.m, self.model.nv))
+        contact_rows(ws.J, self.model.support, ja, jb, two_bodies, cs.frames(), cs.points, J)
+        problem = ContactProblem(ws.M, self._v, f, self.dt, J, cs.phi, cs.mu)
         # finite inputs can still overflow (|tau| 1e159 from a controller that lost the robot):
         # stop here with the simulator's error, not with a contact solver's complaint about NaN
-        if not (np.isfinite(problem.v_free).all() and np.isfinite(problem.u_free).all()):
+        if not problem.finite:
             raise SolverError(f"the simulation diverged at t = {self.t:.4f} s (|v| = {np.abs(self._v).max():.3g}, "
                               f"|tau| = {np.abs(tau).max():.3g}): check the torques and the time step")
         return problem

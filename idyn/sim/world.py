@@ -25,6 +25,7 @@ from .. import validation
 from ..contact import ContactSet, tangent_frames
 from ..errors import InvalidInputError
 from ..model import RobotModel, Workspace
+from ._step_kernel import speculative_keep
 from .geometry import (BOX_CORNERS, Features, Heightmap, Plane, StaticBox, checked_box, spheres_box,
                        spheres_heightmap, spheres_plane, spheres_spheres)
 
@@ -60,6 +61,9 @@ class Box:
 
 
 Terrain = Plane | Heightmap | StaticBox
+
+#: the velocity of :meth:`World.detect_at` without speculative pairs (never read)
+_NO_V = np.zeros(0)
 
 
 def _against_terrain(centres: np.ndarray, radii: np.ndarray, t) -> Features:
@@ -153,6 +157,8 @@ class World:
                            for j in np.unique(self._pair_b[~on_sphere])]
         self._placements_of, self._placement_refs = None, []
         self._last_normals = (np.zeros((0, 3)), (np.zeros((0, 3)), np.zeros((0, 3))))
+        #: joint of each shape, and (index -1) the static world's joint 0
+        self._body_joints = np.append(self._joints, 0).astype(np.intp)
 
     def _pair_mu(self, frame_a: str, frame_b: str) -> float:
         return self.friction.get(frozenset((frame_a, frame_b)), self.default_mu)
@@ -173,6 +179,11 @@ class World:
     def detect_at(self, ws: Workspace, dt: float | None) -> ContactSet:
         """:meth:`detect` at the state of ``ws``, a workspace of this model computed there (not
         checked: the simulator's own pass); ``dt`` None: no speculative pairs."""
+        return self.detect_joints_at(ws, dt)[0]
+
+    def detect_joints_at(self, ws: Workspace, dt: float | None) -> tuple[ContactSet, np.ndarray, np.ndarray]:
+        """:meth:`detect_at` and the joints carrying each contact's bodies A and B (0: the world),
+        which the contact Jacobian needs (:func:`idyn._contact_kernel.contact_rows`)."""
         poses = np.array([placement.homogeneous for placement in self._placements(ws.data)]).reshape(-1, 4, 4)
         parts = []         # (shape a, shape b or -1, features, mu)
         if self.terrain:
@@ -180,28 +191,30 @@ class World:
         if self._pairs:
             parts.append(self._pair_features(poses[:, :3, :3], poses[:, :3, 3]))
         if not parts:
-            return ContactSet._trusted((), (), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0))
+            empty = np.zeros(0, dtype=np.intp)
+            return ContactSet._trusted((), (), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0)), \
+                empty, empty
         if len(parts) == 1:
             (a, b, (points, normals, phi), mu), = parts
         else:
             a, b, mu = (np.concatenate(x) for x in ([p[0] for p in parts], [p[1] for p in parts],
                                                      [p[3] for p in parts]))
             points, normals, phi = (np.concatenate(x) for x in zip(*[p[2] for p in parts]))
-        gap = phi
-        if dt is not None:         # speculative: would close within the step
-            ahead = np.flatnonzero((phi > self.margin) & (phi <= self.margin + dt * self.max_speed))
-            if ahead.size:
-                gap = phi.copy()
-                gap[ahead] += dt * np.minimum(0.0, self._normal_speeds(ws, a[ahead], b[ahead], points[ahead],
-                                                                        normals[ahead]))
-        keep = np.flatnonzero(gap <= self.margin)
+        keep = np.empty(phi.shape[0], dtype=np.intp)
+        # speculative (dt given): a pair apart by at most margin + dt max_speed is kept if it
+        # would close within the step
+        reach = self.margin + dt * self.max_speed if dt is not None else self.margin
+        keep = keep[:speculative_keep(phi, a, b, self._joints, points, normals, ws.J, self.model.support,
+                                      ws.v if dt is not None else _NO_V, self.margin, reach,
+                                      0.0 if dt is None else dt, keep)]
         frames = self._frames
         normals = normals[keep]
+        a, b = a[keep], b[keep]
         cs = ContactSet.__new__(ContactSet)    # ContactSet._trusted with the frames memoised
-        cs.body_a, cs.body_b = tuple(frames[i] for i in a[keep]), tuple(frames[j] for j in b[keep])
+        cs.body_a, cs.body_b = tuple(frames[i] for i in a), tuple(frames[j] for j in b)
         cs.points, cs.normals, cs.mu, cs.phi = points[keep], normals, mu[keep], phi[keep]
         cs.tangents = self._tangents(normals)
-        return cs
+        return cs, self._joints[a], self._body_joints[b]
 
     def _tangents(self, normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:func:`idyn.contact.tangent_frames` of ``normals``, reused (read-only) while the normals
@@ -249,10 +262,3 @@ class World:
             points[k], normals[k], phi[k] = spheres_box(centre[ia[k]], radii[ia[k]], R[j] @ box.rotation, centre[j],
                                                         box.half_extents)
         return ia, ib, Features(points, normals, phi), self._pair_mus
-
-    def _normal_speeds(self, ws: Workspace, a, b, points, normals) -> np.ndarray:
-        """d(phi)/dt of pairs: normal component of A's point velocity relative to B's."""
-        joints = self._joints
-        jb = np.where(b >= 0, joints[np.maximum(b, 0)], 0)
-        rel = ws.point_velocities(joints[a], points) - ws.point_velocities(jb, points)
-        return np.einsum("ij,ij->i", normals, rel)
