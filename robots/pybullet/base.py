@@ -21,6 +21,7 @@ on body A, and negated when the robot is body B.
 """
 from __future__ import annotations
 
+import math
 import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -257,14 +258,19 @@ class SphereProbe:
 
     def closest(self, centre, body: int, margin: float) -> ClosestPoint | None:
         """The nearest point of ``body`` within ``margin`` of the sphere at ``centre``."""
+        best = self.nearest(centre, body, margin)
+        if best is None:
+            return None
+        return ClosestPoint(np.array(best[5]), np.array(best[6]), np.array(best[7]),
+                            float(best[8]), int(best[4]))
+
+    def nearest(self, centre, body: int, margin: float) -> tuple | None:
+        """:meth:`closest` as PyBullet's raw contact-point tuple (index 6: point on ``body``, 7:
+        normal towards the sphere, 8: signed distance), without array conversions."""
         pts = pb.getClosestPoints(-1, body, float(margin), collisionShapeA=self.shape,
                                   collisionShapePositionA=list(map(float, centre)),
                                   physicsClientId=self.client)
-        if not pts:
-            return None
-        best = min(pts, key=lambda cp: cp[8])
-        return ClosestPoint(np.array(best[5]), np.array(best[6]), np.array(best[7]),
-                            float(best[8]), int(best[4]))
+        return min(pts, key=_distance) if pts else None
 
 
 # -------------------------------------------------------------------- sensed forces
@@ -279,16 +285,19 @@ class BodyLink:
         return body == self.body and (self.link is None or link == self.link)
 
 
+def _distance(cp: tuple) -> float:
+    return cp[8]
+
+
 def contact_wrenches(client: int) -> list[tuple]:
-    """Every contact point as (body A, link A, body B, link B, point on B, force on A), newtons.
+    """Every contact point as (body A, link A, body B, link B, point on B, force on A), newtons;
+    the point and the force as 3-tuples of floats.
 
     The point on B is where B's surface is; a terrain or box contact point lies there.
     """
-    out = []
-    for cp in pb.getContactPoints(physicsClientId=client):
-        f = (cp[9] * np.asarray(cp[7]) + cp[10] * np.asarray(cp[11]) + cp[12] * np.asarray(cp[13]))
-        out.append((cp[1], cp[3], cp[2], cp[4], np.asarray(cp[6]), f))
-    return out
+    return [(cp[1], cp[3], cp[2], cp[4], cp[6],
+             tuple(cp[9] * n + cp[10] * d1 + cp[12] * d2 for n, d1, d2 in zip(cp[7], cp[11], cp[13])))
+            for cp in pb.getContactPoints(physicsClientId=client)]
 
 
 def attribute_forces(wrenches, contacts: list[Contact], owners: list[tuple[BodyLink, BodyLink]],
@@ -298,8 +307,8 @@ def attribute_forces(wrenches, contacts: list[Contact], owners: list[tuple[BodyL
     ``owners[i]`` gives the PyBullet (A, B) of ``contacts[i]``. A PyBullet point between the same
     pair is assigned to the nearest such Contact if it lies within ``radius`` of its point.
     """
-    forces = np.zeros((len(contacts), 3))
-    points = np.array([c.point for c in contacts]).reshape(-1, 3)
+    forces = [[0.0, 0.0, 0.0] for _ in contacts]
+    points = [c.point.tolist() for c in contacts]
     for body_a, link_a, body_b, link_b, at, f in wrenches:
         best, best_d = -1, radius
         for i, (oa, ob) in enumerate(owners):
@@ -309,13 +318,15 @@ def attribute_forces(wrenches, contacts: list[Contact], owners: list[tuple[BodyL
                 sign = -1.0
             else:
                 continue
-            d = float(np.linalg.norm(points[i] - at))
+            d = math.dist(points[i], at)
             if d <= best_d:
                 best, best_d, best_sign = i, d, sign
         if best >= 0:
-            forces[best] += best_sign * f
+            row = forces[best]
+            for k in range(3):
+                row[k] += best_sign * f[k]
     frames = np.array([c.frame() for c in contacts]).reshape(-1, 3, 3)
-    return np.einsum("mij,mj->mi", frames, forces)
+    return np.einsum("mij,mj->mi", frames, np.array(forces).reshape(-1, 3))
 
 
 # -------------------------------------------------------------------- testbed skeleton

@@ -12,7 +12,7 @@ import pinocchio as pin
 import pybullet as pb
 
 from idyn.contact import Contact, ContactSet
-from idyn.errors import InvalidInputError
+from idyn.errors import InvalidInputError, NonFiniteError
 from idyn.state import RobotState
 
 from ..quadruped import resolve_quadruped
@@ -57,6 +57,11 @@ class QuadrupedTestbed(Testbed):
         self._foot_ids = [model.frame_id(f.link) for f in self._feet]
         self._data = model.pinocchio_model.createData()  # the testbed's own kinematics workspace
         self._probes = {r: SphereProbe(self.client, r) for r in {f.radius for f in self._feet}}
+        self._foot_probes = [self._probes[f.radius] for f in self._feet]
+        #: PyBullet (A, B) of each foot's contact, and the radius that attributes forces to it
+        self._foot_owners = [(BodyLink(self.robot.body, link), BodyLink(self.terrain.body))
+                             for link in self._foot_links]
+        self._sensed_radius = 2.0 * max(f.radius for f in self._feet) + CONTACT_MARGIN
         self.reset()
 
     # ---------------------------------------------------------------- state
@@ -123,21 +128,13 @@ class QuadrupedTestbed(Testbed):
         margin = float(margin)
         if not (np.isfinite(margin) and margin >= 0):
             raise InvalidInputError(f"margin must be finite and >= 0, got {margin}")
-        q = self.state().q
-        centres = self._foot_centres(q)
-        found, owners = [], []
-        for i, foot in enumerate(self._feet):
-            cp = self._closest(i, q, margin, centres)
-            if cp is None:
-                continue
-            found.append((foot.link, cp))
-            owners.append((BodyLink(self.robot.body, self._foot_links[i]), BodyLink(self.terrain.body)))
-        # one validated batch (frames for all feet at once) instead of a Contact per foot
-        out = ContactSet([link for link, _ in found], [None] * len(found),
-                         [cp.point_on_b for _, cp in found], [cp.normal for _, cp in found],
-                         [self.terrain.friction_at(cp.point_on_b) for _, cp in found],
-                         [cp.distance for _, cp in found]).contacts()
-        self._contacts, self._owners = out, owners
+        body = self.terrain.body
+        found = [(i, cp) for i, (probe, centre) in enumerate(zip(self._foot_probes,
+                                                                 self._foot_centres(self.state().q)))
+                 if (cp := probe.nearest(centre, body, margin)) is not None]
+        out = _foot_contacts([self._feet[i].link for i, _ in found], [cp for _, cp in found],
+                             self.terrain.friction_at)
+        self._contacts, self._owners = out, [self._foot_owners[i] for i, _ in found]
         return list(out)
 
     def sensed_contact_forces(self, contacts=None) -> np.ndarray:
@@ -156,10 +153,8 @@ class QuadrupedTestbed(Testbed):
             unknown = [c.body_a for c in contacts if c.body_a not in index]
             if unknown:
                 raise InvalidInputError(f"contacts on unknown feet {unknown}")
-            owners = [(BodyLink(self.robot.body, self._foot_links[index[c.body_a]]),
-                       BodyLink(self.terrain.body)) for c in contacts]
-        radius = 2.0 * max(f.radius for f in self._feet) + CONTACT_MARGIN
-        return self._sensed(contacts, owners, radius)
+            owners = [self._foot_owners[index[c.body_a]] for c in contacts]
+        return self._sensed(contacts, owners, self._sensed_radius)
 
     def sensed_normal_total(self) -> float:
         """Sum of all PyBullet normal forces between the robot and the terrain (N)."""
@@ -180,3 +175,23 @@ class QuadrupedTestbed(Testbed):
     def _before_step(self) -> None:
         if self.terrain.per_cell_friction:
             self._update_foot_friction(self.state().q)
+
+
+def _foot_contacts(links: list[str], points: list[tuple], friction_at) -> list[Contact]:
+    """Terrain contacts of the feet ``links`` from PyBullet's closest-point tuples (6: point on
+    the terrain, 7: normal towards the foot, 8: signed gap), validated as one batch.
+
+    The raw PyBullet numbers are checked here once (finite, non-zero normals) and normalised as
+    :class:`idyn.ContactSet` does; the per-contact checks of its constructor would repeat that
+    check for arrays built right here (50 us of a 1 ms control step)."""
+    m = len(links)
+    raw = np.array([(*cp[6], *cp[7], cp[8]) for cp in points], dtype=float).reshape(m, 7)
+    if not np.isfinite(raw).all():
+        raise NonFiniteError(f"PyBullet reported a non-finite contact for the feet {links}")
+    normals = np.ascontiguousarray(raw[:, 3:6])
+    norms = np.sqrt(np.einsum("ij,ij->i", normals, normals))
+    if (norms < 1e-12).any():
+        raise InvalidInputError(f"PyBullet reported a zero contact normal for the feet {links}")
+    mu = np.array([friction_at(cp[6]) for cp in points], dtype=float)
+    return ContactSet._trusted(links, (None,) * m, np.ascontiguousarray(raw[:, :3]),
+                               normals / norms[:, None], mu, raw[:, 6].copy()).contacts()
