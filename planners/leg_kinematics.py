@@ -19,12 +19,9 @@ import pinocchio as pin
 from idyn import RobotModel
 from idyn.errors import InvalidInputError
 
-LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+from ._leg_kernel import leg_jacobians, surely_regular
 
-#: eps_ijk, so that einsum("ijk,j...,k...") is a batched cross product
-_LEVI_CIVITA = np.zeros((3, 3, 3))
-_LEVI_CIVITA[0, 1, 2] = _LEVI_CIVITA[1, 2, 0] = _LEVI_CIVITA[2, 0, 1] = 1.0
-_LEVI_CIVITA[0, 2, 1] = _LEVI_CIVITA[2, 1, 0] = _LEVI_CIVITA[1, 0, 2] = -1.0
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
 
 class LegKinematics:
@@ -89,6 +86,9 @@ class LegKinematics:
         self._zero_a = np.zeros(pm.nv)
         self._Jw = np.zeros((6, pm.nv))
         self._x = np.zeros((len(self.legs), 3))
+        #: an inverse is exact when the leg's smallest singular value exceeds this (m)
+        self._min_sigma = 10.0 * np.sqrt(self._damping)
+        self._regular = np.zeros(len(self.legs), dtype=bool)
 
     # ------------------------------------------------------------------ kinematics
     def _set(self, q_legs) -> np.ndarray:
@@ -113,10 +113,10 @@ class LegKinematics:
         """
         self._Jw = pin.computeJointJacobians(self._model, self._data, self._set(q_legs))
         x = self._foot_points()
-        cols = self._Jw[:, self.leg_v]                                   # (6, L, n)
-        J = cols[:3] + np.einsum("ijk,jlm,lk->ilm", _LEVI_CIVITA, cols[3:], x)
+        J = np.empty(self.leg_v.shape[:1] + (3,) + self.leg_v.shape[1:])
+        leg_jacobians(self._Jw, self.leg_v, x, J)
         self._x = x
-        return x, np.transpose(J, (1, 0, 2))
+        return x, J
 
     def base_velocity(self, twist) -> np.ndarray:
         """J_base twist: the velocity (L, 3) each foot point gets from the base twist (pinocchio
@@ -144,16 +144,28 @@ class LegKinematics:
         An undamped inverse of a nearly stretched leg (a swing goal at the edge of the
         workspace) once turned a 1 mm target into a 1e12 rad/s^2 desired acceleration in the
         closed loop; damped, the gain is bounded by 1 / (2 sqrt(damping)) (500 rad/m at the
-        default 1e-6 m^2)."""
-        Jt = np.transpose(J, (0, 2, 1))
-        damped = Jt @ np.linalg.inv(J @ Jt + self._damping * np.eye(3))
+        default 1e-6 m^2).
+
+        Well-conditioned legs, the usual case, are recognised by a determinant bound without an
+        SVD (:func:`planners._leg_kernel.surely_regular`) and get the plain inverse; the damped
+        one is formed only for the others."""
         if J.shape[2] != 3:
-            return damped
-        sigma_min = np.linalg.svd(J, compute_uv=False)[:, -1]
-        ok = sigma_min > 10.0 * np.sqrt(self._damping)
+            return self._damped(J)
+        ok = self._regular
+        surely_regular(J, self._min_sigma, ok)
+        if not ok.all():
+            ok = ok | (np.linalg.svd(J, compute_uv=False)[:, -1] > self._min_sigma)
+        if ok.all():
+            return np.linalg.inv(J)
+        out = self._damped(J)
         if ok.any():
-            damped[ok] = np.linalg.inv(J[ok])
-        return damped
+            out[ok] = np.linalg.inv(J[ok])
+        return out
+
+    def _damped(self, J) -> np.ndarray:
+        """J^T (J J^T + damping I)^-1 per leg."""
+        Jt = np.transpose(J, (0, 2, 1))
+        return Jt @ np.linalg.inv(J @ Jt + self._damping * np.eye(3))
 
     # ------------------------------------------------------------------ inverse kinematics
     def solve(self, targets, q_init, *, tol: float = 1e-7, max_iters: int = 20,

@@ -158,6 +158,7 @@ class QuadrupedPlanner:
         self._z = self._vz = 0.0
         self._twist = np.zeros(3)         # planned (vx, vy, wz), heading frame
         self._twist_rate = np.zeros(3)
+        self._linear = np.zeros(3)        # world velocity of the gait pose at the last plan()
         self._stance = None               # stance flags in effect (planned or early touchdown)
         self._scheduled = np.ones(L, dtype=bool)    # the gait's flags at the last step
         self._early = np.zeros(L, dtype=bool)       # touched down before the planned time
@@ -191,9 +192,8 @@ class QuadrupedPlanner:
         planned velocity."""
         if self._pose is None:
             raise InvalidInputError("base_goal() needs at least one plan() call")
-        linear, _ = self._base_rates()
         return BaseGoal(np.array([self._pose.x, self._pose.y, self._z]),
-                        np.array([0.0, 0.0, self._pose.yaw]), linear,
+                        np.array([0.0, 0.0, self._pose.yaw]), self._linear.copy(),
                         np.array([0.0, 0.0, self._twist[2]]))
 
     # ------------------------------------------------------------------ planning
@@ -230,6 +230,7 @@ class QuadrupedPlanner:
         bd = np.array([self._pose.x, self._pose.y, self._z])
         Rd = rot_z(self._pose.yaw)
         V, A = self._base_rates()
+        self._linear = V
         W = _skew(np.array([0.0, 0.0, self._twist[2]]))      # yaw rate (base = world axis z)
         Wd = _skew(np.array([0.0, 0.0, self._twist_rate[2]]))
         x_rel = (self._feet - bd) @ Rd                        # Rd^T (p - b), per row
@@ -302,17 +303,17 @@ class QuadrupedPlanner:
         dist = math.hypot(dx, dy)
         if dist > self.max_lead:
             dx, dy = dx * self.max_lead / dist, dy * self.max_lead / dist
-        dyaw = float(np.clip(wrap_angle(p.yaw - measured.yaw), -self.max_yaw_lead, self.max_yaw_lead))
+        dyaw = _clamp(wrap_angle(p.yaw - measured.yaw), self.max_yaw_lead)
         self._pose = PlanarPose(measured.x + dx, measured.y + dy, measured.yaw + dyaw)
         rest = self._foothold_height() + self._height - self._z
-        self._vz = float(np.clip(rest / dt, -self.max_climb_rate, self.max_climb_rate))
+        self._vz = _clamp(rest / dt, self.max_climb_rate)
         self._z += self._vz * dt
 
     def _foothold_height(self) -> float:
         """Mean height of the footholds: stance feet where they are held, swing feet where they
         will land."""
         z = [s.end_point[2] if s is not None else f[2] for s, f in zip(self._splines, self._feet)]
-        return float(np.mean(z))
+        return float(sum(z) / len(z))       # np.mean's sum, in the same order
 
     def _plan_feet(self, tg, dt, touching, q, base_p, base_R) -> tuple[np.ndarray, np.ndarray]:
         """World foot targets (into ``self._feet``), velocities and accelerations at gait time
@@ -397,6 +398,11 @@ class QuadrupedPlanner:
         times = liftoff + np.array([0.0, *self.swing_timing, 1.0]) * (touchdown - liftoff)
         zero = np.zeros(3)
         return ClampedCubicSpline(times, points, zero, zero)
+
+
+def _clamp(x: float, bound: float) -> float:
+    """``x`` limited to [-bound, bound] (np.clip's result for a scalar, NaN included)."""
+    return float(min(max(x, -bound), bound))
 
 
 def _skew(w: np.ndarray) -> np.ndarray:
