@@ -25,11 +25,12 @@ import numpy as np
 import pinocchio as pin
 
 from idyn import RobotModel, validation
-from idyn.contact import contact_jacobians
+from idyn.contact import jacobians_at
 from idyn.errors import InvalidInputError
 from idyn.state import RobotState
 
 from .base_motion import rot_z
+from .quadruped_planner import BaseGoal
 
 
 @dataclass(frozen=True)
@@ -68,18 +69,21 @@ class BalanceController:
         pm = model.pinocchio_model
         root = pm.joints[pm.getJointId("root_joint")]
         self._base_v = np.arange(root.idx_v, root.idx_v + 6)
+        self._lin, self._ang = slice(root.idx_v, root.idx_v + 3), slice(root.idx_v + 3, root.idx_v + 6)
+        self._workspace = model.workspace()      # the contact Jacobians' kinematics pass
 
     def wrench(self, state: RobotState, goal) -> np.ndarray:
         """The PD base wrench, in base axes (dual of pinocchio's base velocity)."""
-        q = self.model.check_q(state.q)
-        v = self.model.check_v(state.v)
+        return self._wrench(self.model.check_q(state.q), self.model.check_v(state.v), _checked(goal))
+
+    def _wrench(self, q: np.ndarray, v: np.ndarray, goal: BaseGoal) -> np.ndarray:
         R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
-        R_goal = pin.rpy.rpyToMatrix(*validation.vector(goal.rpy, 3, "goal.rpy"))
+        R_goal = pin.rpy.rpyToMatrix(goal.rpy)
         H = rot_z(float(goal.rpy[2]))                      # goal heading frame
-        e_p = validation.vector(goal.position, 3, "goal.position") - q[:3]
+        e_p = goal.position - q[:3]
         e_r = pin.log3(R_goal @ R.T)                        # world-axes rotation error
-        e_v = validation.vector(goal.linear, 3, "goal.linear") - R @ v[self._base_v[:3]]
-        e_w = validation.vector(goal.angular, 3, "goal.angular") - R @ v[self._base_v[3:]]
+        e_v = goal.linear - R @ v[self._lin]
+        e_w = goal.angular - R @ v[self._ang]
         force = H @ (self.kp[:3] * (H.T @ e_p) + self.kv[:3] * (H.T @ e_v))
         torque = H @ (self.kp[3:] * (H.T @ e_r) + self.kv[3:] * (H.T @ e_w))
         return np.concatenate((R.T @ force, R.T @ torque))
@@ -93,10 +97,19 @@ class BalanceController:
         used = np.array([i for i, c in enumerate(contacts)
                          if stance_bodies is None or c.body_a in stance_bodies], dtype=int)
         na = self.model.na
-        w = self.wrench(state, goal)
+        q = self.model.check_q(state.q)
+        w = self._wrench(q, self.model.check_v(state.v), _checked(goal))
         if used.size == 0:
             return BalanceOutput(np.zeros(na), np.zeros(0), used, w)
-        N = contact_jacobians(self.model, state.q, [contacts[i] for i in used]).N
+        ws = self._workspace.compute_checked(q, dynamics=False)
+        N = jacobians_at(ws, [contacts[i] for i in used]).N
         c_n = np.maximum(N[:, self._base_v] @ w, 0.0)
         tau = -(N.T @ c_n)[self.model.actuated_v]
         return BalanceOutput(tau, c_n, used, w)
+
+
+def _checked(goal) -> BaseGoal:
+    """``goal`` as a validated :class:`BaseGoal` (the planner's own are trusted as they are)."""
+    if isinstance(goal, BaseGoal):
+        return goal
+    return BaseGoal(goal.position, goal.rpy, goal.linear, goal.angular)

@@ -58,6 +58,18 @@ class BaseGoal:
     linear: np.ndarray
     angular: np.ndarray
 
+    def __post_init__(self):
+        for name in ("position", "rpy", "linear", "angular"):
+            object.__setattr__(self, name, validation.vector(getattr(self, name), 3, f"goal.{name}"))
+
+    @classmethod
+    def _trusted(cls, position, rpy, linear, angular) -> "BaseGoal":
+        """Without the checks, for the planner's own finite 3-vectors."""
+        goal = object.__new__(cls)
+        for name, value in (("position", position), ("rpy", rpy), ("linear", linear), ("angular", angular)):
+            object.__setattr__(goal, name, value)
+        return goal
+
 
 class QuadrupedPlanner:
     """Gait, stance and swing foot trajectories and leg IK for a legged robot (paper Sec. 7.2.1).
@@ -192,9 +204,9 @@ class QuadrupedPlanner:
         planned velocity."""
         if self._pose is None:
             raise InvalidInputError("base_goal() needs at least one plan() call")
-        return BaseGoal(np.array([self._pose.x, self._pose.y, self._z]),
-                        np.array([0.0, 0.0, self._pose.yaw]), self._linear.copy(),
-                        np.array([0.0, 0.0, self._twist[2]]))
+        return BaseGoal._trusted(np.array([self._pose.x, self._pose.y, self._z]),
+                                 np.array([0.0, 0.0, self._pose.yaw]), self._linear.copy(),
+                                 np.array([0.0, 0.0, self._twist[2]]))
 
     # ------------------------------------------------------------------ planning
     def plan(self, state: RobotState, command: BaseCommand | None = None, touching=None) -> Desired:
