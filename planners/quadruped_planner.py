@@ -109,7 +109,12 @@ class QuadrupedPlanner:
     touchdown_window:
         Fraction of a swing after which a foot that touches the ground becomes a stance foot
         (Pacer's "stance on contact"); a foot still in the air at its planned touchdown keeps
-        descending at ``probe_speed`` (m/s), at most ``probe_depth`` (m), until it touches.
+        descending at ``probe_speed`` (m/s), at most ``probe_depth`` (m), until it touches, and
+        is then held where it touched. (Keeping the probed foothold instead, below the ground
+        by the depth searched, ratcheted the footholds down by 2-6 mm a step, since the next
+        swing lands at the height it left: on rigid ground LINKS's planned feet reached 5.6 cm
+        below the ground and its base rolled 0.3 rad before it fell at 4.8 s; holding the
+        touched point, it trots 30 s.)
     ik_tol, ik_max_iters:
         Newton tolerance on each foot's position (m; Pacer used 1e-3) and the iteration cap per
         control step.
@@ -345,6 +350,11 @@ class QuadrupedPlanner:
                     self._splines[i] = None
                     self._probe[i] = 0.0
                 self._early[i] = False
+                if down and self._probe[i] > 0.0:      # a late foot touched: hold it where it is
+                    if measured_feet is None:
+                        measured_feet = base_p + self.kin.positions(q[self.kin.leg_q]) @ base_R.T
+                    self._feet[i] = measured_feet[i]
+                    self._probe[i] = 0.0
                 if not down and self._probe[i] < self.probe_depth:   # late: reach down
                     step = min(self.probe_speed * dt, self.probe_depth - self._probe[i])
                     self._feet[i, 2] -= step
