@@ -76,6 +76,12 @@ def rot_z(yaw: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
+def clamp(x: float, bound: float) -> float:
+    """``x`` limited to [-bound, bound]: np.clip's result for a scalar (NaN included), as a float
+    and without np.clip's array machinery."""
+    return float(min(max(x, -bound), bound))
+
+
 def wrap_angle(a: float) -> float:
     """``a`` wrapped into [-pi, pi)."""
     return (a + math.pi) % (2.0 * math.pi) - math.pi

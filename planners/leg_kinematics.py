@@ -66,13 +66,11 @@ class LegKinematics:
 
         pm = pin.Model(model.pinocchio_model)
         offsets = foot_offsets or {}
-        self._joints, self._points, self._fids = [], [], []
+        self._fids = []
         for leg in self.legs:
             parent = pm.frames[model.frame_id(feet[leg])]
             offset = np.asarray(offsets.get(leg, np.zeros(3)), dtype=float).reshape(3)
             placement = parent.placement * pin.SE3(np.eye(3), offset)
-            self._joints.append(parent.parentJoint)
-            self._points.append(placement.translation.copy())    # foot point in its joint frame
             self._fids.append(pm.addFrame(pin.Frame(f"{leg}_planned_foot", parent.parentJoint,
                                                     model.frame_id(feet[leg]), placement,
                                                     pin.FrameType.OP_FRAME)))
@@ -96,8 +94,10 @@ class LegKinematics:
         return self._q
 
     def _foot_points(self) -> np.ndarray:
-        oMi = self._data.oMi
-        return np.array([oMi[j].act(p) for j, p in zip(self._joints, self._points)])
+        """The planned foot points at the last kinematics pass: their frames' placements
+        (each the parent joint's placement applied to the point, as SE3.act would)."""
+        model, data = self._model, self._data
+        return np.array([pin.updateFramePlacement(model, data, f).translation for f in self._fids])
 
     def positions(self, q_legs) -> np.ndarray:
         """(L, 3) foot points in the base frame at leg angles ``q_legs`` (L, n)."""

@@ -42,7 +42,7 @@ from idyn import RobotModel, validation
 from idyn.errors import InvalidInputError
 from idyn.state import Desired, RobotState
 
-from .base_motion import BaseCommand, PlanarPose, predict, rot_z, wrap_angle, yaw_of
+from .base_motion import BaseCommand, PlanarPose, clamp, predict, rot_z, wrap_angle, yaw_of
 from .gait import Gait, TrotGait
 from .leg_kinematics import LegKinematics, per_leg
 from .spline import ClampedCubicSpline
@@ -320,10 +320,10 @@ class QuadrupedPlanner:
         dist = math.hypot(dx, dy)
         if dist > self.max_lead:
             dx, dy = dx * self.max_lead / dist, dy * self.max_lead / dist
-        dyaw = _clamp(wrap_angle(p.yaw - measured.yaw), self.max_yaw_lead)
+        dyaw = clamp(wrap_angle(p.yaw - measured.yaw), self.max_yaw_lead)
         self._pose = PlanarPose(measured.x + dx, measured.y + dy, measured.yaw + dyaw)
         rest = self._foothold_height() + self._height - self._z
-        self._vz = _clamp(rest / dt, self.max_climb_rate)
+        self._vz = clamp(rest / dt, self.max_climb_rate)
         self._z += self._vz * dt
 
     def _foothold_height(self) -> float:
@@ -420,11 +420,6 @@ class QuadrupedPlanner:
         times = liftoff + np.array([0.0, *self.swing_timing, 1.0]) * (touchdown - liftoff)
         zero = np.zeros(3)
         return ClampedCubicSpline(times, points, zero, zero)
-
-
-def _clamp(x: float, bound: float) -> float:
-    """``x`` limited to [-bound, bound] (np.clip's result for a scalar, NaN included)."""
-    return float(min(max(x, -bound), bound))
 
 
 def _skew(w: np.ndarray) -> np.ndarray:

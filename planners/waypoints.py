@@ -17,7 +17,7 @@ from idyn import validation
 from idyn.errors import InvalidInputError
 from idyn.state import RobotState
 
-from .base_motion import BaseCommand, wrap_angle, yaw_of
+from .base_motion import BaseCommand, clamp, wrap_angle, yaw_of
 
 #: The paper's waypoints (m, world x-y).
 PAPER_WAYPOINTS = ((0.0, 0.0), (0.25, 0.0), (0.0, 0.25), (0.0, -0.25), (-0.25, 0.0))
@@ -96,4 +96,4 @@ class WaypointFollower:
         rate = error / self.gait_period
         if abs(error) < self.heading_tolerance:
             return BaseCommand(vx=self.speed, wz=rate)
-        return BaseCommand(wz=float(np.clip(rate, -self.max_turn_rate, self.max_turn_rate)))
+        return BaseCommand(wz=clamp(rate, self.max_turn_rate))
