@@ -194,13 +194,17 @@ def pyramid_lcp(W, u, R, G, sel, sign, b, C, mu, edged, Q, r):
 
 
 @cached_jit
-def pyramid_impulses(z, m, edged, W, u, R, G, U, out):
-    """Per-contact impulses ``out`` (m, 3) [normal, s, t] of the LCP solution ``z`` of
-    :func:`pyramid_lcp`: the R rows from the pyramid variables (f_S = f_S+ - f_S-, likewise T),
-    the eliminated rows G from the equalities, f_G = -W_GG^-1 (u_G + W_GR f_R)."""
+def pyramid_impulses(zs, s, m, edged, W, u, R, G, U, out):
+    """Per-contact impulses ``out`` (m, 3) [normal, s, t] of the solution z = s zs of the LCP of
+    :func:`pyramid_lcp` (zs: of the scaled LCP): the R rows from the pyramid variables
+    (f_S = f_S+ - f_S-, likewise T), the eliminated rows G from the equalities,
+    f_G = -W_GG^-1 (u_G + W_GR f_R)."""
     me, ng = edged.shape[0], G.shape[0]
     flat = np.zeros(3 * m)
     f_R = np.empty(R.shape[0])
+    z = np.empty(m + 4 * me)
+    for i in range(z.shape[0]):
+        z[i] = s[i] * zs[i]
     for i in range(m):
         f_R[i] = z[i]
     for k in range(me):
@@ -265,3 +269,91 @@ def update_sticky(fn, w_n, u_free, no_slip, sticky):
             sticky[i] = True
             changed = True
     return changed
+
+
+@cached_jit
+def place_points(poses, owner, local, out):
+    """World positions ``out`` (k, 3) of points given in the frames ``poses[owner]`` (4 x 4
+    homogeneous placements) at ``local`` (k, 3)."""
+    for i in range(owner.shape[0]):
+        T = poses[owner[i]]
+        for r in range(3):
+            out[i, r] = T[r, 0] * local[i, 0] + T[r, 1] * local[i, 1] + T[r, 2] * local[i, 2] + T[r, 3]
+
+
+@cached_jit
+def plane_features(centres, radii, normal, offset, points, normals, phi):
+    """Spheres against the plane ``normal . x = offset`` (:func:`idyn.sim.geometry.spheres_plane`)
+    into ``points``, ``normals``, ``phi``: gap phi = n . c - offset - r, the contact point midway
+    between the plane point under the centre and the sphere's surface."""
+    for i in range(radii.shape[0]):
+        d = centres[i, 0] * normal[0] + centres[i, 1] * normal[1] + centres[i, 2] * normal[2] - offset
+        phi[i] = d - radii[i]
+        for r in range(3):
+            points[i, r] = (centres[i, r] - (phi[i] + radii[i]) * normal[r]) + (0.5 * phi[i]) * normal[r]
+            normals[i, r] = normal[r]
+
+
+@cached_jit
+def plane_contacts(poses, owner, local, radii, normal, offset, joints, J, support, v, margin, reach, dt,
+                   points, normals, phi, shape):
+    """Detection in a world of probes (sphere centres, box corners) on the multibody against one
+    plane: :func:`place_points`, :func:`plane_features` and :func:`speculative_keep` in one call,
+    the kept pairs compacted in order to the front of ``points``, ``normals``, ``phi`` and
+    ``shape`` (the probe's shape, ``owner``). Returns their count."""
+    k = owner.shape[0]
+    centres = np.empty((k, 3))
+    place_points(poses, owner, local, centres)
+    plane_features(centres, radii, normal, offset, points, normals, phi)
+    keep = np.empty(k, dtype=np.intp)
+    count = speculative_keep(phi, owner, np.full(k, -1), joints, points, normals, J, support, v, margin, reach,
+                             dt, keep)
+    for i in range(count):          # keep is increasing: compaction in place
+        src = keep[i]
+        phi[i] = phi[src]
+        shape[i] = owner[src]
+        for r in range(3):
+            points[i, r] = points[src, r]
+            normals[i, r] = normals[src, r]
+    return count
+
+
+@cached_jit
+def pyramid_lcp_guess(W, u, R, G, sel, sign, b, C, mu, edged, basis, Q, s, Qs, rs, z, w):
+    """:func:`pyramid_lcp` (into ``Q``), :func:`scaled_lcp` (into ``s``, ``Qs``, ``rs``) and, if
+    ``basis`` is not empty, :func:`basis_guess` (into ``z``, ``w``) in one call. Returns the
+    Cholesky factor of W_GG, a code (-1: W_GG is not positive definite; 0: no guess, or the
+    basis is singular or gives a negative z; 1: z >= 0, to be checked by the residuals) and
+    ``max|rs|``, ``||Qs||_inf``."""
+    r = np.zeros(rs.shape[0])
+    try:
+        U = pyramid_lcp(W, u, R, G, sel, sign, b, C, mu, edged, Q, r)
+    except Exception:       # numpy's LinAlgError from the Cholesky factorisation
+        return np.zeros((0, 0)), -1, 0.0, 0.0
+    scaled_lcp(Q, r, s, Qs, rs)
+    if basis.shape[0] == 0:
+        return U, 0, 0.0, 0.0
+    try:
+        nonnegative, q_norm, m_norm = basis_guess(Qs, rs, basis, z, w)
+    except Exception:       # singular basis
+        return U, 0, 0.0, 0.0
+    return U, 1 if nonnegative else 0, q_norm, m_norm
+
+
+@cached_jit
+def no_slip_rows(W, sticky):
+    """The contact-space rows [S; T] of the ``sticky`` contacts (m = sticky.size) and whether
+    they are independent (:func:`rows_independent`)."""
+    m = sticky.shape[0]
+    count = 0
+    for i in range(m):
+        if sticky[i]:
+            count += 1
+    rows = np.empty(2 * count, dtype=np.intp)
+    k = 0
+    for i in range(m):
+        if sticky[i]:
+            rows[k] = m + i
+            rows[count + k] = 2 * m + i
+            k += 1
+    return rows, count == 0 or rows_independent(W, rows)

@@ -35,18 +35,16 @@ removed by Algorithm 1 (:func:`idyn.lcp.find_indices`), which leaves the solutio
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import lapack
 
 from ..errors import InvalidInputError, SolverError
-from ..lcp import LCPResult, LCPStatus, find_indices, lemke_regularized
+from ..lcp import LCPStatus, find_indices, lemke_regularized
 from ..lcp.residuals import residuals_from_parts
 from ..qp import solve_qp
-from ._step_kernel import (basis_guess, contact_space, pyramid_impulses, pyramid_lcp, rows_independent, scaled_lcp,
-                           update_sticky)
+from ._step_kernel import contact_space, no_slip_rows, pyramid_impulses, pyramid_lcp_guess, update_sticky
 
 #: Friction coefficients at or above this value mean no slip (SPEC section 6; paper Sec. 7.5).
 NO_SLIP_MU = 100.0
@@ -247,34 +245,55 @@ class AnitescuPotra(ContactModel):
 
     def _solve_set(self, problem, no_slip, sticky, b, C) -> tuple[ContactSolution, np.ndarray]:
         """Solve with tangential equalities at ``sticky`` contacts and no friction at the other
-        no-slip contacts; returns the solution and the normal slacks w_N."""
+        no-slip contacts; returns the solution and the normal slacks w_N.
+
+        The LCP is solved equilibrated: z = s z', (s Q s) z' + s r = s w, s > 0. The impulse
+        rows are scaled to unit diagonal and the lambda rows (zero diagonal, velocity units) by
+        the mean impulse-row diagonal. The LCP's solutions are unchanged, but Lemke's ratio tests
+        compare like with like: unscaled, a degenerate contact (f_N = 0, lambda free) can end
+        Lemke's path on a ray and the regularised fallback then returns a huge lambda that passes
+        the scale-relative residual check.
+
+        The previous step's basic set is tried first: in steady contact the set of positive
+        impulses does not change from step to step, so one solve of ``Q_aa z_a = -r_a`` usually
+        gives the exact solution. It is accepted only through the residuals every solver uses
+        (:func:`idyn.lcp.residuals.residuals_from_parts`, with w formed as Q z + r, so its
+        equation error is zero), else Lemke's method runs from scratch.
+        """
         m, W, u = problem.m, problem.W, problem.u_free
         mask = no_slip.tobytes()
         lay = self._layouts[m, mask]
-        Q = lay.Q.copy()
-        r = np.zeros(lay.n)
-        G = self._independent_tangent_rows(problem, np.flatnonzero(sticky))
-        try:
-            A = pyramid_lcp(W, u, lay.R, G, lay.sel, lay.sign, b, _NONE if C is None else C, problem.mu,
-                            lay.edged, Q, r)
-        except np.linalg.LinAlgError:
-            raise SolverError("the no-slip rows' Delassus block is not positive definite") from None
+        n = lay.n
+        Q, s, Qs, rs, z, w = lay.Q.copy(), np.empty(n), np.empty((n, n)), np.empty(n), np.empty(n), np.empty(n)
+        G = self._independent_tangent_rows(problem, sticky)
         key = (mask, sticky.tobytes())
-        res = _solve_lcp(Q, r, self._warm.get(key))
-        self._warm = {key: res.basis} if res.solved else {}
+        basis = self._warm.get(key)
+        A, code, q_norm, m_norm = pyramid_lcp_guess(W, u, lay.R, G, lay.sel, lay.sign, b, _NONE if C is None else C,
+                                                    problem.mu, lay.edged, _NO_BASIS if basis is None else basis,
+                                                    Q, s, Qs, rs, z, w)
+        if code < 0:
+            raise SolverError("the no-slip rows' Delassus block is not positive definite")
+        if code and residuals_from_parts(z, w, q_norm, m_norm).ok():
+            status, pivots, regularization = LCPStatus.SOLVED.value, 0, 0.0
+        else:
+            res = lemke_regularized(Qs, rs)
+            z, w, basis = res.z, res.w, res.basis
+            status, pivots, regularization = res.status.value, res.pivots, res.regularization
+            if not res.solved:
+                basis = None
+        self._warm = {} if basis is None else {key: basis}
         impulses = np.empty((m, 3))
-        pyramid_impulses(res.z, m, lay.edged, W, u, lay.R, G, A, impulses)
-        return ContactSolution(impulses, res.status.value, res.pivots, res.regularization), res.w[:m]
+        pyramid_impulses(z, s, m, lay.edged, W, u, lay.R, G, A, impulses)
+        return ContactSolution(impulses, status, pivots, regularization), w[:m] / s[:m]
 
     @staticmethod
-    def _independent_tangent_rows(problem: ContactProblem, contacts: np.ndarray) -> np.ndarray:
-        """Contact-space indices of the no-slip rows kept by Algorithm 1 (paper Sec. 4.4)."""
-        if contacts.size == 0:
-            return np.zeros(0, dtype=int)
-        m = problem.m
-        rows = np.concatenate((m + contacts, 2 * m + contacts))
-        if rows_independent(problem.W, rows):          # nothing to remove
+    def _independent_tangent_rows(problem: ContactProblem, sticky: np.ndarray) -> np.ndarray:
+        """Contact-space indices of the no-slip rows of the ``sticky`` contacts kept by Algorithm 1
+        (paper Sec. 4.4)."""
+        rows, independent = no_slip_rows(problem.W, sticky)
+        if independent:          # nothing to remove
             return rows
+        m, contacts = problem.m, np.flatnonzero(sticky)
         S, T = problem.J[m + contacts], problem.J[2 * m + contacts]
         ks, kt = find_indices(problem.M, None, S, T)
         return np.concatenate((m + contacts[ks], 2 * m + contacts[kt]))
@@ -285,47 +304,9 @@ def _block(A: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return A.take(rows, axis=0).take(cols, axis=1)
 
 
-#: no compliance (rigid normal rows) for :func:`._step_kernel.pyramid_lcp`
+#: no compliance (rigid normal rows) and no basis to try, for :func:`._step_kernel.pyramid_lcp_guess`
 _NONE = np.zeros(0)
-
-
-def _solve_lcp(Q: np.ndarray, r: np.ndarray, basis) -> LCPResult:
-    """Solve the contact LCP, equilibrated: z = s z', (s Q s) z' + s r = s w, s > 0.
-
-    The impulse rows are scaled to unit diagonal and the lambda rows (zero diagonal, velocity
-    units) by the mean impulse-row diagonal. The LCP's solutions are unchanged, but Lemke's ratio
-    tests compare like with like: unscaled, a degenerate contact (f_N = 0, lambda free) can end
-    Lemke's path on a ray and the regularised fallback then returns a huge lambda that passes the
-    scale-relative residual check. Tries the previous basis first (:func:`_guess`).
-    """
-    n = r.shape[0]
-    s, Qs, rs = np.empty(n), np.empty((n, n)), np.empty(n)
-    scaled_lcp(Q, r, s, Qs, rs)
-    res = _guess(Qs, rs, basis)
-    if res is None:
-        res = lemke_regularized(Qs, rs)
-    return LCPResult(s * res.z, res.w / s, res.status, res.pivots, res.regularization, res.basis)
-
-
-def _guess(Q: np.ndarray, r: np.ndarray, basis) -> LCPResult | None:
-    """The LCP solution with the previous step's basic set, if it still is one.
-
-    In steady contact the set of positive impulses does not change from step to step, so one
-    solve of ``Q_aa z_a = -r_a`` usually gives the exact solution; it is accepted only through
-    the residuals every solver uses (:func:`idyn.lcp.residuals.residuals_from_parts`, with w
-    formed here as Q z + r, so its equation error is zero), else None and Lemke's method runs
-    from scratch.
-    """
-    if basis is None or basis.size == 0:
-        return None
-    z, w = np.empty(r.shape[0]), np.empty(r.shape[0])
-    try:
-        nonnegative, q_norm, m_norm = basis_guess(Q, r, basis, z, w)
-    except np.linalg.LinAlgError:       # singular basis
-        return None
-    if not nonnegative or not residuals_from_parts(z, w, q_norm, m_norm).ok():
-        return None
-    return LCPResult(z, w, LCPStatus.SOLVED, 0, 0.0, basis)
+_NO_BASIS = np.zeros(0, dtype=np.intp)
 
 
 class NoSlip(AnitescuPotra):

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import validation
 from ..errors import InvalidInputError
+from ._step_kernel import plane_features
 
 
 class Feature(NamedTuple):
@@ -200,9 +201,10 @@ def _check_mu(mu) -> float:
 # ---------------------------------------------------------------------- closest features
 def spheres_plane(centres: np.ndarray, radii: np.ndarray, plane: Plane) -> Features:
     """k spheres (A) against a plane (B)."""
-    n = plane.normal
-    phi = centres @ n - plane.offset - radii
-    return _at_midpoint(centres - (phi + radii)[:, None] * n, n[None].repeat(phi.shape[0], axis=0), phi)
+    k = radii.shape[0]
+    out = Features(np.empty((k, 3)), np.empty((k, 3)), np.empty(k))
+    plane_features(centres, radii, plane.normal, plane.offset, *out)
+    return out
 
 
 def spheres_heightmap(centres: np.ndarray, radii: np.ndarray, hm: Heightmap, iterations: int = 3) -> Features:

@@ -150,8 +150,8 @@ class Simulator:
     def _detect(self) -> None:
         """The step pass at the current state (M, h, Jacobians, placements), then detection."""
         self._workspace.compute(self._q, self._v)
-        self._pending, ja, jb = self.world.detect_joints_at(self._workspace, self.dt)
-        self._pending_joints = (ja, jb, bool(jb.any()))
+        self._pending, ja, jb, frames = self.world.detect_joints_at(self._workspace, self.dt)
+        self._pending_rows = (ja, jb, bool(jb.any()), frames)
         self._pending_contacts: list[Contact] | None = None
 
     def contact_set(self) -> ContactSet:
@@ -172,9 +172,9 @@ class Simulator:
         f = -ws.h
         f[self._actuated] += tau
         cs = self._pending
-        ja, jb, two_bodies = self._pending_joints
+        ja, jb, two_bodies, frames = self._pending_rows
         J = np.empty((3 * cs.m, self.model.nv))
-        contact_rows(ws.J, self.model.support, ja, jb, two_bodies, cs.frames(), cs.points, J)
+        contact_rows(ws.J, self.model.support, ja, jb, two_bodies, frames, cs.points, J)
         problem = ContactProblem(ws.M, self._v, f, self.dt, J, cs.phi, cs.mu)
         # finite inputs can still overflow (|tau| 1e159 from a controller that lost the robot):
         # stop here with the simulator's error, not with a contact solver's complaint about NaN

@@ -25,7 +25,7 @@ from .. import validation
 from ..contact import ContactSet, tangent_frames
 from ..errors import InvalidInputError
 from ..model import RobotModel, Workspace
-from ._step_kernel import speculative_keep
+from ._step_kernel import place_points, plane_contacts, speculative_keep
 from .geometry import (BOX_CORNERS, Features, Heightmap, Plane, StaticBox, checked_box, spheres_box,
                        spheres_heightmap, spheres_plane, spheres_spheres)
 
@@ -129,8 +129,6 @@ class World:
         self._probe_shape = np.array(owner, dtype=np.intp)
         self._probe_local = np.array(local, dtype=float).reshape(-1, 3)
         self._probe_radius = np.array(radius, dtype=float)
-        #: probe points in their frames, homogeneous columns (k, 4, 1): one batched product places them
-        self._probe_homogeneous = np.append(self._probe_local, np.ones((len(owner), 1)), axis=1)[:, :, None]
         self._world_probe = np.full(self._probe_shape.size, -1)
         #: frame names by shape index; index -1 (the static world) is None
         self._frames = [s.frame for s in self.shapes] + [None]
@@ -156,7 +154,7 @@ class World:
         self._box_pairs = [(j, np.flatnonzero(~on_sphere & (self._pair_b == j)))
                            for j in np.unique(self._pair_b[~on_sphere])]
         self._placements_of, self._placement_refs = None, []
-        self._last_normals = (np.zeros((0, 3)), (np.zeros((0, 3)), np.zeros((0, 3))))
+        self._last_normals = (np.zeros((0, 3)), (np.zeros((0, 3)), np.zeros((0, 3))), np.zeros((0, 3, 3)))
         #: joint of each shape, and (index -1) the static world's joint 0
         self._body_joints = np.append(self._joints, 0).astype(np.intp)
 
@@ -181,10 +179,14 @@ class World:
         checked: the simulator's own pass); ``dt`` None: no speculative pairs."""
         return self.detect_joints_at(ws, dt)[0]
 
-    def detect_joints_at(self, ws: Workspace, dt: float | None) -> tuple[ContactSet, np.ndarray, np.ndarray]:
-        """:meth:`detect_at` and the joints carrying each contact's bodies A and B (0: the world),
-        which the contact Jacobian needs (:func:`idyn._contact_kernel.contact_rows`)."""
+    def detect_joints_at(self, ws: Workspace, dt: float | None) -> tuple[ContactSet, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`detect_at`, the joints carrying each contact's bodies A and B (0: the world) and
+        the contact frames (m, 3, 3), which the contact Jacobian needs
+        (:func:`idyn._contact_kernel.contact_rows`)."""
         poses = np.array([placement.homogeneous for placement in self._placements(ws.data)]).reshape(-1, 4, 4)
+        reach = self.margin + dt * self.max_speed if dt is not None else self.margin
+        if not self._pairs and len(self.terrain) == 1 and type(self.terrain[0]) is Plane:
+            return self._plane_contacts(ws, poses, reach, dt)
         parts = []         # (shape a, shape b or -1, features, mu)
         if self.terrain:
             parts.append(self._terrain_features(poses))
@@ -193,7 +195,7 @@ class World:
         if not parts:
             empty = np.zeros(0, dtype=np.intp)
             return ContactSet._trusted((), (), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0)), \
-                empty, empty
+                empty, empty, np.zeros((0, 3, 3))
         if len(parts) == 1:
             (a, b, (points, normals, phi), mu), = parts
         else:
@@ -203,7 +205,6 @@ class World:
         keep = np.empty(phi.shape[0], dtype=np.intp)
         # speculative (dt given): a pair apart by at most margin + dt max_speed is kept if it
         # would close within the step
-        reach = self.margin + dt * self.max_speed if dt is not None else self.margin
         keep = keep[:speculative_keep(phi, a, b, self._joints, points, normals, ws.J, self.model.support,
                                       ws.v if dt is not None else _NO_V, self.margin, reach,
                                       0.0 if dt is None else dt, keep)]
@@ -213,18 +214,38 @@ class World:
         cs = ContactSet.__new__(ContactSet)    # ContactSet._trusted with the frames memoised
         cs.body_a, cs.body_b = tuple(frames[i] for i in a), tuple(frames[j] for j in b)
         cs.points, cs.normals, cs.mu, cs.phi = points[keep], normals, mu[keep], phi[keep]
-        cs.tangents = self._tangents(normals)
-        return cs, self._joints[a], self._body_joints[b]
+        return cs, self._joints[a], self._body_joints[b], self._frames_of(cs)
 
-    def _tangents(self, normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`idyn.contact.tangent_frames` of ``normals``, reused (read-only) while the normals
-        repeat exactly, as they do on planes from step to step."""
-        last, frames = self._last_normals
+    def _plane_contacts(self, ws: Workspace, poses: np.ndarray, reach: float, dt: float | None):
+        """:meth:`detect_joints_at` of a world whose only pairs are the probes against one plane,
+        in one compiled call (:func:`._step_kernel.plane_contacts`; the same numbers as the
+        general path)."""
+        k, plane = self._probe_shape.size, self.terrain[0]
+        points, normals, phi, shape = np.empty((k, 3)), np.empty((k, 3)), np.empty(k), np.empty(k, dtype=np.intp)
+        m = plane_contacts(poses, self._probe_shape, self._probe_local, self._probe_radius, plane.normal,
+                           plane.offset, self._joints, ws.J, self.model.support, ws.v if dt is not None else _NO_V,
+                           self.margin, reach, 0.0 if dt is None else dt, points, normals, phi, shape)
+        shape, normals = shape[:m], normals[:m]
+        frames = self._frames
+        cs = ContactSet.__new__(ContactSet)
+        cs.body_a, cs.body_b = tuple(frames[i] for i in shape), (None,) * m
+        cs.points, cs.normals, cs.mu, cs.phi = points[:m], normals, np.full(m, plane.mu), phi[:m]
+        return cs, self._joints[shape], np.zeros(m, dtype=np.intp), self._frames_of(cs)
+
+    def _frames_of(self, cs: ContactSet) -> np.ndarray:
+        """Set the tangents of ``cs`` (:func:`idyn.contact.tangent_frames` of its normals) and
+        return its contact frames (m, 3, 3; :meth:`ContactSet.frames`), both reused (read-only)
+        while the normals repeat exactly, as they do on planes from step to step."""
+        normals = cs.normals
+        last, tangents, frames = self._last_normals
         if last.shape != normals.shape or not (last == normals).all():
-            frames = tangent_frames(normals)
-            for f in frames:
+            tangents = tangent_frames(normals)
+            for f in tangents:
                 f.flags.writeable = False
-            self._last_normals = (normals.copy(), frames)
+            frames = np.stack((normals,) + tuple(tangents), axis=1)
+            frames.flags.writeable = False
+            self._last_normals = (normals.copy(), tangents, frames)
+        cs.tangents = tangents
         return frames
 
     def _placements(self, data) -> list:
@@ -239,7 +260,8 @@ class World:
         """Every probe against every terrain shape, probe-major (each probe against each terrain
         shape in turn), vectorized per terrain shape; ``poses`` are the shapes' frames (k, 4, 4)."""
         owner = self._probe_shape
-        probes = (poses[owner] @ self._probe_homogeneous)[:, :3, 0]
+        probes = np.empty((owner.size, 3))
+        place_points(poses, owner, self._probe_local, probes)
         fs = [_against_terrain(probes, self._probe_radius, terrain) for terrain in self.terrain]
         mus = [terrain.frictions_at(f.points) for terrain, f in zip(self.terrain, fs)]
         if len(fs) == 1:
