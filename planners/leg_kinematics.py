@@ -86,7 +86,6 @@ class LegKinematics:
         self._x = np.zeros((len(self.legs), 3))
         #: an inverse is exact when the leg's smallest singular value exceeds this (m)
         self._min_sigma = 10.0 * np.sqrt(self._damping)
-        self._regular = np.zeros(len(self.legs), dtype=bool)
 
     # ------------------------------------------------------------------ kinematics
     def _set(self, q_legs) -> np.ndarray:
@@ -151,7 +150,7 @@ class LegKinematics:
         one is formed only for the others."""
         if J.shape[2] != 3:
             return self._damped(J)
-        ok = self._regular
+        ok = np.empty(J.shape[0], dtype=bool)
         surely_regular(J, self._min_sigma, ok)
         if not ok.all():
             ok = ok | (np.linalg.svd(J, compute_uv=False)[:, -1] > self._min_sigma)
