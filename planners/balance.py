@@ -81,12 +81,12 @@ class BalanceController:
         R_goal = pin.rpy.rpyToMatrix(goal.rpy)
         H = rot_z(float(goal.rpy[2]))                      # goal heading frame
         e_p = goal.position - q[:3]
-        e_r = pin.log3(R_goal @ R.T)                        # world-axes rotation error
-        e_v = goal.linear - R @ v[self._lin]
-        e_w = goal.angular - R @ v[self._ang]
-        force = H @ (self.kp[:3] * (H.T @ e_p) + self.kv[:3] * (H.T @ e_v))
-        torque = H @ (self.kp[3:] * (H.T @ e_r) + self.kv[3:] * (H.T @ e_w))
-        return np.concatenate((R.T @ force, R.T @ torque))
+        e_r = pin.log3(R_goal.dot(R.T))                     # world-axes rotation error
+        e_v = goal.linear - R.dot(v[self._lin])
+        e_w = goal.angular - R.dot(v[self._ang])
+        force = H.dot(self.kp[:3] * H.T.dot(e_p) + self.kv[:3] * H.T.dot(e_v))
+        torque = H.dot(self.kp[3:] * H.T.dot(e_r) + self.kv[3:] * H.T.dot(e_w))
+        return np.concatenate((R.T.dot(force), R.T.dot(torque)))
 
     def compute(self, state: RobotState, contacts, goal, stance_bodies=None) -> BalanceOutput:
         """Torques for the measured ``state``, the current ``contacts`` (``idyn.Contact``) and a
@@ -103,8 +103,8 @@ class BalanceController:
             return BalanceOutput(np.zeros(na), np.zeros(0), used, w)
         ws = self._workspace.compute_checked(q, dynamics=False)
         N = jacobians_at(ws, [contacts[i] for i in used]).N
-        c_n = np.maximum(N[:, self._base_v] @ w, 0.0)
-        tau = -(N.T @ c_n)[self.model.actuated_v]
+        c_n = np.maximum(N[:, self._base_v].dot(w), 0.0)
+        tau = -N.T.dot(c_n)[self.model.actuated_v]
         return BalanceOutput(tau, c_n, used, w)
 
 

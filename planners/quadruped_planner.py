@@ -250,10 +250,10 @@ class QuadrupedPlanner:
         self._linear = V
         W = _skew(np.array([0.0, 0.0, self._twist[2]]))      # yaw rate (base = world axis z)
         Wd = _skew(np.array([0.0, 0.0, self._twist_rate[2]]))
-        x_rel = (self._feet - bd) @ Rd                        # Rd^T (p - b), per row
-        v_rel = (pd - V) @ Rd
-        xd = v_rel - x_rel @ W.T
-        xdd = (pdd - A) @ Rd - 2.0 * v_rel @ W.T - x_rel @ Wd.T + x_rel @ (W @ W).T
+        x_rel = (self._feet - bd).dot(Rd)                     # Rd^T (p - b), per row
+        v_rel = (pd - V).dot(Rd)
+        xd = v_rel - x_rel.dot(W.T)
+        xdd = (pdd - A).dot(Rd) - (2.0 * v_rel).dot(W.T) - x_rel.dot(Wd.T) + x_rel.dot(W.dot(W).T)
         # warm start: the last solution advanced by its rates and accelerations (second order), so
         # the guess is usually within tolerance and at most one Newton step is needed
         q_guess = self._q_legs + dt * (self._qd_legs + 0.5 * dt * self._qdd_legs)
@@ -286,9 +286,9 @@ class QuadrupedPlanner:
     def _base_rates(self) -> tuple[np.ndarray, np.ndarray]:
         """World linear velocity and acceleration of the gait pose's origin."""
         R = rot_z(self._pose.yaw)
-        planar = R @ np.array([self._twist[0], self._twist[1], 0.0])
+        planar = R.dot(np.array([self._twist[0], self._twist[1], 0.0]))
         V = planar + np.array([0.0, 0.0, self._vz])
-        A = R @ np.array([self._twist_rate[0], self._twist_rate[1], 0.0]) \
+        A = R.dot(np.array([self._twist_rate[0], self._twist_rate[1], 0.0])) \
             + self._twist[2] * np.array([-planar[1], planar[0], 0.0])
         return V, A
 

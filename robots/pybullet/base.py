@@ -223,7 +223,7 @@ def free_flyer_from_com(com: pin.SE3, lin, ang, inertial: pin.SE3) -> tuple[np.n
     R = base.rotation
     r = com.translation - base.translation
     v_origin = lin - _cross(ang, r)
-    return pin.SE3ToXYZQUAT(base), np.concatenate((R.T @ v_origin, R.T @ ang))
+    return pin.SE3ToXYZQUAT(base), np.concatenate((R.T.dot(v_origin), R.T.dot(ang)))
 
 
 def com_from_free_flyer(q7, v6, inertial: pin.SE3) -> tuple[pin.SE3, np.ndarray, np.ndarray]:
