@@ -357,3 +357,25 @@ def no_slip_rows(W, sticky):
             rows[count + k] = 2 * m + i
             k += 1
     return rows, count == 0 or rows_independent(W, rows)
+
+
+@cached_jit
+def dissipation_qp(W, u, phi, dt, mu, rows, sign, cones, H, c, A_in, b_in):
+    """Fill the QP of :class:`idyn.sim.contact_models.MaximalDissipation` (paper eqs. 69-72) over
+    the pyramid variables x = [f_N, f_S+, f_S-, f_T+, f_T-] of m contacts, the signed selection
+    ``rows``, ``sign`` of the contact space: ``H = sign sign^T W[rows, rows]``,
+    ``c = sign u[rows]``, the non-penetration rows ``A_in[:m] = W[:m, rows] sign`` with
+    ``b_in[:m] = -(u_N + phi / dt)``, and mu of the ``cones`` contacts in their cone rows (the
+    last rows of A_in, whose other entries, like x >= 0, are in place)."""
+    m, n, nb = phi.shape[0], rows.shape[0], cones.shape[0]
+    for i in range(n):
+        c[i] = sign[i] * u[rows[i]]
+        for j in range(n):
+            H[i, j] = sign[i] * sign[j] * W[rows[i], rows[j]]
+    for i in range(m):
+        b_in[i] = -(u[i] + phi[i] / dt)
+        for j in range(n):
+            A_in[i, j] = W[i, rows[j]] * sign[j]
+    first = A_in.shape[0] - nb
+    for k in range(nb):
+        A_in[first + k, cones[k]] = mu[cones[k]]

@@ -43,8 +43,9 @@ from scipy.linalg import lapack
 from ..errors import InvalidInputError, SolverError
 from ..lcp import LCPStatus, find_indices, lemke_regularized
 from ..lcp.residuals import residuals_from_parts
-from ..qp import solve_qp
-from ._step_kernel import contact_space, no_slip_rows, pyramid_impulses, pyramid_lcp_guess, update_sticky
+from ..qp import solve_built
+from ._step_kernel import (contact_space, dissipation_qp, no_slip_rows, pyramid_impulses, pyramid_lcp_guess,
+                           update_sticky)
 
 #: Friction coefficients at or above this value mean no slip (SPEC section 6; paper Sec. 7.5).
 NO_SLIP_MU = 100.0
@@ -129,21 +130,17 @@ class ContactModel:
         """Forget anything carried between steps (warm starts); called by Simulator.reset."""
 
 
-def _from_blocks(m: int, flat: np.ndarray) -> np.ndarray:
-    """Flat [f_N; f_S; f_T] (3m) to per-contact rows (m, 3)."""
-    return flat.reshape(3, m).T.copy()
-
-
 class _Pyramid:
     """Where the friction pyramid of paper Sec. 5.1 sits in contact space, for m contacts of which
     ``edged`` (indices) have pyramid edges.
 
     [N, D] with D = [S_e; -S_e; T_e; -T_e] is a signed selection of the contact-space rows
     [N; S; T]: ``rows`` (m + 4 me) are the contact-space rows of its entries and ``sign`` their
-    signs, so its block of W is ``sign2 * W[rows, rows]`` and its free velocity ``sign * u[rows]``,
-    gathered, never multiplied (H W H^T without H; bit-identical). ``R`` are the contact-space
-    rows [N, S_e, T_e] and ``sel`` the same selection in R-space (for a reduced Wr over R). Built
-    once per contact layout and reused while the layout lasts.
+    signs, so its block of W is ``sign sign^T W[rows, rows]`` and its free velocity
+    ``sign * u[rows]``, gathered, never multiplied (H W H^T without H; bit-identical). ``R`` are
+    the contact-space rows [N, S_e, T_e] and ``sel`` the same selection in R-space (for a reduced
+    Wr over R; :mod:`._step_kernel` gathers). Built once per contact layout and reused while the
+    layout lasts.
     """
 
     def __init__(self, m: int, edged: np.ndarray):
@@ -154,17 +151,10 @@ class _Pyramid:
         self.sel = np.concatenate((np.arange(m), m + ie, m + ie, m + me + ie, m + me + ie))
         self.sign = np.ones(self.top)
         self.sign[m + me:m + 2 * me] = self.sign[m + 3 * me:] = -1.0
-        self.sign2 = np.outer(self.sign, self.sign)
         self.rows = self.R[self.sel]
         #: (column, edged contact) of each edge's entry in E (each contact's 4 edges, Sec. 5.1)
         self.edge_columns = m + np.arange(4 * me)
         self.edge_contacts = np.tile(ie, 4)
-
-    def impulses(self, z: np.ndarray) -> np.ndarray:
-        """The R-space impulses [f_N, f_S, f_T] (m + 2 me) of pyramid variables z[:top]."""
-        m, me = self.m, self.edged.size
-        return np.concatenate((z[:m], z[m:m + me] - z[m + me:m + 2 * me],
-                               z[m + 2 * me:m + 3 * me] - z[m + 3 * me:self.top]))
 
 
 class _Layouts(dict):
@@ -299,14 +289,11 @@ class AnitescuPotra(ContactModel):
         return np.concatenate((m + contacts[ks], 2 * m + contacts[kt]))
 
 
-def _block(A: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """A[np.ix_(rows, cols)] by two takes (a fifth of np.ix_'s cost on these small blocks)."""
-    return A.take(rows, axis=0).take(cols, axis=1)
-
-
-#: no compliance (rigid normal rows) and no basis to try, for :func:`._step_kernel.pyramid_lcp_guess`
+#: no compliance (rigid normal rows), no basis to try, no equality rows and their factor, for
+#: :func:`._step_kernel.pyramid_lcp_guess` and :func:`._step_kernel.pyramid_impulses`
 _NONE = np.zeros(0)
 _NO_BASIS = np.zeros(0, dtype=np.intp)
+_NONE2 = np.zeros((0, 0))
 
 
 class NoSlip(AnitescuPotra):
@@ -366,18 +353,18 @@ class MaximalDissipation(ContactModel):
         bounded = problem.mu < self.no_slip_mu
         lay = self._layouts[m, bounded.tobytes()]
         # x = [f_N, f_S+, f_S-, f_T+, f_T-]: the pyramid variables of every contact, so the
-        # Hessian X^T W X and the normal rows of W X are signed gathers of W
-        W, u = problem.W, problem.u_free
-        A_in = lay.A_in.copy()
-        A_in[:m] = W[:m].take(lay.rows, axis=1) * lay.sign
-        A_in[lay.mu_at] = problem.mu[bounded]
-        b_in = np.zeros(A_in.shape[0])
-        b_in[:m] = -(u[:m] + problem.phi / problem.dt)
-        res = solve_qp(lay.sign2 * _block(W, lay.rows, lay.rows), lay.sign * u[lay.rows], A_in=A_in, b_in=b_in,
-                       backend=self.backend)
-        x = res.x if res.solved else np.zeros(5 * m)
-        return ContactSolution(_from_blocks(m, lay.impulses(x)), res.status.value, 0, res.regularization,
-                               res.iterations)
+        # Hessian X^T W X and the normal rows of W X are signed gathers of W (one compiled call);
+        # the arrays are built here, finite (the simulator checked the problem), so the QP's
+        # input checks are skipped (solve_built)
+        n = 5 * m
+        H, c, A_in, b_in = np.empty((n, n)), np.empty(n), lay.A_in.copy(), np.zeros(lay.A_in.shape[0])
+        dissipation_qp(problem.W, problem.u_free, problem.phi, problem.dt, problem.mu, lay.rows, lay.sign,
+                       lay.cones, H, c, A_in, b_in)
+        res = solve_built(H, c, np.zeros((0, n)), np.zeros(0), A_in, b_in, backend=self.backend)
+        x = res.x if res.solved else np.zeros(n)
+        impulses = np.empty((m, 3))
+        pyramid_impulses(x, lay.unit, m, lay.edged, problem.W, problem.u_free, lay.R, _NO_BASIS, _NONE2, impulses)
+        return ContactSolution(impulses, res.status.value, 0, res.regularization, res.iterations)
 
 
 class _QPLayout(_Pyramid):
@@ -393,7 +380,8 @@ class _QPLayout(_Pyramid):
         cone_rows = 6 * m + np.arange(nb)
         for k in range(4):
             self.A_in[cone_rows, (k + 1) * m + cones] = -1.0
-        self.mu_at = (cone_rows, cones)
+        self.cones = cones
+        self.unit = np.ones(5 * m)       # the QP's x is not scaled
 
 
 #: Model names in the order the CLI lists them.
