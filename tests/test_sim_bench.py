@@ -10,5 +10,6 @@ def test_bench_sim_times_every_case_against_pybullet(tmp_path):
     assert set(saved["idyn"]) == {label for label, *_ in sim.CASES}
     assert saved["pybullet"]["steps"] == 3 and saved["pybullet"]["median_us"] > 0
     for entry in saved["idyn"].values():
-        assert entry["steps"] == 3 and entry["ratio_to_pybullet"] > 0
+        assert entry["steps"] == 3 and entry["ratio_to_pybullet"] > 0 and entry["p90_ratio_to_pybullet"] > 0
+    assert len(saved["load_average"]) == 2
     assert report["idyn"].keys() == saved["idyn"].keys()

@@ -6,11 +6,14 @@ control-size matrices gain nothing from more, see
 :func:`experiments.benchmarks.controllers.single_threaded_blas`). Timed: one
 ``testbed.step()`` (PyBullet: ``stepSimulation`` plus setting the torques; idyn.sim: detection,
 dynamics, contact model and integration). Printed as median and p90 in microseconds per contact
-model, with the ratio to PyBullet; written to DIR/bench.json.
+model, with the ratio to PyBullet (of the medians and of the p90s) and the machine's load average
+at the start and end (timings on a shared machine are only comparable as ratios); written to
+DIR/bench.json.
 """
 from __future__ import annotations
 
 import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -64,19 +67,23 @@ def run(out="results/bench", *, counts=None, seeds: int = 1, repeats: int = 2000
     out.mkdir(parents=True, exist_ok=True)
     report = {"benchmark": "sim", "robot": robot, "python": platform.python_version(),
               "machine": platform.machine(), "blas_threads": 1, "pybullet": {}, "idyn": {}}
+    load_before = os.getloadavg()[0]
     with pb_testbeds.QuadrupedTestbed(robot, "rigid", 0.5) as pb:
         sims = [sim_testbeds.QuadrupedTestbed(robot, terrain, mu, contact_model=model)
                 for _, terrain, mu, model in CASES]
         times = _time_steps([pb] + sims, repeats)
+    report["load_average"] = [load_before, os.getloadavg()[0]]
     report["pybullet"] = _summary(times[0])
-    base = report["pybullet"]["median_us"]
-    print(f"{'backend':34s} {'median us':>10s} {'p90 us':>10s} {'x PyBullet':>11s}")
-    print(f"{'pybullet stepSimulation':34s} {base:10.1f} {report['pybullet']['p90_us']:10.1f} {1.0:11.2f}")
+    base, base90 = report["pybullet"]["median_us"], report["pybullet"]["p90_us"]
+    print(f"{'backend':34s} {'median us':>10s} {'p90 us':>10s} {'x PyBullet':>11s} {'p90 x PB':>9s}")
+    print(f"{'pybullet stepSimulation':34s} {base:10.1f} {base90:10.1f} {1.0:11.2f} {1.0:9.2f}")
     for (label, *_), row in zip(CASES, times[1:]):
         entry = _summary(row)
         entry["ratio_to_pybullet"] = entry["median_us"] / base
+        entry["p90_ratio_to_pybullet"] = entry["p90_us"] / base90
         report["idyn"][label] = entry
         print(f"{'idyn.sim ' + label:34s} {entry['median_us']:10.1f} {entry['p90_us']:10.1f} "
-              f"{entry['ratio_to_pybullet']:11.2f}")
+              f"{entry['ratio_to_pybullet']:11.2f} {entry['p90_ratio_to_pybullet']:9.2f}")
+    print(f"load average (1 min) {load_before:.2f} at the start, {report['load_average'][1]:.2f} at the end")
     (out / "bench.json").write_text(json.dumps(report, indent=2))
     return report
