@@ -126,14 +126,12 @@ class LegKinematics:
         return spatial[:3] + self._x @ W.T                               # v_O + omega x p
 
     def drift(self, q_legs, qd_legs) -> np.ndarray:
-        """(L, 3) Jdot qd: the foot accelerations (base frame) at zero joint acceleration."""
+        """(L, 3) Jdot qd: the foot accelerations (base frame) at zero joint acceleration.
+        (pinocchio forms each frame's placement from its joint's inside this call.)"""
         self._v[self.leg_v] = qd_legs
-        pin.forwardKinematics(self._model, self._data, self._set(q_legs), self._v, self._zero_a)
-        out = np.empty((len(self._fids), 3))
-        for i, f in enumerate(self._fids):
-            pin.updateFramePlacement(self._model, self._data, f)
-            out[i] = pin.getFrameClassicalAcceleration(self._model, self._data, f, LWA).linear
-        return out
+        model, data = self._model, self._data
+        pin.forwardKinematics(model, data, self._set(q_legs), self._v, self._zero_a)
+        return np.array([pin.getFrameClassicalAcceleration(model, data, f, LWA).linear for f in self._fids])
 
     def inverse(self, J) -> np.ndarray:
         """Per-leg inverses, shape (L, n, 3): exact for a well-conditioned square leg, damped
