@@ -6,11 +6,15 @@ physics, not the numbers of one implementation.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import controllers
-from controllers import Desired, RobotState
+import robots
+from controllers import ControlOutput, Desired, RobotState, lcp_noslip
+from controllers.warm_start import contact_keys
 from experiments.benchmarks.controllers import foot_contacts, standing_problem
 from idyn import Contact, contact_jacobians
+from test_controllers import grasp_contacts
 
 
 def weight(model) -> float:
@@ -155,3 +159,146 @@ def test_touchdown_impact_is_not_fought_by_the_actuators():
         assert np.abs(out.tau).max() < 0.2 * np.abs(rigid.tau).max(), name
         assert out.info["impact_forces"][0, 0] > 0.0                 # the landing foot is stopped
         assert np.all(np.isfinite(out.contact_forces))
+
+
+def _press_foot(robot, model, q, leg, down):
+    """Desired actuated accelerations moving ``leg``'s foot vertically at ``down`` m/s^2 (the
+    other joints held)."""
+    legs, act = list(robot.leg_joints), list(model.actuated_v)
+    iv = robot.leg_joints[leg]
+    Jf = model.frame_jacobian(q, robot.feet[leg].link, point=robot.foot_centres(q)[legs.index(leg)])[:3, iv]
+    vdot = np.zeros(model.na)
+    vdot[[act.index(j) for j in iv]] = np.linalg.solve(Jf, [0.0, 0.0, -down])
+    return vdot
+
+
+def test_an_approaching_contact_whose_gap_stays_open_carries_no_friction():
+    """A swing foot 1 mm above the ground descending at 0.1 m/s (the simulator's contact set
+    includes it): at the end of the step it is still 0.9 mm up, so with f_N = 0 it cannot
+    transmit friction.  The former release test (``N v+ > 0``) kept its no-slip rows, and
+    tangential impulses through the gap held the foot's sideways motion (idyn.sim trot: the
+    matched prediction error of 2.7 % and the fall at 0.23 s)."""
+    p = standing_problem("links", 4, np.inf)
+    model, robot = p.model, p.robot
+    q, v = p.state.q, p.state.v.copy()
+    leg = next(iter(robot.leg_joints))
+    iv = robot.leg_joints[leg]
+    Jf = model.frame_jacobian(q, robot.feet[leg].link, point=robot.foot_centres(q)[0])[:3, iv]
+    v[iv] = np.linalg.solve(Jf, [0.3, 0.0, -0.1])              # swinging forward, descending
+    contacts = list(p.contacts)
+    c = contacts[0]
+    contacts[0] = Contact(c.body_a, None, c.point, c.normal, np.inf, phi=1e-3)
+    desired = Desired(p.desired.q, v[model.actuated_v], np.zeros(model.na))  # keep swinging
+    out = controllers.make("lcp-noslip", model, feedback=False).compute(RobotState(q, v), desired, contacts)
+    assert out.info["status"] == "solved" and out.info["slip_released"] >= 1
+    jac = contact_jacobians(model, q, contacts)
+    gap_after = jac.phi + 1e-3 * (jac.N @ out.info["v_next"])
+    assert gap_after[0] > 5e-4 and np.all(out.contact_forces[0] == 0.0)
+    assert abs(out.contact_forces[1:, 0].sum() - weight(model)) < 0.1 * weight(model)
+
+
+def _grasp(gap):
+    """The manipulator's reference grasp with the fingertip-box gaps set to ``gap`` (m)."""
+    man = robots.manipulator()
+    mb = man.model_with_box
+    q = man.combined_q(man.q0)
+    contacts = [Contact(c.body_a, c.body_b, c.point, c.normal, c.mu, phi=gap) for c in grasp_contacts(man, q, 100.0)]
+    return man, mb, q, contacts
+
+
+def test_fingertips_touching_hold_the_box_and_open_fingers_let_it_fall():
+    """Paper Sec. 8.4.1, no-slip grasp.  Fingertips a fraction of a micrometre from the box
+    (contact detection's resolution, ``contact_gap`` = 1 um) are touching: their no-slip rows
+    hold the box at rest.  Fingers 50 um away, held still, touch nothing at the end of the
+    step: no force, and the box falls at g (a simulator does the same, whatever mu is)."""
+    for gap, held in ((3.4e-7, True), (5e-5, False)):
+        man, mb, q, contacts = _grasp(gap)
+        hold = Desired(man.q0, np.zeros(mb.na), np.zeros(mb.na))
+        out = controllers.make("lcp-noslip", mb).compute(RobotState(q, np.zeros(mb.nv)), hold, contacts)
+        assert out.info["status"] == "solved"
+        box_v = out.info["v_next"][mb.unactuated_v][:3]
+        g_dt = float(np.linalg.norm(mb.gravity)) * 1e-3
+        if held:
+            assert np.abs(box_v).max() < 1e-6 and out.info["slip_released"] == 0
+        else:
+            assert np.all(out.contact_forces == 0.0) and np.linalg.norm(box_v) == pytest.approx(g_dt, rel=1e-6)
+
+
+def test_algorithm_2_failing_on_a_dependent_contact_falls_back_to_lemke():
+    """Four feet on a plane with three tangent rows kept leave the base three motions (height,
+    roll, pitch), so the four normals are dependent.  Warm-started with three feet active and
+    a desired motion that presses the fourth down, Algorithm 2 must exchange feet; it skips the
+    dependent index instead (right only when its ``w`` is then zero, Appendix F) and fails.
+    Lemke's method solves the same LCP: the answer is the cold-started one, complementary."""
+    p = standing_problem("links", 4, np.inf)
+    model, robot = p.model, p.robot
+    keys = contact_keys(p.contacts)
+    desired = Desired(p.desired.q, p.desired.v, _press_foot(robot, model, p.state.q, "RF", 5.0))
+    cold = controllers.make("lcp-noslip", model, feedback=False).compute(p.state, desired, p.contacts)
+    ctrl = controllers.make("lcp-noslip", model, feedback=False)
+    ctrl._active.store(keys, np.array([0, 2, 3]))              # LF, LH, RH active last step
+    out = ctrl.compute(p.state, desired, p.contacts)
+    assert out.info["lcp_fallback"] == "lemke" and out.info["status"] == "solved"
+    assert "consistency_qp" not in out.info
+    np.testing.assert_allclose(out.contact_forces, cold.contact_forces, atol=1e-6 * weight(model))
+    jac = contact_jacobians(model, p.state.q, p.contacts)
+    w = jac.N @ out.info["v_next"] + jac.phi / 1e-3
+    assert w.min() > -1e-9 and np.abs(out.contact_forces[:, 0] * w).max() < 1e-9
+
+
+def _check_consistent(model, state, contacts, out, sticking, dt=1e-3, tol=1e-7):
+    """The residuals of eqs. 46-51's answer: z_N >= 0, N v+ >= -phi/dt, no slip at the sticking
+    contacts, |f_t| <= CONSISTENCY_FRICTION f_N there, and the dynamics of eq. 37."""
+    jac = contact_jacobians(model, state.q, contacts)
+    f, vn = out.contact_forces, out.info["v_next"]
+    assert f[:, 0].min() >= 0.0
+    assert (jac.N @ vn + jac.phi / dt).min() >= -tol
+    assert np.abs(jac.S[sticking] @ vn).max() <= tol and np.abs(jac.T[sticking] @ vn).max() <= tol
+    assert np.all(np.abs(f[:, 1:]) <= lcp_noslip.CONSISTENCY_FRICTION * f[:, :1] + 1e-9)
+    M, h = model.mass_matrix(state.q), model.bias_forces(state.q, state.v)
+    gen = np.zeros(model.nv)
+    gen[model.actuated_v] = out.tau
+    R = np.vstack((jac.N, jac.S, jac.T))
+    residual = M @ (vn - state.v) - R.T @ (f.T.ravel() * dt) - dt * (gen - h)
+    assert np.abs(residual).max() < 1e-9 * (1.0 + np.abs(M @ vn).max())
+
+
+def test_consistency_qp_after_a_numerical_failure_is_bounded_and_consistent():
+    """Fingers closing on a rigid box from opposite sides: no impulse lets both close, the LCP
+    of eq. 45 has no solution (Algorithm 2 and Lemke fail), and the minimal-deviation QP of
+    eqs. 46-51 answers: the finger closing slows to what the box allows, with bounded forces
+    that satisfy every constraint."""
+    man, mb, q, contacts = _grasp(0.0)
+    vdot = np.zeros(mb.na)
+    vdot[7:] = 50.0                                  # every finger joint closes at 50 rad/s^2
+    out = controllers.make("lcp-noslip", mb).compute(RobotState(q, np.zeros(mb.nv)),
+                                                     Desired(man.q0, np.zeros(mb.na), vdot), contacts)
+    assert out.info["status"] == "numerical_failure" and out.info["consistency_qp"] == "solved"
+    assert 0.0 < out.info["desired_deviation"] <= (1 + 1e-6) * np.linalg.norm(vdot) * 1e-3
+    box_weight = man.box_mass * float(np.linalg.norm(mb.gravity))
+    assert np.abs(out.contact_forces).max() < 10 * box_weight
+    _check_consistent(mb, RobotState(q, np.zeros(mb.nv)), contacts, out, np.arange(len(contacts)))
+
+
+def test_consistency_qp_keeps_impulses_physical_on_near_dependent_rows():
+    """Eqs. 46-51 hold *every* tangent row, including those Algorithm 1 drops as near-dependent
+    (a foot 22 um above the plane).  With the former 1e-8 ridge on |z|^2 the QP met slightly
+    inconsistent desired motion by 1e6 N of opposing impulses (after an Algorithm 2 failure in
+    the idyn.sim trot: 1.8e5 N); weighting the impulses by their kinetic energy keeps them at
+    the size of the robot's weight."""
+    p = standing_problem("links", 4, np.inf)
+    model, robot = p.model, p.robot
+    v = p.state.v.copy()
+    v[model.actuated_v] = np.random.default_rng(4).normal(0, 0.05, model.na)
+    contacts = foot_contacts(robot, p.state.q, np.inf)[:3]
+    last = contacts[2]
+    contacts[2] = Contact(last.body_a, None, last.point + [0, 0, 2.2e-5], (0, 0, 1), np.inf, phi=2.2e-5)
+    state = RobotState(p.state.q, v)
+    ctrl = controllers.make("lcp-noslip", model)
+    step = ctrl._step(state.q, state.v, np.zeros(model.na), contacts)
+    info = {"status": "numerical_failure"}
+    z, tau, v_next = lcp_noslip.min_deviation(step, None, None, None, info)
+    assert info["consistency_qp"] == "solved"
+    f = step.forces_from_impulses(z, pyramid=False)
+    assert np.abs(f).max() < 3 * weight(model) and np.abs(tau).max() < 20.0
+    _check_consistent(model, state, contacts, ControlOutput(tau, f, {"v_next": v_next}), np.arange(3))
