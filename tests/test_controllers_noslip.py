@@ -21,6 +21,20 @@ def weight(model) -> float:
     return model.total_mass * float(np.linalg.norm(model.gravity))
 
 
+def _foot_jacobian(robot, model, q, leg):
+    """``(iv, J)``: the velocity indices of ``leg``'s joints and its foot centre's Jacobian in them."""
+    iv = robot.leg_joints[leg]
+    return iv, model.frame_jacobian(q, robot.feet[leg].link, point=robot.foot_centres(q)[list(robot.leg_joints).index(leg)])[:3, iv]
+
+
+def _first_foot_moving(p, foot_velocity):
+    """The standing problem's velocity with the first leg's foot moving at ``foot_velocity``."""
+    v = p.state.v.copy()
+    iv, Jf = _foot_jacobian(p.robot, p.model, p.state.q, next(iter(p.robot.leg_joints)))
+    v[iv] = np.linalg.solve(Jf, foot_velocity)
+    return v
+
+
 def test_warm_start_survives_a_changing_contact_set():
     """The active set of a 4-contact step must not be replayed as indices into a 2-contact list
     (it raised ShapeError inside Algorithm 2 on every step after a foot lifted)."""
@@ -56,13 +70,8 @@ def test_a_receding_contact_carries_no_tangential_force():
     f_N = 0 and N v+ > 0 it cannot transmit friction (|f_t| <= mu f_N for every finite mu);
     the literal eqs. 40-41 put 1 kN of tangential force on it and the loop diverged."""
     p = standing_problem("links", 4, np.inf)
-    model, robot = p.model, p.robot
-    q, v = p.state.q, p.state.v.copy()
-    leg = next(iter(robot.leg_joints))
-    iv = robot.leg_joints[leg]
-    foot = robot.feet[leg]
-    Jf = model.frame_jacobian(q, foot.link, point=robot.foot_centres(q)[0])[:3, iv]
-    v[iv] = np.linalg.solve(Jf, [0.3, 0.0, 0.2])               # foot sliding 0.3 m/s, lifting
+    model = p.model
+    q, v = p.state.q, _first_foot_moving(p, [0.3, 0.0, 0.2])   # foot sliding 0.3 m/s, lifting
     state = RobotState(q, v)
     desired = Desired(p.desired.q, v[model.actuated_v], np.zeros(model.na))  # keep moving
     ctrl = controllers.make("lcp-noslip", model, feedback=False)
@@ -144,12 +153,8 @@ def test_touchdown_impact_is_not_fought_by_the_actuators():
     mu = inf simulated as 100 its tangential forces between stance feet are indeterminate up to
     100 f_N, and Lemke returns such internal forces, hundreds of N m, with or without impact.)"""
     p = standing_problem("links", 4, np.inf)
-    model, robot = p.model, p.robot
-    q, v = p.state.q, p.state.v.copy()
-    leg = next(iter(robot.leg_joints))
-    iv = robot.leg_joints[leg]
-    Jf = model.frame_jacobian(q, robot.feet[leg].link, point=robot.foot_centres(q)[0])[:3, iv]
-    v[iv] = np.linalg.solve(Jf, [0.0, 0.0, -0.3])              # landing at 0.3 m/s
+    model = p.model
+    q, v = p.state.q, _first_foot_moving(p, [0.0, 0.0, -0.3])  # landing at 0.3 m/s
     state = RobotState(q, v)
     desired = Desired(p.desired.q, np.zeros(model.na), np.zeros(model.na))
     for name in ("lcp-noslip", "qp-noslip", "qp-coulomb"):
@@ -164,11 +169,9 @@ def test_touchdown_impact_is_not_fought_by_the_actuators():
 def _press_foot(robot, model, q, leg, down):
     """Desired actuated accelerations moving ``leg``'s foot vertically at ``down`` m/s^2 (the
     other joints held)."""
-    legs, act = list(robot.leg_joints), list(model.actuated_v)
-    iv = robot.leg_joints[leg]
-    Jf = model.frame_jacobian(q, robot.feet[leg].link, point=robot.foot_centres(q)[legs.index(leg)])[:3, iv]
+    iv, Jf = _foot_jacobian(robot, model, q, leg)
     vdot = np.zeros(model.na)
-    vdot[[act.index(j) for j in iv]] = np.linalg.solve(Jf, [0.0, 0.0, -down])
+    vdot[[list(model.actuated_v).index(j) for j in iv]] = np.linalg.solve(Jf, [0.0, 0.0, -down])
     return vdot
 
 
@@ -179,12 +182,8 @@ def test_an_approaching_contact_whose_gap_stays_open_carries_no_friction():
     tangential impulses through the gap held the foot's sideways motion (idyn.sim trot: the
     matched prediction error of 2.7 % and the fall at 0.23 s)."""
     p = standing_problem("links", 4, np.inf)
-    model, robot = p.model, p.robot
-    q, v = p.state.q, p.state.v.copy()
-    leg = next(iter(robot.leg_joints))
-    iv = robot.leg_joints[leg]
-    Jf = model.frame_jacobian(q, robot.feet[leg].link, point=robot.foot_centres(q)[0])[:3, iv]
-    v[iv] = np.linalg.solve(Jf, [0.3, 0.0, -0.1])              # swinging forward, descending
+    model = p.model
+    q, v = p.state.q, _first_foot_moving(p, [0.3, 0.0, -0.1])  # swinging forward, descending
     contacts = list(p.contacts)
     c = contacts[0]
     contacts[0] = Contact(c.body_a, None, c.point, c.normal, np.inf, phi=1e-3)
