@@ -102,6 +102,34 @@ def _extremes(z, w):
     return zmax, zmin, wmin, products
 
 
+@_jit
+def _first_max(a, b):
+    """Python's ``max(a, b)`` (``b`` only if it compares greater, so a NaN in ``a`` stays)."""
+    return b if b > a else a
+
+
+@_jit
+def residuals_pass(z, w, q_norm, m_norm, tol):
+    """``residuals_from_parts(z, w, q_norm, m_norm).ok(tol)`` (zero equation error) as one
+    compiled call, for compiled solvers that check a candidate inside their own loop (the warm
+    start of :class:`idyn.sim.AnitescuPotra`): the same five residuals by the same arithmetic,
+    compared with ``tol`` the same way (NaN or infinite entries fail), without the Python-level
+    scalar work and the :class:`LCPResiduals` object (3-4 us of a 40 us contact solve)."""
+    if z.shape[0] == 0:
+        return 0.0 <= tol
+    zmax, zmin, wmin, products = _extremes(z, w)
+    scale_z = _first_max(zmax, _TINY)
+    terms = m_norm * zmax
+    scale_w = _first_max(q_norm + terms, _TINY)
+    scale_q = _first_max(q_norm, _TINY)
+    worst = _first_max(0.0, -zmin) / scale_z
+    worst = _first_max(worst, _first_max(0.0, -wmin) / scale_q)
+    worst = _first_max(worst, products / scale_z / scale_q)
+    worst = _first_max(worst, 0.0 / scale_w)
+    worst = _first_max(worst, _EPS * terms / scale_q)
+    return worst <= tol
+
+
 def lcp_residuals(M, q, z, w=None) -> LCPResiduals:
     """Residuals of ``(z, w)`` for the LCP ``(q, M)``; ``w`` defaults to ``M z + q``."""
     M, q = check_lcp(M, q)

@@ -1,0 +1,41 @@
+"""The compiled residual check equals the Python one it stands for, decision for decision."""
+import numpy as np
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+from idyn.lcp import lemke
+from idyn.lcp._lemke_kernel import lcp_scales
+from idyn.lcp.residuals import DEFAULT_TOL, residuals_from_parts, residuals_pass
+
+#: entries from exact zeros and round-off sizes to overflow, with the non-finite ones
+ENTRY = st.one_of(st.floats(-1e3, 1e3), st.sampled_from([0.0, -0.0, 1e-300, -1e-12, 1e-12, 1e300, -1e300,
+                                                         np.inf, -np.inf, np.nan]))
+NORM = st.one_of(st.floats(0.0, 1e6), st.sampled_from([0.0, 1e-320, 1e300, np.inf, np.nan]))
+TOL = st.sampled_from([DEFAULT_TOL, 0.0, 1e-6, -1.0, np.inf])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 8).flatmap(lambda n: st.tuples(arrays(float, n, elements=ENTRY),
+                                                     arrays(float, n, elements=ENTRY))),
+       NORM, NORM, TOL)
+def test_pass_equals_the_python_check(zw, q_norm, m_norm, tol):
+    z, w = zw
+    with np.errstate(all="ignore"):         # the Python form's overflows in the extreme cases
+        expected = residuals_from_parts(z, w, q_norm, m_norm).ok(tol)
+    assert residuals_pass(z, w, q_norm, m_norm, tol) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 2**32 - 1))
+def test_pass_on_solver_answers_and_their_perturbations(n, seed):
+    """On LCPs Lemke solves (accepted) and on the same answers pushed off the solution set."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, n))
+    M, q = A @ A.T + 1e-3 * np.eye(n), rng.standard_normal(n)
+    res = lemke(M, q)
+    q_norm, m_norm = lcp_scales(M, q)
+    for z in (res.z, res.z - 1e-3 * rng.random(n), res.z + rng.random(n)):
+        w = M @ z + q
+        expected = residuals_from_parts(z, w, q_norm, m_norm).ok()
+        assert residuals_pass(z, w, q_norm, m_norm, DEFAULT_TOL) == expected
+    assert residuals_pass(res.z, res.w, q_norm, m_norm, DEFAULT_TOL) == res.solved
