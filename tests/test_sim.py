@@ -10,7 +10,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from idyn import RobotModel
-from idyn.errors import InvalidInputError, ShapeError, SolverError
+from idyn.errors import InvalidInputError, NonFiniteError, ShapeError, SolverError
 from idyn.sim import Box, Plane, Simulator, Sphere, World, make
 
 G = 9.81
@@ -241,6 +241,40 @@ def test_bad_input_raises_typed_errors():
         Simulator(sim.model, sim.world, "ap-lcp", dt=0.0)
     with pytest.raises(InvalidInputError):
         World(sim.model, [Sphere("box", -1.0)])
+
+
+def test_non_finite_torques_are_refused_at_the_boundary():
+    """The step checks tau inside its compiled call: NaN or inf raise NonFiniteError, the
+    simulator's state untouched."""
+    from robots import sim as sim_testbeds
+    tb = sim_testbeds.QuadrupedTestbed("links", "rigid", math.inf)
+    q = tb.sim.q.copy()
+    for bad in (np.nan, np.inf, -np.inf):
+        tau = np.zeros(tb.na)
+        tau[3] = bad
+        with pytest.raises(NonFiniteError):
+            tb.sim.step(tau)
+    with pytest.raises(ShapeError):
+        tb.sim.step(np.zeros((tb.na, 1)))
+    assert np.array_equal(tb.sim.q, q) and tb.sim.t == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 8), st.floats(0.0, 13.0), st.integers(0, 2**32 - 1))
+def test_independence_bound_never_contradicts_the_eigenvalues(n, log_condition, seed):
+    """The no-slip rows' independence is decided by a Cholesky bound where it can be: on
+    Delassus-like blocks from well conditioned to singular it answers as the eigenvalue test."""
+    from idyn.sim._step_kernel import rows_independent
+    rng = np.random.default_rng(seed)
+    Qm, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    d = np.logspace(0.0, -log_condition, n) * rng.uniform(0.1, 10.0)
+    W = np.zeros((n + 2, n + 2))
+    W[1:n + 1, 1:n + 1] = (Qm * d) @ Qm.T
+    rows = np.arange(1, n + 1)
+    eig = np.linalg.eigvalsh(W[1:n + 1, 1:n + 1])
+    expected = eig[0] > 1e-9 * eig[-1]
+    if abs(eig[0] / eig[-1] - 1e-9) > 1e-12:       # not at the threshold itself
+        assert rows_independent(W, rows) == expected
 
 
 def test_overflowing_torques_stop_with_the_simulators_error():

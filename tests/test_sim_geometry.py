@@ -89,3 +89,38 @@ def test_bad_terrain_input_is_rejected():
         Heightmap(np.zeros((1, 5)), 0.1, 0.0, 0.0)
     with pytest.raises(InvalidInputError):
         StaticBox(np.array([0.1, -0.1, 0.1]))
+
+
+def test_plane_world_contacts_equal_the_general_path_and_share_read_only_data():
+    """The plane-only world's detection (one compiled call, per-pattern data shared) gives the
+    contacts, joints and frames of the general path, for every pattern of feet on the ground."""
+    from robots import sim as sim_testbeds
+
+    class AnyPlane(Plane):          # not exactly a Plane: the general path
+        pass
+
+    tb = sim_testbeds.QuadrupedTestbed("links", "rigid", 0.5)
+    sim, world = tb.sim, tb.sim.world
+    general = type(world)(world.model, world.shapes, [AnyPlane(mu=0.5)], self_collision=False)
+    rng = np.random.default_rng(7)
+    patterns = set()
+    for k in range(60):
+        q = tb.quadruped.q_stand.copy()
+        q[2] += rng.uniform(-0.01, 0.03)
+        q[7:] += rng.normal(scale=0.2, size=q.size - 7)
+        sim.q = q
+        ws = sim._workspace
+        fast = world.detect_joints_at(ws, sim.dt)
+        slow = general.detect_joints_at(ws, sim.dt)
+        cs, ref = fast[0], slow[0]
+        patterns.add(cs.body_a)
+        assert cs.body_a == ref.body_a and cs.body_b == ref.body_b
+        for key in ("points", "normals", "mu", "phi"):
+            assert np.array_equal(getattr(cs, key), getattr(ref, key)), key
+        for a, b in zip(cs.tangents, ref.tangents):
+            assert np.array_equal(a, b)
+        for a, b in zip(fast[1:], slow[1:]):
+            assert np.array_equal(a, b)
+        if cs.m:
+            assert not (cs.normals.flags.writeable or cs.mu.flags.writeable or fast[4].flags.writeable)
+    assert len(patterns) > 3

@@ -7,11 +7,14 @@ arithmetic, which put the step at 5-6x PyBullet's ``stepSimulation`` (``idyn ben
 These loops do the same arithmetic in one call each:
 
 * :func:`speculative_keep`: which candidate pairs are contacts (detection, paper Sec. 3.3),
-* :func:`contact_space`: the contact-space data of eq. 37, v* = v + dt M^-1 f, M^-1 J^T,
+* :func:`step_problem`: a step's data, f = P^T tau - h (tau checked finite), the contact rows,
+  and :func:`contact_space`: the contact-space data of eq. 37, v* = v + dt M^-1 f, M^-1 J^T,
   W = J M^-1 J^T and u* = J v*, from the Cholesky factor of M,
 * :func:`pyramid_lcp`, :func:`pyramid_impulses`, :func:`scaled_lcp`, :func:`basis_guess`,
   :func:`update_sticky`: the friction-pyramid LCP of ``ap-lcp`` with its no-slip rows eliminated
-  (Schur complement), equilibrated, tried with the last basis, and its impulses.
+  (Schur complement), equilibrated, tried with the last basis, and its impulses;
+  :func:`pyramid_lcp_try` is the common case (the last basis solves it) in one call,
+* :func:`advance`: v+ = v* + M^-1 J^T f and its finiteness.
 
 The solves use the shared :func:`idyn._triangular.gram_solve`. The results agree with the numpy
 forms they replace to round-off (sums are accumulated in a different order than BLAS does).
@@ -24,8 +27,10 @@ import math
 
 import numpy as np
 
+from .._contact_kernel import contact_rows
 from .._triangular import gram_solve
 from ..jit import cached_jit
+from ..lcp.residuals import residuals_pass
 
 
 @cached_jit
@@ -68,10 +73,31 @@ def speculative_keep(phi, a, b, joints, points, normals, J, support, v, margin, 
 
 
 @cached_jit
+def _substitute(X, rhs, row, p, coef, lo, hi, d):
+    """Row ``p`` of a triangular solve for all columns of ``X`` at once:
+    ``X[p] = (rhs - sum_q coef[q] X[q]) / d`` over q = lo, ..., hi - 1 in that order (``row``:
+    work space of the row's length; ``rhs`` may be ``X[p]``)."""
+    for c in range(row.shape[0]):
+        row[c] = rhs[c]
+    for q in range(lo, hi):
+        r = coef[q]
+        for c in range(row.shape[0]):
+            row[c] -= r * X[q, c]
+    for c in range(row.shape[0]):
+        X[p, c] = row[c] / d
+
+
+@cached_jit
 def contact_space(U, J, v, f, dt, v_free, Minv_JT, W, u_free):
     """The contact-space data of a step (paper eq. 37) into the output arrays, with M = U^T U:
     ``v_free = v + dt M^-1 f``, ``Minv_JT = M^-1 J^T``, ``W = J M^-1 J^T`` (symmetrized as
-    (W + W^T) / 2) and ``u_free = J v_free``. Returns whether v_free and u_free are finite."""
+    (W + W^T) / 2) and ``u_free = J v_free``. Returns whether v_free and u_free are finite.
+
+    The k right-hand sides of M^-1 J^T are substituted together and J M^-1 J^T is accumulated
+    row by row, so the innermost loops run across independent entries (each entry sees the
+    operations of :func:`idyn._triangular.gram_solve` and of a dot product in the same order,
+    so the numbers are those of one column or one product at a time, 3-4x faster than those
+    latency-bound chains)."""
     nv, k = v.shape[0], J.shape[0]
     x = np.empty(nv)
     gram_solve(U, nv, f, x)
@@ -79,23 +105,74 @@ def contact_space(U, J, v, f, dt, v_free, Minv_JT, W, u_free):
     for i in range(nv):
         v_free[i] = v[i] + dt * x[i]
         finite &= math.isfinite(v_free[i])
-    for c in range(k):
-        gram_solve(U, nv, J[c], x)
-        for i in range(nv):
-            Minv_JT[i, c] = x[i]
+    X, row = Minv_JT, np.empty(k)
+    for p in range(nv):         # U^T Y = J^T, all columns at once
+        _substitute(X, J[:, p], row, p, U[:, p], 0, p, U[p, p])
+    for p in range(nv - 1, -1, -1):     # U X = Y
+        _substitute(X, X[p], row, p, U[p], p + 1, nv, U[p, p])
+    P = np.zeros((k, k))            # J M^-1 J^T, unsymmetrized
     for i in range(k):
         s = 0.0
         for p in range(nv):
             s += J[i, p] * v_free[p]
+            a = J[i, p]
+            for j in range(k):
+                P[i, j] += a * X[p, j]
         u_free[i] = s
         finite &= math.isfinite(s)
+    for i in range(k):
         for j in range(i + 1):
-            aij = 0.0
-            aji = 0.0
-            for p in range(nv):
-                aij += J[i, p] * Minv_JT[p, j]
-                aji += J[j, p] * Minv_JT[p, i]
-            W[i, j] = W[j, i] = (aij + aji) * 0.5
+            W[i, j] = W[j, i] = (P[i, j] + P[j, i]) * 0.5
+    return finite
+
+
+@cached_jit
+def factor_contact_space(M, J, v, f, dt, v_free, Minv_JT, W, u_free):
+    """:func:`contact_space` with the factorisation of M: returns ``U`` (upper, M = U^T U, an
+    F-ordered view of numpy's lower factor: LAPACK potrf 'U' on the symmetric M, the very call
+    and numbers of scipy's ``dpotrf(M, lower=0)``) and a code: -1 M is not positive definite,
+    0 v_free or u_free is not finite, 1 they are."""
+    try:
+        L = np.linalg.cholesky(M)
+    except Exception:       # numpy's LinAlgError: not positive definite
+        return np.zeros((0, 0)).T, -1
+    U = L.T
+    return U, 1 if contact_space(U, J, v, f, dt, v_free, Minv_JT, W, u_free) else 0
+
+
+@cached_jit
+def step_problem(M, h, tau, actuated, J6, support, ja, jb, two_bodies, frames, points, v, dt, f, J, v_free, Minv_JT,
+                 W, u_free):
+    """The data of one simulator step in one call: the generalized force ``f = P^T tau - h``
+    (``tau`` on the velocities ``actuated``), the contact rows ``J`` (3m x nv,
+    :func:`idyn._contact_kernel.contact_rows`) and :func:`factor_contact_space`. Returns the
+    factor and a code: -2 ``tau`` is not finite (nothing else is computed), else that of
+    :func:`factor_contact_space`."""
+    for k in range(tau.shape[0]):
+        if not math.isfinite(tau[k]):
+            return np.zeros((0, 0)).T, -2
+    for i in range(h.shape[0]):
+        f[i] = -h[i]
+    for k in range(tau.shape[0]):
+        f[actuated[k]] += tau[k]
+    contact_rows(J6, support, ja, jb, two_bodies, frames, points, J)
+    return factor_contact_space(M, J, v, f, dt, v_free, Minv_JT, W, u_free)
+
+
+@cached_jit
+def advance(v_free, Minv_JT, impulses, v_next):
+    """``v_next = v_free + M^-1 J^T f`` for impulses (m, 3) [normal, s, t] (J^T f by BLAS gemv as
+    numpy's product); returns whether ``v_next`` is finite."""
+    m = impulses.shape[0]
+    flat = np.empty(3 * m)
+    for i in range(m):
+        for d in range(3):
+            flat[d * m + i] = impulses[i, d]
+    dv = np.dot(Minv_JT, flat) if m else np.zeros(v_free.shape[0])
+    finite = True
+    for i in range(v_free.shape[0]):
+        v_next[i] = v_free[i] + dv[i]
+        finite &= math.isfinite(v_next[i])
     return finite
 
 
@@ -132,9 +209,39 @@ def _gather(A, rows, cols):
 
 @cached_jit
 def rows_independent(W, rows):
-    """Whether the Delassus block ``W[rows, rows]`` is nonsingular: its smallest eigenvalue
-    (LAPACK syevd) above 1e-9 times its largest (else Algorithm 1 picks the rows)."""
-    d = np.linalg.eigvalsh(_gather(W, rows, rows))
+    """Whether the Delassus block ``A = W[rows, rows]`` is nonsingular: its smallest eigenvalue
+    (LAPACK syevd) above 1e-9 times its largest (else Algorithm 1 picks the rows).
+
+    Settled first without the eigenvalues when a bound proves it (the common, well-conditioned
+    case; syevd costs 3-4 us of a step): with A = L L^T, lambda_min >= 1 / trace(A^-1) =
+    1 / ||L^-1||_F^2 and lambda_max <= ||A||_inf, so a bound ratio above 2e-9 makes the
+    eigenvalue test true (the factor 2 covers the rounding of both computations, relative
+    1e-11 at most at the conditioning where the bound can pass). Otherwise the eigenvalues decide."""
+    A = _gather(W, rows, rows)
+    n = A.shape[0]
+    try:
+        L = np.linalg.cholesky(A)
+    except Exception:       # numpy's LinAlgError: not positive definite
+        L = np.zeros((0, 0))
+    if L.shape[0] == n:
+        norm_inf = 0.0
+        for i in range(n):
+            row = 0.0
+            for j in range(n):
+                row += abs(A[i, j])
+            norm_inf = max(norm_inf, row)
+        inv_fro2 = 0.0
+        x = np.empty(n)
+        for c in range(n):          # column c of L^-1 by forward substitution
+            for i in range(n):
+                t = 1.0 if i == c else 0.0
+                for k in range(c, i):
+                    t -= L[i, k] * x[k]
+                x[i] = t / L[i, i] if i >= c else 0.0
+                inv_fro2 += x[i] * x[i]
+        if inv_fro2 * 2e-9 * norm_inf < 1.0:
+            return True
+    d = np.linalg.eigvalsh(A)
     return d[0] > 1e-9 * d[-1]
 
 
@@ -338,6 +445,27 @@ def pyramid_lcp_guess(W, u, R, G, sel, sign, b, C, mu, edged, basis, Q, s, Qs, r
     except Exception:       # singular basis
         return U, 0, 0.0, 0.0
     return U, 1 if nonnegative else 0, q_norm, m_norm
+
+
+@cached_jit
+def pyramid_lcp_try(W, u, R, G, sel, sign, b, C, mu, edged, basis, tol, no_slip, sticky, Q, s, Qs, rs, z, w,
+                    impulses):
+    """One pass of :class:`idyn.sim.contact_models.AnitescuPotra`'s active set as far as it goes
+    without Lemke's method: :func:`pyramid_lcp_guess` and, when the basis guess passes the
+    residual check every solver uses (:func:`idyn.lcp.residuals.residuals_pass` at ``tol``), its
+    impulses (:func:`pyramid_impulses`) and the active-set update (:func:`update_sticky`, w_N of
+    the unscaled LCP). Returns the Cholesky factor of W_GG and a code: -1 W_GG is not positive
+    definite; 0 the guess is not accepted (``Qs``, ``rs``, ``s`` hold the scaled LCP for Lemke);
+    1 solved, ``sticky`` unchanged; 2 solved, ``sticky`` changed."""
+    U, code, q_norm, m_norm = pyramid_lcp_guess(W, u, R, G, sel, sign, b, C, mu, edged, basis, Q, s, Qs, rs, z, w)
+    if code < 1 or not residuals_pass(z, w, q_norm, m_norm, tol):
+        return U, min(code, 0)
+    m = impulses.shape[0]
+    pyramid_impulses(z, s, m, edged, W, u, R, G, U, impulses)
+    w_n = np.empty(m)
+    for i in range(m):
+        w_n[i] = w[i] / s[i]
+    return U, 2 if update_sticky(impulses[:, 0], w_n, u, no_slip, sticky) else 1
 
 
 @cached_jit

@@ -38,14 +38,13 @@ import copy
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import lapack
 
 from ..errors import InvalidInputError, SolverError
 from ..lcp import LCPStatus, find_indices, lemke_regularized
-from ..lcp.residuals import residuals_from_parts
+from ..lcp.residuals import DEFAULT_TOL
 from ..qp import solve_built
-from ._step_kernel import (contact_space, dissipation_qp, no_slip_rows, pyramid_impulses, pyramid_lcp_guess,
-                           update_sticky)
+from ._step_kernel import (dissipation_qp, factor_contact_space, no_slip_rows, pyramid_impulses, pyramid_lcp_try,
+                           step_problem, update_sticky)
 
 #: Friction coefficients at or above this value mean no slip (SPEC section 6; paper Sec. 7.5).
 NO_SLIP_MU = 100.0
@@ -73,16 +72,36 @@ class ContactProblem:
     finite: bool = field(init=False, repr=False)    #: v_free and u_free are finite
 
     def __post_init__(self):
-        # LAPACK's factorisation directly (scipy's cho_factor checks its input at more cost than
-        # the 18 x 18 factorisation), the rest in one compiled loop (:mod:`._step_kernel`)
-        U, info = lapack.dpotrf(self.M, lower=0, clean=0)
-        if info != 0:
-            raise SolverError(f"the mass matrix is not positive definite (LAPACK potrf info {info})")
-        self.chol = (U, False)
+        # the factorisation and the contact space in one compiled call (:mod:`._step_kernel`)
         k, nv = self.J.shape
         self.v_free, self.Minv_JT, self.W, self.u_free = np.empty(nv), np.empty((nv, k)), np.empty((k, k)), np.empty(k)
-        self.finite = contact_space(U, self.J, self.v, self.f, self.dt, self.v_free, self.Minv_JT, self.W,
-                                    self.u_free)
+        self._factored(*factor_contact_space(self.M, self.J, self.v, self.f, self.dt, self.v_free, self.Minv_JT,
+                                             self.W, self.u_free))
+
+    def _factored(self, U: np.ndarray, code: int) -> None:
+        """Keep the factor of M and whether the contact space is finite (the code of
+        :func:`._step_kernel.factor_contact_space`)."""
+        if code < 0:
+            raise SolverError("the mass matrix is not positive definite (LAPACK potrf failed)")
+        self.chol = (U, False)
+        self.finite = code > 0
+
+    @classmethod
+    def of_step(cls, M, v, h, tau, actuated, dt: float, rows: tuple, phi, mu) -> "ContactProblem | None":
+        """The problem of a simulator step with actuator torques ``tau`` on the velocities
+        ``actuated`` (f = P^T tau - h) and the contact rows of ``rows`` (the
+        arguments of :func:`idyn._contact_kernel.contact_rows` but the output), built in one
+        compiled call (:func:`._step_kernel.step_problem`); None if ``tau`` is not finite."""
+        p = cls.__new__(cls)
+        nv, k = v.shape[0], 3 * phi.shape[0]
+        p.M, p.v, p.dt, p.phi, p.mu = M, v, dt, phi, mu
+        p.f, p.J, p.v_free, p.Minv_JT, p.W, p.u_free = (np.empty(nv), np.empty((k, nv)), np.empty(nv), np.empty((nv, k)),
+                                                       np.empty((k, k)), np.empty(k))
+        U, code = step_problem(M, h, tau, actuated, *rows, v, dt, p.f, p.J, p.v_free, p.Minv_JT, p.W, p.u_free)
+        if code == -2:
+            return None
+        p._factored(U, code)
+        return p
 
     @property
     def m(self) -> int:
@@ -182,6 +201,9 @@ class _LCPLayout(_Pyramid):
         self.Q = np.zeros((n, n))
         self.Q[self.edge_columns, top + self.edge_contacts] = 1.0
         self.Q[top + self.edge_contacts, self.edge_columns] = -1.0
+        #: the step's work arrays (every entry but Q's constant ones is written by each solve;
+        #: none of them leaves the solve): the scales s, the scaled LCP (Qs, rs), a guess (z, w)
+        self.s, self.Qs, self.rs, self.z, self.w = np.empty(n), np.empty((n, n)), np.empty(n), np.empty(n), np.empty(n)
 
 
 class AnitescuPotra(ContactModel):
@@ -219,23 +241,23 @@ class AnitescuPotra(ContactModel):
             return ContactSolution(np.zeros((0, 3)))
         no_slip = np.ones(m, bool) if self.all_no_slip else problem.mu >= self.no_slip_mu
         b, C = self.normal_terms(problem)
-        if not no_slip.any():       # no equalities: nothing to release or restore
-            return self._solve_set(problem, no_slip, no_slip, b, C)[0]
-        sticky = no_slip.copy()
+        sticky = no_slip.copy()     # without no-slip contacts the set never changes: one solve
         pivots, out = 0, None
         for _ in range(2 * m + 2):
-            out, w_n = self._solve_set(problem, no_slip, sticky, b, C)
+            out, changed = self._solve_set(problem, no_slip, sticky, b, C)
             pivots += out.pivots
-            if not update_sticky(out.impulses[:, 0], w_n, problem.u_free, no_slip, sticky):
+            if not changed:
                 break
         else:
             out.status = "active_set_not_converged"
         out.pivots = pivots
         return out
 
-    def _solve_set(self, problem, no_slip, sticky, b, C) -> tuple[ContactSolution, np.ndarray]:
+    def _solve_set(self, problem, no_slip, sticky, b, C) -> tuple[ContactSolution, bool]:
         """Solve with tangential equalities at ``sticky`` contacts and no friction at the other
-        no-slip contacts; returns the solution and the normal slacks w_N.
+        no-slip contacts, then update ``sticky`` (:func:`._step_kernel.update_sticky`: release
+        the contacts that separate unloaded, restore the released ones that carry load); returns
+        the solution and whether ``sticky`` changed.
 
         The LCP is solved equilibrated: z = s z', (s Q s) z' + s r = s w, s > 0. The impulse
         rows are scaled to unit diagonal and the lambda rows (zero diagonal, velocity units) by
@@ -247,34 +269,29 @@ class AnitescuPotra(ContactModel):
         The previous step's basic set is tried first: in steady contact the set of positive
         impulses does not change from step to step, so one solve of ``Q_aa z_a = -r_a`` usually
         gives the exact solution. It is accepted only through the residuals every solver uses
-        (:func:`idyn.lcp.residuals.residuals_from_parts`, with w formed as Q z + r, so its
-        equation error is zero), else Lemke's method runs from scratch.
+        (:func:`idyn.lcp.residuals.residuals_pass`, with w formed as Q z + r, so its equation
+        error is zero), else Lemke's method runs from scratch. The accepted case is one compiled
+        call (:func:`._step_kernel.pyramid_lcp_try`).
         """
         m, W, u = problem.m, problem.W, problem.u_free
         mask = no_slip.tobytes()
         lay = self._layouts[m, mask]
-        n = lay.n
-        Q, s, Qs, rs, z, w = lay.Q.copy(), np.empty(n), np.empty((n, n)), np.empty(n), np.empty(n), np.empty(n)
         G = self._independent_tangent_rows(problem, sticky)
         key = (mask, sticky.tobytes())
         basis = self._warm.get(key)
-        A, code, q_norm, m_norm = pyramid_lcp_guess(W, u, lay.R, G, lay.sel, lay.sign, b, _NONE if C is None else C,
-                                                    problem.mu, lay.edged, _NO_BASIS if basis is None else basis,
-                                                    Q, s, Qs, rs, z, w)
+        impulses = np.empty((m, 3))
+        A, code = pyramid_lcp_try(W, u, lay.R, G, lay.sel, lay.sign, b, _NONE if C is None else C, problem.mu,
+                                  lay.edged, _NO_BASIS if basis is None else basis, DEFAULT_TOL, no_slip, sticky,
+                                  lay.Q, lay.s, lay.Qs, lay.rs, lay.z, lay.w, impulses)
         if code < 0:
             raise SolverError("the no-slip rows' Delassus block is not positive definite")
-        if code and residuals_from_parts(z, w, q_norm, m_norm).ok():
-            status, pivots, regularization = LCPStatus.SOLVED.value, 0, 0.0
-        else:
-            res = lemke_regularized(Qs, rs)
-            z, w, basis = res.z, res.w, res.basis
-            status, pivots, regularization = res.status.value, res.pivots, res.regularization
-            if not res.solved:
-                basis = None
-        self._warm = {} if basis is None else {key: basis}
-        impulses = np.empty((m, 3))
-        pyramid_impulses(z, s, m, lay.edged, W, u, lay.R, G, A, impulses)
-        return ContactSolution(impulses, status, pivots, regularization), w[:m] / s[:m]
+        if code:
+            return ContactSolution(impulses, _SOLVED), code == 2
+        res = lemke_regularized(lay.Qs, lay.rs)
+        self._warm = {key: res.basis} if res.solved else {}
+        pyramid_impulses(res.z, lay.s, m, lay.edged, W, u, lay.R, G, A, impulses)
+        changed = update_sticky(impulses[:, 0], res.w[:m] / lay.s[:m], u, no_slip, sticky)
+        return ContactSolution(impulses, res.status.value, res.pivots, res.regularization), changed
 
     @staticmethod
     def _independent_tangent_rows(problem: ContactProblem, sticky: np.ndarray) -> np.ndarray:
@@ -294,6 +311,7 @@ class AnitescuPotra(ContactModel):
 _NONE = np.zeros(0)
 _NO_BASIS = np.zeros(0, dtype=np.intp)
 _NONE2 = np.zeros((0, 0))
+_SOLVED = LCPStatus.SOLVED.value
 
 
 class NoSlip(AnitescuPotra):

@@ -25,12 +25,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
-from .. import validation
-from .._contact_kernel import contact_rows
 from ..contact import Contact, ContactSet
-from ..errors import InvalidInputError, SolverError
-from ..model import RobotModel, Workspace, as_slice
+from ..errors import InvalidInputError, NonFiniteError, ShapeError, SolverError
+from ..model import RobotModel, Workspace
 from .contact_models import ContactModel, ContactProblem, ContactSolution, make
+from ._step_kernel import advance
 from .impact import IMPACT_MODES, IMPACT_SPEED_TOL, PassiveImpacts
 from .world import World
 
@@ -114,7 +113,7 @@ class Simulator:
         self._impacts = PassiveImpacts(impact_speed_tol) if impacts == "passive" else None
         self._data = model.pinocchio_model.createData()
         self._workspace = _StepPass(model)
-        self._actuated = as_slice(model.actuated_v)
+        self._actuated = np.asarray(model.actuated_v, dtype=np.intp)
         self.reset(model.neutral(), np.zeros(model.nv))
 
     # ---------------------------------------------------------------- state
@@ -149,9 +148,10 @@ class Simulator:
 
     def _detect(self) -> None:
         """The step pass at the current state (M, h, Jacobians, placements), then detection."""
-        self._workspace.compute(self._q, self._v)
-        self._pending, ja, jb, frames = self.world.detect_joints_at(self._workspace, self.dt)
-        self._pending_rows = (ja, jb, bool(jb.any()), frames)
+        ws = self._workspace.compute(self._q, self._v)
+        self._pending, ja, jb, two_bodies, frames = self.world.detect_joints_at(ws, self.dt)
+        #: the arguments of the contact rows (:func:`idyn._contact_kernel.contact_rows`)
+        self._pending_rows = (ws.J, self.model.support, ja, jb, two_bodies, frames, self._pending.points)
         self._pending_contacts: list[Contact] | None = None
 
     def contact_set(self) -> ContactSet:
@@ -168,14 +168,14 @@ class Simulator:
     def problem(self, tau) -> ContactProblem:
         """The contact problem of the next step under actuator torques ``tau`` (na)."""
         ws = self._workspace
-        tau = validation.vector(tau, self.model.na, "tau")
-        f = -ws.h
-        f[self._actuated] += tau
+        tau = np.asarray(tau, dtype=float)
+        if tau.shape != (self.model.na,):
+            raise ShapeError(f"tau must have shape ({self.model.na},), got {tau.shape}")
         cs = self._pending
-        ja, jb, two_bodies, frames = self._pending_rows
-        J = np.empty((3 * cs.m, self.model.nv))
-        contact_rows(ws.J, self.model.support, ja, jb, two_bodies, frames, cs.points, J)
-        problem = ContactProblem(ws.M, self._v, f, self.dt, J, cs.phi, cs.mu)
+        problem = ContactProblem.of_step(ws.M, self._v, ws.h, tau, self._actuated, self.dt, self._pending_rows,
+                                         cs.phi, cs.mu)
+        if problem is None:
+            raise NonFiniteError("tau contains NaN or infinite values")
         # finite inputs can still overflow (|tau| 1e159 from a controller that lost the robot):
         # stop here with the simulator's error, not with a contact solver's complaint about NaN
         if not problem.finite:
@@ -189,8 +189,8 @@ class Simulator:
         if self._impacts is not None:
             problem, impact = self._impacts.resolve(problem)
         sol = self.contact_model.solve(problem)
-        v_next = problem.velocity(sol.impulses)
-        if not np.isfinite(v_next).all():
+        v_next = np.empty(self.model.nv)
+        if not advance(problem.v_free, problem.Minv_JT, sol.impulses, v_next):
             raise SolverError(
                 f"the {self.contact_model.name} contact model produced a non-finite velocity "
                 f"(status {sol.status}) at t = {self.t:.4f} s")

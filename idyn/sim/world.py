@@ -64,6 +64,19 @@ Terrain = Plane | Heightmap | StaticBox
 
 #: the velocity of :meth:`World.detect_at` without speculative pairs (never read)
 _NO_V = np.zeros(0)
+#: contact patterns remembered by a plane-only world (a quadruped's feet: 16)
+_PATTERNS = 64
+
+
+def _contact_frames(normals: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """The tangents (:func:`idyn.contact.tangent_frames`) and contact frames (m, 3, 3; rows n,
+    s, t; :meth:`ContactSet.frames`) of unit ``normals``, read-only (they are shared)."""
+    tangents = tangent_frames(normals)
+    for f in tangents:
+        f.flags.writeable = False
+    frames = np.stack((normals,) + tuple(tangents), axis=1)
+    frames.flags.writeable = False
+    return tangents, frames
 
 
 def _against_terrain(centres: np.ndarray, radii: np.ndarray, t) -> Features:
@@ -155,6 +168,8 @@ class World:
                            for j in np.unique(self._pair_b[~on_sphere])]
         self._placements_of, self._placement_refs = None, []
         self._last_normals = (np.zeros((0, 3)), (np.zeros((0, 3)), np.zeros((0, 3))), np.zeros((0, 3, 3)))
+        #: the plane-only world's per-pattern contact data (:meth:`_plane_contacts`)
+        self._plane_patterns = {}
         #: joint of each shape, and (index -1) the static world's joint 0
         self._body_joints = np.append(self._joints, 0).astype(np.intp)
 
@@ -179,10 +194,11 @@ class World:
         checked: the simulator's own pass); ``dt`` None: no speculative pairs."""
         return self.detect_joints_at(ws, dt)[0]
 
-    def detect_joints_at(self, ws: Workspace, dt: float | None) -> tuple[ContactSet, np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`detect_at`, the joints carrying each contact's bodies A and B (0: the world) and
-        the contact frames (m, 3, 3), which the contact Jacobian needs
-        (:func:`idyn._contact_kernel.contact_rows`)."""
+    def detect_joints_at(self, ws: Workspace, dt: float | None
+                         ) -> tuple[ContactSet, np.ndarray, np.ndarray, bool, np.ndarray]:
+        """:meth:`detect_at`, the joints carrying each contact's bodies A and B (0: the world),
+        whether any B is a body and the contact frames (m, 3, 3), which the contact Jacobian
+        needs (:func:`idyn._contact_kernel.contact_rows`)."""
         poses = np.array([placement.homogeneous for placement in self._placements(ws.data)]).reshape(-1, 4, 4)
         reach = self.margin + dt * self.max_speed if dt is not None else self.margin
         if not self._pairs and len(self.terrain) == 1 and type(self.terrain[0]) is Plane:
@@ -195,7 +211,7 @@ class World:
         if not parts:
             empty = np.zeros(0, dtype=np.intp)
             return ContactSet._trusted((), (), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0)), \
-                empty, empty, np.zeros((0, 3, 3))
+                empty, empty, False, np.zeros((0, 3, 3))
         if len(parts) == 1:
             (a, b, (points, normals, phi), mu), = parts
         else:
@@ -214,23 +230,41 @@ class World:
         cs = ContactSet.__new__(ContactSet)    # ContactSet._trusted with the frames memoised
         cs.body_a, cs.body_b = tuple(frames[i] for i in a), tuple(frames[j] for j in b)
         cs.points, cs.normals, cs.mu, cs.phi = points[keep], normals, mu[keep], phi[keep]
-        return cs, self._joints[a], self._body_joints[b], self._frames_of(cs)
+        jb = self._body_joints[b]
+        return cs, self._joints[a], jb, bool(jb.any()), self._frames_of(cs)
 
     def _plane_contacts(self, ws: Workspace, poses: np.ndarray, reach: float, dt: float | None):
         """:meth:`detect_joints_at` of a world whose only pairs are the probes against one plane,
         in one compiled call (:func:`._step_kernel.plane_contacts`; the same numbers as the
-        general path)."""
+        general path). Everything but the points and gaps depends only on which probes touch
+        (the pattern), so it is built once per pattern and shared, read-only."""
         k, plane = self._probe_shape.size, self.terrain[0]
         points, normals, phi, shape = np.empty((k, 3)), np.empty((k, 3)), np.empty(k), np.empty(k, dtype=np.intp)
         m = plane_contacts(poses, self._probe_shape, self._probe_local, self._probe_radius, plane.normal,
                            plane.offset, self._joints, ws.J, self.model.support, ws.v if dt is not None else _NO_V,
                            self.margin, reach, 0.0 if dt is None else dt, points, normals, phi, shape)
-        shape, normals = shape[:m], normals[:m]
-        frames = self._frames
+        key = shape[:m].tobytes()
+        pattern = self._plane_patterns.get(key)
+        if pattern is None:
+            if len(self._plane_patterns) >= _PATTERNS:
+                self._plane_patterns.clear()
+            pattern = self._plane_patterns[key] = self._plane_pattern(shape[:m], normals[:m], plane.mu)
         cs = ContactSet.__new__(ContactSet)
-        cs.body_a, cs.body_b = tuple(frames[i] for i in shape), (None,) * m
-        cs.points, cs.normals, cs.mu, cs.phi = points[:m], normals, np.full(m, plane.mu), phi[:m]
-        return cs, self._joints[shape], np.zeros(m, dtype=np.intp), self._frames_of(cs)
+        cs.body_a, cs.body_b, cs.normals, cs.mu, cs.tangents, ja, jb, frames = pattern
+        cs.points, cs.phi = points[:m], phi[:m]
+        return cs, ja, jb, False, frames
+
+    def _plane_pattern(self, shape: np.ndarray, normals: np.ndarray, mu: float) -> tuple:
+        """The data of :meth:`_plane_contacts` shared by every contact set with probes of the
+        shapes ``shape`` in contact (read-only): body names, normals, mu, tangents, joints of
+        bodies A and B, contact frames."""
+        m = shape.size
+        normals, mu, ja, jb = normals.copy(), np.full(m, mu), self._joints[shape], np.zeros(m, dtype=np.intp)
+        tangents, frames = _contact_frames(normals)
+        for a in (normals, mu, ja, jb):
+            a.flags.writeable = False
+        frames_of = self._frames
+        return tuple(frames_of[i] for i in shape), (None,) * m, normals, mu, tangents, ja, jb, frames
 
     def _frames_of(self, cs: ContactSet) -> np.ndarray:
         """Set the tangents of ``cs`` (:func:`idyn.contact.tangent_frames` of its normals) and
@@ -239,11 +273,7 @@ class World:
         normals = cs.normals
         last, tangents, frames = self._last_normals
         if last.shape != normals.shape or not (last == normals).all():
-            tangents = tangent_frames(normals)
-            for f in tangents:
-                f.flags.writeable = False
-            frames = np.stack((normals,) + tuple(tangents), axis=1)
-            frames.flags.writeable = False
+            tangents, frames = _contact_frames(normals)
             self._last_normals = (normals.copy(), tangents, frames)
         cs.tangents = tangents
         return frames
