@@ -176,9 +176,10 @@ class LCPNoSlip(Controller):
             impulses, w = self._lcp_with_rows(step, np.flatnonzero(~released), keys, info)
             if info["status"] != "solved":
                 break
+            unloaded = impulses[:m] <= 0.0
             # f_N = 0 and, at the end of the step, a gap wider than contact_gap or moving apart
-            unloaded_open = (impulses[:m] <= 0.0) & ((w > opening) | (w - gap_speed > self.consistency_tol))
-            update = (released & (impulses[:m] <= 0.0)) | unloaded_open   # a loaded contact sticks again
+            unloaded_open = unloaded & ((w > opening) | (w - gap_speed > self.consistency_tol))
+            update = (released & unloaded) | unloaded_open      # a loaded contact sticks again
             if update.tobytes() in seen:                                  # converged, or a cycle
                 info["release_cycle"] = bool(np.any(update != released))
                 break

@@ -24,7 +24,8 @@ def weight(model) -> float:
 def _foot_jacobian(robot, model, q, leg):
     """``(iv, J)``: the velocity indices of ``leg``'s joints and its foot centre's Jacobian in them."""
     iv = robot.leg_joints[leg]
-    return iv, model.frame_jacobian(q, robot.feet[leg].link, point=robot.foot_centres(q)[list(robot.leg_joints).index(leg)])[:3, iv]
+    centre = robot.foot_centres(q)[list(robot.leg_joints).index(leg)]
+    return iv, model.frame_jacobian(q, robot.feet[leg].link, point=centre)[:3, iv]
 
 
 def _first_foot_moving(p, foot_velocity):
