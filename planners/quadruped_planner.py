@@ -109,12 +109,14 @@ class QuadrupedPlanner:
     touchdown_window:
         Fraction of a swing after which a foot that touches the ground becomes a stance foot
         (Pacer's "stance on contact"); a foot still in the air at its planned touchdown keeps
-        descending at ``probe_speed`` (m/s), at most ``probe_depth`` (m), until it touches, and
-        is then held where it touched. (Keeping the probed foothold instead, below the ground
-        by the depth searched, ratcheted the footholds down by 2-6 mm a step, since the next
-        swing lands at the height it left: on rigid ground LINKS's planned feet reached 5.6 cm
-        below the ground and its base rolled 0.3 rad before it fell at 4.8 s; holding the
-        touched point, it trots 30 s.)
+        descending at ``probe_speed`` (m/s), at most ``probe_depth`` (m), until it touches; its
+        foothold then moves back up to the height where it touched, at ``probe_speed``.
+        Measured on LINKS (qp-coulomb, PyBullet): keeping the probed foothold, below the ground
+        by the depth searched, ratcheted the footholds down 2-6 mm a step, since the next swing
+        lands at the height it left (planned feet 5.6 cm below rigid ground, base rolled 0.3
+        rad, fall at 4.8 s); moving it to the touched point at once is a 2-6 mm jump of the
+        desired foot (compliant-low fell in 2 of 3 10 s runs); moving it at the probing speed,
+        rigid-high and compliant-low completed 3 of 3.
     ik_tol, ik_max_iters:
         Newton tolerance on each foot's position (m; Pacer used 1e-3) and the iteration cap per
         control step.
@@ -180,6 +182,7 @@ class QuadrupedPlanner:
         self._scheduled = np.ones(L, dtype=bool)    # the gait's flags at the last step
         self._early = np.zeros(L, dtype=bool)       # touched down before the planned time
         self._probe = np.zeros(L)                   # depth searched below a late foothold (m)
+        self._settle = np.full(L, np.nan)           # height a late foothold moves to (m)
         self._feet = np.zeros((L, 3))               # planned world foot points
         self._splines: list[ClampedCubicSpline | None] = [None] * L
         self._q_legs = self._q_stand_legs.copy()
@@ -349,12 +352,20 @@ class QuadrupedPlanner:
                     self._feet[i] = spline.end_point
                     self._splines[i] = None
                     self._probe[i] = 0.0
+                    self._settle[i] = math.nan
                 self._early[i] = False
-                if down and self._probe[i] > 0.0:      # a late foot touched: hold it where it is
-                    if measured_feet is None:
+                if down and self._probe[i] > 0.0:      # a late foot touched: hold it at that height,
+                    if measured_feet is None:          # reached at the probing speed (no jump)
                         measured_feet = base_p + self.kin.positions(q[self.kin.leg_q]) @ base_R.T
-                    self._feet[i] = measured_feet[i]
+                    self._settle[i] = measured_feet[i, 2]
                     self._probe[i] = 0.0
+                if down and not math.isnan(self._settle[i]):
+                    gap = self._settle[i] - self._feet[i, 2]
+                    move = clamp(gap, self.probe_speed * dt)
+                    if move == gap:                    # arrives in this step
+                        self._settle[i] = math.nan
+                    self._feet[i, 2] += move
+                    pd[i, 2] = move / dt if dt > 0 else 0.0
                 if not down and self._probe[i] < self.probe_depth:   # late: reach down
                     step = min(self.probe_speed * dt, self.probe_depth - self._probe[i])
                     self._feet[i, 2] -= step

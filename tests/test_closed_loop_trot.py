@@ -82,7 +82,9 @@ def test_qp_coulomb_trots_on_its_own_contact_model():
     matched verification): idyn.sim with the maximal-dissipation ``qp`` model, mu = 0.5, the
     controller given the simulator's contacts. The shared feedback is critically damped by
     default (kv = 2 sqrt(kp) = 63); with SPEC's kv = 10 (damping ratio 0.16) the touchdown
-    transients add up and LINKS falls at 1.5 s of this run."""
+    transients add up and LINKS falls at 1.5 s of this run. The balance term is off: it is
+    torque added after the controller, which the controller's prediction does not see (with it
+    on, the mean error is about 1 %, from a few touchdown steps; the median is 0.09 %)."""
     from experiments.loop import run_loop
     from experiments.references import QuadrupedReference
     from experiments.metrics import fallen
@@ -93,7 +95,8 @@ def test_qp_coulomb_trots_on_its_own_contact_model():
     robot = robots.quadruped("links")
     testbed = sim_testbeds.QuadrupedTestbed(robot, "rigid", 0.5, contact_model="qp")
     controller = controllers.make("qp-coulomb", robot.model, dt=testbed.dt)
-    tr = run_loop(testbed, robot.model, QuadrupedReference(robot, contacts="all"), controller, 2.0).trace
+    tr = run_loop(testbed, robot.model, QuadrupedReference(robot, contacts="all", balance=False),
+                  controller, 2.0).trace
     assert not fallen(tr.q, robot.nominal_base_height).any()
     assert np.abs(tr.q[:, 7:] - tr.q_des).mean() < 0.03                  # rad
     loaded = tr.sensed_normal > 1.0
