@@ -127,14 +127,15 @@ def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, pl
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         trace.save(out / "trace.npz")
-        (out / "metrics.json").write_text(json.dumps(_jsonable(metrics), indent=1))
+        (out / "metrics.json").write_text(json.dumps(jsonable(metrics), indent=1))
         if plots:
             from .plots import plot_run
             metrics["figures"] = [str(p) for p in plot_run(trace, scenario, out, model)]
     return metrics
 
 
-def _jsonable(d: dict) -> dict:
+def jsonable(d: dict) -> dict:
+    """``d`` with numpy scalars as Python numbers, NaN as None and infinities as "inf" (JSON)."""
     def conv(x):
         if isinstance(x, dict):
             return {k: conv(v) for k, v in x.items()}

@@ -7,7 +7,7 @@ of scenarios that a process pool or a Ray cluster can execute in any order.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 from idyn.errors import InvalidInputError
 
@@ -91,9 +91,6 @@ class Scenario:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-    def with_(self, **changes) -> "Scenario":
-        return replace(self, **changes)
 
 
 def terrain_scenario(label: str, **kw) -> Scenario:

@@ -50,3 +50,17 @@ def _controller_option(text: str) -> tuple[str, object]:
         except ValueError:
             pass
     return key, value.strip()
+
+
+def parse_names(text: str, allowed, what: str) -> list[str]:
+    """The names of a comma-separated list (or all of ``allowed`` for ``all``); a CommandError
+    naming the unknown ones."""
+    from ..cli import CommandError
+
+    if text == "all":
+        return list(allowed)
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in allowed]
+    if bad or not names:
+        raise CommandError(f"unknown {what} {', '.join(bad) or repr(text)}; choose from {', '.join(allowed)}")
+    return names

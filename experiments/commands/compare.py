@@ -7,7 +7,7 @@ Tables 4-6 judged on this sweep, :mod:`experiments.orderings`), ``DIR/comparison
 """
 from __future__ import annotations
 
-from . import add_friction_limit
+from . import add_friction_limit, parse_names
 
 NAME = "compare"
 HELP = "run controllers x terrains in parallel and print the paper's tables beside ours"
@@ -33,18 +33,6 @@ def add_arguments(parser) -> None:
     add_friction_limit(parser)
 
 
-def _names(text: str, allowed, what: str) -> list[str]:
-    from ..cli import CommandError
-
-    if text == "all":
-        return list(allowed)
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [n for n in names if n not in allowed]
-    if bad or not names:
-        raise CommandError(f"unknown {what} {', '.join(bad) or repr(text)}; choose from {', '.join(allowed)}")
-    return names
-
-
 def run(args) -> int:
     import csv
     import json
@@ -60,9 +48,9 @@ def run(args) -> int:
     from ..runner import run_sweep
     from ..scenario import PAPER_CONTROLLERS, TERRAINS, paper_sweep
 
-    names = _names(args.controllers, controllers.available() if args.controllers != "all" else PAPER_CONTROLLERS,
+    names = parse_names(args.controllers, controllers.available() if args.controllers != "all" else PAPER_CONTROLLERS,
                    "controller")
-    terrains = _names(args.terrains, tuple(TERRAINS), "terrain")
+    terrains = parse_names(args.terrains, tuple(TERRAINS), "terrain")
     scenarios = paper_sweep(names, terrains, duration=args.duration, seed=args.seed, backend=args.backend,
                             friction_limit=args.friction_limit)
     out = Path(args.out)

@@ -45,11 +45,11 @@ def run(args) -> int:
     from ..cli import CommandError
     from ..meta import run_metadata
     from ..prediction_table import BACKENDS, PREDICTING, format_table, prediction_table
-    from ..runner import _jsonable
-    from .compare import _names
+    from ..runner import jsonable
+    from . import parse_names
 
-    names = _names(args.controllers, PREDICTING, "controller")
-    models = _names(args.models, BACKENDS, "contact model")
+    names = parse_names(args.controllers, PREDICTING, "controller")
+    models = parse_names(args.models, BACKENDS, "contact model")
     if not (math.isfinite(args.duration) and args.duration > 0):
         raise CommandError(f"--duration must be a positive number of seconds, got {args.duration}")
     if not (args.mu >= 0 and not math.isnan(args.mu)):
@@ -77,7 +77,7 @@ def run(args) -> int:
     settings = {"duration": args.duration, "mu": args.mu, "balance": not args.no_balance, "controllers": names,
                 "models": models}
     (out / "verify_forces.json").write_text(json.dumps(
-        {"settings": settings, "rows": [_jsonable(r) for r in rows], "meta": run_metadata([])}, indent=1))
+        {"settings": settings, "rows": [jsonable(r) for r in rows], "meta": run_metadata([])}, indent=1))
     with open(out / "verify_forces.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=CSV_KEYS, extrasaction="ignore")
         writer.writeheader()

@@ -1,0 +1,30 @@
+"""The grasping experiment of paper Sec. 8.4.1 (Fig. 18, issue 5): the manipulator follows its
+sinusoid holding the box with mu = 100 and mu = 1 under qp-coulomb, pid and sensed-1. The 3 s
+runs are slow tests; a short version of every run is in the default suite."""
+import math
+
+import pytest
+
+from experiments.runner import run_scenario
+from experiments.scenario import manipulator_sweep
+
+
+def _check(scenario):
+    m = run_scenario(scenario)
+    assert m.get("error") is None, m
+    assert m["steps"] == round(scenario.duration / scenario.dt) and not m["fell"], m
+    for key in ("pos_error", "vel_error", "torque_rate", "torque_mean"):
+        assert math.isfinite(m[key]), (key, m)
+    return m
+
+
+@pytest.mark.parametrize("scenario", manipulator_sweep(duration=0.3), ids=lambda s: f"{s.controller}-mu{s.mu:g}")
+def test_grasp_runs_briefly(scenario):
+    _check(scenario)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", manipulator_sweep(), ids=lambda s: f"{s.controller}-mu{s.mu:g}")
+def test_grasp_runs_three_seconds(scenario):
+    m = _check(scenario)
+    print(scenario.controller, scenario.mu, {k: m[k] for k in ("pos_error", "torque_rate")})
