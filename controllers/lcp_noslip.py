@@ -63,25 +63,38 @@ tangential velocity of every contact in the set at zero, with unbounded impulses
 gap: a stance foot the simulator already lifts (1 kN of tangential force on a foot with zero
 normal force in PyBullet, then divergence) and, just as much, an anticipated contact (Sec. 4.1)
 that approaches but stays open, e.g. a swing foot in the simulator's contact set (idyn.sim
-trot: the held foot pushed the prediction off its own ``noslip`` model by 2.7 % and LINKS fell
-at 0.23 s).  So the tangent rows of an unloaded contact are released when its gap at the end of
+trot against its own ``noslip`` model: 9.3 % prediction error and a fall at 0.13 s of the
+0.3 s matched run).  So the tangent rows of an unloaded contact are released when its gap at the end of
 the step, ``dt (N v+ + phi/dt)`` (``dt w``, the LCP slack), exceeds ``contact_gap`` (1 um) or
 its bodies move apart (``N v+ > consistency_tol``); the LCP is solved again (warm-started) with
 the rows of the other contacts.  This is the release rule of idyn.sim's no-slip model (which
-releases at ``w > 0``) up to ``contact_gap``: gaps below a micrometre are within what contact
-detection resolves (PyBullet's contact distances scatter by about that much), and fingertips
-that close the grasp to a fraction of a micrometre hold the box through their no-slip rows
-(the no-slip grasp of Sec. 8.4.1), where ``w > 0`` would drop it while the fingers rest on it.
+releases at ``w > 0``) up to ``contact_gap``: the manipulator's reference grasp places the
+fingertips 0.34 um from the box (the PyBullet testbed reads it as touching, ``|phi| < 1 um``),
+and fingertips resting on the box at such a gap hold it through their no-slip rows (the
+no-slip grasp of Sec. 8.4.1), where ``w > 0`` would drop it the first step.
 Fingers 50 um away hold nothing, whatever the friction.  Iteration: a released contact stays
-released while unloaded and sticks again when loaded (as in the simulator), until the
+released while unloaded and sticks again when loaded (as in the simulator; a sliding contact,
+below, stays released), until the
 released set repeats (at most ``m + 1`` solves, almost always one or two).  If it ends in a
 cycle (releasing loads a contact, holding it unloads it: no answer satisfies both, the desired
 motion is inconsistent with the model) on an answer with friction through an open gap, the
 open contacts are released as well and that answer is kept: it loads no contact beyond what the
 model allows, only lets a loaded contact slide without friction.
 
+Sliding touchdown.  A contact whose tangential speed at the start of the step exceeds
+``slide_speed`` (``IMPACT_SPEED_TOL`` = 1 cm/s) keeps no no-slip rows in that step.  Holding it
+would stop the slide within one control period, and with the joint velocities prescribed
+(eq. 38) the actuators would deliver that tangential impulse: a planned stance foot 20 um
+above the ground, sliding at 0.65 m/s, that the desired motion brought down drew 471 N of
+friction and 58 N m (PyBullet trot, t = 9.649 s; the knee then spun at 92 rad/s and LINKS fell
+0.5 s later).  In the no-slip world that stop is a plastic tangential impact, delivered by the
+contact with the actuators passive, as for a touchdown (:mod:`controllers.impact`, which
+handles the normal approach only); the controller models the contact without friction for the
+step and holds it once it has stopped.
+
 Options: ``consistency_tol`` (1e-6 m/s), ``check_tangential`` (False), ``warm_start`` (True),
-``qp_backend``, ``tangent_dependence_tol`` (1e-3), ``contact_gap`` (1e-6 m).
+``qp_backend``, ``tangent_dependence_tol`` (1e-3), ``contact_gap`` (1e-6 m), ``slide_speed``
+(1e-2 m/s; ``inf`` holds every contact).
 ``info["slip_released"]`` counts released contacts, ``info["release_cycle"]`` says whether the
 release iteration ended in a cycle.
 """
@@ -99,11 +112,14 @@ from idyn.qp import solve_qp
 from . import _noslip_kernel as kernel
 from .base import Controller, Solution, register
 from .dynamics import TANGENT_DEPENDENCE_TOL, Step
+from .impact import IMPACT_SPEED_TOL
 from .warm_start import ActiveSetMemory, contact_keys
 
 #: an end-of-step gap (m) up to which an unloaded contact counts as touching (see "Separating
 #: contacts" in the module docstring)
 CONTACT_GAP = 1e-6
+#: tangential speed (m/s) above which a contact arriving in the step keeps no no-slip rows
+SLIDE_SPEED = IMPACT_SPEED_TOL
 #: weight of the impulses' kinetic energy against the squared deviation in the consistency QP
 #: (see :func:`min_deviation`)
 IMPULSE_ENERGY_WEIGHT = 1e-4
@@ -122,7 +138,8 @@ class LCPNoSlip(Controller):
 
     def __init__(self, model, *, consistency_tol: float = 1e-6, check_tangential: bool = False,
                  warm_start: bool = True, qp_backend: str = "quadprog",
-                 tangent_dependence_tol: float = TANGENT_DEPENDENCE_TOL, contact_gap: float = CONTACT_GAP, **common):
+                 tangent_dependence_tol: float = TANGENT_DEPENDENCE_TOL, contact_gap: float = CONTACT_GAP,
+                 slide_speed: float = SLIDE_SPEED, **common):
         super().__init__(model, **common)
         if not consistency_tol > 0:
             raise InvalidInputError(f"consistency_tol must be positive, got {consistency_tol}")
@@ -134,6 +151,7 @@ class LCPNoSlip(Controller):
         if not (np.isfinite(contact_gap) and contact_gap >= 0):
             raise InvalidInputError(f"contact_gap must be finite and >= 0, got {contact_gap}")
         self.contact_gap = float(contact_gap)
+        self.slide_speed = float(slide_speed)
         self._active = ActiveSetMemory()
 
     def reset(self) -> None:
@@ -167,7 +185,8 @@ class LCPNoSlip(Controller):
         module docstring).
         """
         m = step.m
-        released = np.zeros(m, dtype=bool)
+        sliding = self._sliding(step)
+        released = sliding.copy()
         seen = {released.tobytes()}                  # every released set tried, this one included
         gap_speed = step.jac.phi / step.dt
         opening = max(self.consistency_tol, self.contact_gap / step.dt)   # end-of-step gap, as speed
@@ -179,7 +198,7 @@ class LCPNoSlip(Controller):
             unloaded = impulses[:m] <= 0.0
             # f_N = 0 and, at the end of the step, a gap wider than contact_gap or moving apart
             unloaded_open = unloaded & ((w > opening) | (w - gap_speed > self.consistency_tol))
-            update = (released & unloaded) | unloaded_open      # a loaded contact sticks again
+            update = sliding | (released & unloaded) | unloaded_open   # a loaded contact sticks again
             if update.tobytes() in seen:                                  # converged, or a cycle
                 info["release_cycle"] = bool(np.any(update != released))
                 break
@@ -190,6 +209,13 @@ class LCPNoSlip(Controller):
             impulses, w = self._lcp_with_rows(step, np.flatnonzero(~released), keys, info)
         info["slip_released"] = int(np.count_nonzero(released))
         return impulses
+
+    def _sliding(self, step: Step) -> np.ndarray:
+        """Contacts whose tangential speed at the start of the step exceeds ``slide_speed``."""
+        if not np.isfinite(self.slide_speed):
+            return np.zeros(step.m, dtype=bool)
+        m, rv = step.m, step.rows.dot(step.v)
+        return np.hypot(rv[m:2 * m], rv[2 * m:]) > self.slide_speed
 
     def _lcp_with_rows(self, step: Step, contacts: np.ndarray, keys: list, info: dict):
         """Solve the LCP with no-slip rows offered for ``contacts`` only; ``(impulses, w_N)``."""

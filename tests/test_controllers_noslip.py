@@ -302,3 +302,28 @@ def test_consistency_qp_keeps_impulses_physical_on_near_dependent_rows():
     f = step.forces_from_impulses(z, pyramid=False)
     assert np.abs(f).max() < 3 * weight(model) and np.abs(tau).max() < 20.0
     _check_consistent(model, state, contacts, ControlOutput(tau, f, {"v_next": v_next}), np.arange(3))
+
+
+def test_a_foot_arriving_sliding_is_not_stopped_by_the_actuators():
+    """A planned stance foot 20 um above the ground, sliding at 0.65 m/s, that the desired motion
+    brings down and holds (PyBullet trot, t = 9.649 s): its no-slip rows stop the slide within one
+    step, and with the joint velocities prescribed the actuators deliver that tangential impulse
+    (471 N, 58 N m; the knee then spun at 92 rad/s and LINKS fell).  Stopping it is the world's
+    plastic tangential impact; the controller models the contact without friction for the step
+    (``slide_speed``) and the torques stay those of the stance."""
+    p = standing_problem("links", 4, np.inf)
+    model = p.model
+    q, v = p.state.q, _first_foot_moving(p, [0.65, 0.0, -0.003])
+    contacts = list(p.contacts)
+    c = contacts[0]
+    contacts[0] = Contact(c.body_a, None, c.point, c.normal, np.inf, phi=2e-5)
+    state = RobotState(q, v)
+    leg = next(iter(p.robot.leg_joints))                # the leg keeps its swing and lowers the foot
+    desired = Desired(p.desired.q, v[model.actuated_v], _press_foot(p.robot, model, q, leg, 50.0))
+    held = controllers.make("lcp-noslip", model, feedback=False, slide_speed=np.inf).compute(state, desired, contacts)
+    out = controllers.make("lcp-noslip", model, feedback=False).compute(state, desired, contacts)
+    assert out.info["status"] == "solved" and out.info["slip_released"] >= 1
+    assert np.all(out.contact_forces[0, 1:] == 0.0)
+    assert np.abs(held.contact_forces[0, 1:]).max() > 5 * weight(model)      # the impulse of the stop
+    assert np.abs(out.tau).max() < 0.2 * np.abs(held.tau).max()
+    assert out.contact_forces[0, 0] > 0.0                                      # it lands, frictionless
