@@ -67,6 +67,10 @@ Measured: ap-lcp 1.96 -> 3.16 s with "force" (2.08 s with "torque"), PyBullet ri
 8.57 s, torque rate E|dtau/dt| 580 -> 177 N m/s; it costs a second LCP (19x the floor).
 Neither option completes the 30 s trot; the inconsistency comes from the shared error
 feedback (:mod:`controllers.feedback`), where a contact-consistent projection would belong.
+These measurements predate the planner's foothold fix (commits 13ca65b, 5d3105d: late feet's
+footholds had ratcheted below the ground, so the stance legs were commanded into it); since then
+plain Lemke (``tie_break="none"``) trots the full 30 s in PyBullet on rigid-high, rigid-low,
+compliant-high and rough (sweep of 5d3105d; compliant-low: fall at 17.2 s).
 """
 from __future__ import annotations
 

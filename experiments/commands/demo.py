@@ -3,12 +3,11 @@
 Headless. Prints tracking error, distance covered, falls and the real-time factor, and writes
 the centre-of-mass path and joint tracking plot, the metrics and the trace to ``--out``.
 
-Status (README Results): fall times are chaotic, so a round-off-level change moves them by
-seconds. On the 30 s sweep ``qp-coulomb`` (the default, the paper's ID_QP,mu, planning with the
+Status (README Results): ``qp-coulomb`` (the default, the paper's ID_QP,mu, planning with the
 locomotion friction limit 0.3; ``--friction-limit none``, the paper's literal setting, falls at
-0.28 s) completes both compliant grounds. On rigid-high, 10 s runs with the swing knots moved
-by microseconds completed 3 of 3 at one revision and fell at 4.8-8.5 s at others. It falls on
-rigid-low and rough. The demo reports a fall; it does not hide one.
+0.28 s) completes 30 s on rigid-high, compliant-high and compliant-low in the sweep, and 10 s on
+rigid-high in 3 of 3 runs with the swing knots moved by 1e-6 of the swing (fall times are
+chaotic). It falls on rigid-low and rough. The demo reports a fall; it does not hide one.
 """
 from __future__ import annotations
 
