@@ -343,7 +343,15 @@ class QuadrupedPlanner:
         pd = np.zeros((L, 3))
         pdd = np.zeros((L, 3))
         stance = scheduled.copy()
-        measured_feet = None
+        measured = None
+
+        def measured_foot(i: int) -> np.ndarray:
+            """Foot ``i``'s measured world position (all feet computed once, on first need)."""
+            nonlocal measured
+            if measured is None:
+                measured = base_p + self.kin.positions(q[self.kin.leg_q]) @ base_R.T
+            return measured[i]
+
         for i, leg in enumerate(self.legs):
             down = touching is None or bool(touching[i])
             if scheduled[i]:
@@ -355,9 +363,7 @@ class QuadrupedPlanner:
                     self._settle[i] = math.nan
                 self._early[i] = False
                 if down and self._probe[i] > 0.0:      # a late foot touched: hold it at that height,
-                    if measured_feet is None:          # reached at the probing speed (no jump)
-                        measured_feet = base_p + self.kin.positions(q[self.kin.leg_q]) @ base_R.T
-                    self._settle[i] = measured_feet[i, 2]
+                    self._settle[i] = measured_foot(i)[2]  # reached at the probing speed (no jump)
                     self._probe[i] = 0.0
                 if down and not math.isnan(self._settle[i]):
                     gap = self._settle[i] - self._feet[i, 2]
@@ -383,9 +389,7 @@ class QuadrupedPlanner:
                 spline = self._splines[i] = self._plan_swing(i, leg, tg)
             late = tg >= spline.t0 + self.touchdown_window * (spline.t1 - spline.t0)
             if touching is not None and down and late:     # early touchdown: stance on contact
-                if measured_feet is None:
-                    measured_feet = base_p + self.kin.positions(q[self.kin.leg_q]) @ base_R.T
-                self._feet[i] = measured_feet[i]
+                self._feet[i] = measured_foot(i)
                 self._splines[i] = None
                 self._early[i] = stance[i] = True
                 continue
