@@ -160,8 +160,7 @@ class LCPCoulomb(Controller):
         R = step.rows[rows]
         Ru, Ra = R[:, step.u], R[:, step.a]
         U, s, _ = np.linalg.svd(Ru)
-        rank = int(np.count_nonzero(s > NULL_TOL * max(float(s[0]), 1e-300)))
-        C = U[:, rank:]                                        # combinations blind to the base
+        C = U[:, _rank(s):]                                        # combinations blind to the base
         if C.shape[1] == 0:
             return step, z, x, info
         b = np.zeros(rows.size)
@@ -281,8 +280,13 @@ def face_directions(Q_face: np.ndarray) -> np.ndarray:
     if Q_face.shape[0] == 0:
         return np.zeros((0, 0))
     _, s, Vt = np.linalg.svd(Q_face)
-    rank = int(np.count_nonzero(s > NULL_TOL * max(float(s[0]), 1e-300)))
-    return Vt[rank:].T
+    return Vt[_rank(s):].T
+
+
+def _rank(s: np.ndarray) -> int:
+    """Numerical rank from singular values ``s`` (descending): those above ``NULL_TOL`` of the
+    largest."""
+    return int(np.count_nonzero(s > NULL_TOL * max(float(s[0]), 1e-300)))
 
 
 @lru_cache(maxsize=None)
