@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from idyn.contact import ContactSet
 from idyn.errors import InvalidInputError
 from planners import (ArmSinusoid, BalanceController, QuadrupedPlanner, TrotGait,
                       WaypointFollower)
@@ -91,11 +90,9 @@ class QuadrupedReference:
             stance = self.planner.stance
             active = [c for c in contacts if stance[self._leg_of[c.body_a]] and c.phi <= TOUCH_GAP]
         cap = self.friction_limit
-        if cap is None or all(c.mu <= cap for c in active):
+        if cap is None:
             return active
-        capped = ContactSet.from_contacts(active)     # the validated contacts' arrays, no re-check
-        capped.mu = np.minimum(capped.mu, cap)
-        return capped.contacts()
+        return [c if c.mu <= cap else c.with_friction(cap) for c in active]
 
     def extra_torque(self, state, contacts):
         if self.balance is None:

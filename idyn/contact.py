@@ -98,13 +98,23 @@ class Contact:
         object.__setattr__(self, "_frame", frame)
 
     @classmethod
-    def _trusted(cls, body_a, body_b, point, normal, mu, phi, tangents) -> "Contact":
-        """Without the checks, from the validated arrays of a :class:`ContactSet`."""
+    def _trusted(cls, body_a, body_b, point, normal, mu, phi, tangents, frame) -> "Contact":
+        """Without the checks, from the validated arrays of a :class:`ContactSet`; ``frame`` is
+        the read-only (3, 3) rows n, s, t (a view of the set's frames, stacked once for all)."""
         c = object.__new__(cls)
-        for name, value in (("body_a", body_a), ("body_b", body_b), ("point", point), ("normal", normal),
-                            ("mu", float(mu)), ("phi", float(phi)), ("tangents", tangents)):
-            object.__setattr__(c, name, value)
-        c._set_frame()
+        c.__dict__.update(body_a=body_a, body_b=body_b, point=point, normal=normal, mu=float(mu),
+                          phi=float(phi), tangents=tangents, _frame=frame)
+        return c
+
+    def with_friction(self, mu: float) -> "Contact":
+        """The same contact with Coulomb coefficient ``mu``, sharing this one's arrays (they are
+        not copied or re-validated: a friction cap applied every control step, see
+        :class:`experiments.references.QuadrupedReference`, costs one object)."""
+        mu = float(mu)
+        if np.isnan(mu) or mu < 0:
+            raise InvalidInputError(f"friction coefficient must be >= 0, got {mu}")
+        c = object.__new__(type(self))
+        c.__dict__.update(self.__dict__, mu=mu)
         return c
 
     def frame(self) -> np.ndarray:
@@ -180,10 +190,13 @@ class ContactSet:
         return np.stack((self.normals,) + tuple(self.tangents), axis=1)
 
     def contacts(self) -> list[Contact]:
-        """The same contacts as :class:`Contact` objects."""
+        """The same contacts as :class:`Contact` objects (their frames are views of one
+        read-only stack of all frames: one numpy call instead of one per contact)."""
         s, t = self.tangents
-        return [Contact._trusted(*args, tangents=(si, ti)) for *args, si, ti in
-                zip(self.body_a, self.body_b, self.points, self.normals, self.mu, self.phi, s, t)]
+        frames = self.frames()
+        frames.setflags(write=False)
+        return [Contact._trusted(*args, tangents=(si, ti), frame=fi) for *args, si, ti, fi in
+                zip(self.body_a, self.body_b, self.points, self.normals, self.mu, self.phi, s, t, frames)]
 
 
 @dataclass(frozen=True)

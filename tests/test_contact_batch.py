@@ -143,6 +143,22 @@ def test_contact_set_round_trip_and_typed_errors():
         ContactSet(["a"], ["a"], [[0, 0, 0]], [[0, 0, 1]], 1.0)
 
 
+def test_contact_set_frames_are_read_only_and_with_friction_changes_only_mu():
+    cs = ContactSet(["LF_FOOT", "RF_FOOT"], [None, None], [[0.1, 0.2, 0.0], [0.1, -0.2, 0.0]],
+                    [[0, 0, 1.0], [0, 0.1, 1.0]], [100.0, 0.2], [0.0, -1e-4])
+    contacts = cs.contacts()
+    for c in contacts:
+        assert not c.frame().flags.writeable
+        np.testing.assert_array_equal(c.frame(), np.vstack((c.normal,) + c.tangents))
+    capped = contacts[0].with_friction(0.3)
+    assert capped.mu == 0.3 and contacts[0].mu == 100.0
+    assert (capped.body_a, capped.body_b, capped.phi) == (contacts[0].body_a, None, 0.0)
+    assert capped.frame() is contacts[0].frame() and capped.point is contacts[0].point
+    for bad in (-1.0, np.nan):
+        with pytest.raises(InvalidInputError):
+            contacts[0].with_friction(bad)
+
+
 def test_vectorized_detection_matches_per_probe_features():
     """World.detect against the one-pair geometry functions on three terrain kinds at once."""
     from robots import sim as sim_testbeds
