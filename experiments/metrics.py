@@ -17,22 +17,24 @@ import numpy as np
 from .trace import Trace
 
 
-def _rpy(quat_xyzw: np.ndarray) -> np.ndarray:
-    """Roll, pitch, yaw of unit quaternions (x, y, z, w), shape (n, 3)."""
+def _roll_pitch(quat_xyzw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Roll and pitch of unit quaternions (x, y, z, w) along the last axis: one (4,) or (n, 4).
+    (``np.minimum``/``np.maximum`` rather than ``np.clip``, whose Python wrapper costs more than
+    the whole single-row test the closed loop runs every step.)"""
     x, y, z, w = quat_xyzw.T
     roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
-    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
-    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-    return np.stack((roll, pitch, yaw), axis=1)
+    pitch = np.arcsin(np.minimum(np.maximum(2 * (w * y - z * x), -1.0), 1.0))
+    return roll, pitch
 
 
 def fallen(q: np.ndarray, nominal_height: float, max_tilt: float = 1.0) -> np.ndarray:
-    """Per row of floating-base configurations ``q`` (n, nq): has the robot fallen?
+    """Has the robot fallen, per floating-base configuration: ``q`` is one (nq,) (a bool) or
+    (n, nq) (n bools), so the closed loop tests its state without building a one-row array.
 
     SPEC section 6: base height below half its nominal value, or |roll| or |pitch| above
     ``max_tilt`` (rad)."""
-    rpy = _rpy(q[:, 3:7])
-    return (q[:, 2] < 0.5 * nominal_height) | (np.abs(rpy[:, 0]) > max_tilt) | (np.abs(rpy[:, 1]) > max_tilt)
+    roll, pitch = _roll_pitch(q[..., 3:7])
+    return (q[..., 2] < 0.5 * nominal_height) | (np.abs(roll) > max_tilt) | (np.abs(pitch) > max_tilt)
 
 
 def fall_index(trace: Trace, nominal_height: float, max_tilt: float = 1.0) -> int | None:
