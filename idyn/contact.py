@@ -23,27 +23,24 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import validation
-from ._contact_kernel import contact_rows
+from ._contact_kernel import contact_rows, tangent_rows
 from .errors import InvalidInputError
 from .model import RobotModel, Workspace, cross
 
 
 def tangent_frames(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unit tangents (s, t), each (m, 3), of (m, 3) unit normals: the shortest rotation taking
-    z to n (Rodrigues, closed form) applied to x and y, so (s, t, n) is right-handed."""
-    n = np.asarray(normals, dtype=float)
-    nx, ny, c = n[:, 0], n[:, 1], n[:, 2]
-    down = c < -1.0 + 1e-12           # n = -z: the shortest arc is not unique; rotate about x
-    k = 1.0 / np.where(down, 1.0, 1.0 + c)
+    z to n (Rodrigues, closed form) applied to x and y, so (s, t, n) is right-handed:
+
+        s = (1 - nx^2 / (1 + nz), -nx ny / (1 + nz), -nx),
+        t = (-nx ny / (1 + nz), 1 - ny^2 / (1 + nz), -ny),
+
+    and s = x, t = -y at n = -z, where the shortest arc is not unique (a rotation about x).
+    Compiled (:func:`idyn._contact_kernel.tangent_rows`): every contact query of a control
+    step forms them."""
+    n = np.ascontiguousarray(normals, dtype=float)
     s, t = np.empty_like(n), np.empty_like(n)
-    kx = k * nx
-    s[:, 0] = 1.0 - kx * nx
-    s[:, 1] = t[:, 0] = -kx * ny
-    s[:, 2] = -nx
-    t[:, 1] = 1.0 - k * ny * ny
-    t[:, 2] = -ny
-    if down.any():
-        s[down], t[down] = (1.0, 0.0, 0.0), (0.0, -1.0, 0.0)
+    tangent_rows(n, s, t)
     return s, t
 
 
@@ -186,8 +183,12 @@ class ContactSet:
         return len(self.body_a)
 
     def frames(self) -> np.ndarray:
-        """(m, 3, 3): per contact the rows n, s, t (world to contact-frame rotation)."""
-        return np.stack((self.normals,) + tuple(self.tangents), axis=1)
+        """(m, 3, 3): per contact the rows n, s, t (world to contact-frame rotation).
+        (Three row assignments: ``np.stack`` costs twice as much in its Python wrapper.)"""
+        frames = np.empty((len(self.body_a), 3, 3))
+        frames[:, 0] = self.normals
+        frames[:, 1], frames[:, 2] = self.tangents
+        return frames
 
     def contacts(self) -> list[Contact]:
         """The same contacts as :class:`Contact` objects (their frames are views of one
@@ -196,7 +197,8 @@ class ContactSet:
         frames = self.frames()
         frames.setflags(write=False)
         return [Contact._trusted(*args, tangents=(si, ti), frame=fi) for *args, si, ti, fi in
-                zip(self.body_a, self.body_b, self.points, self.normals, self.mu, self.phi, s, t, frames)]
+                zip(self.body_a, self.body_b, self.points, self.normals, self.mu.tolist(), self.phi.tolist(),
+                    s, t, frames)]
 
 
 @dataclass(frozen=True)
