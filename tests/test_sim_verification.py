@@ -52,13 +52,23 @@ def test_lcp_noslip_predicts_its_model_within_one_percent():
 FALLS_30S = {
     "lcp-coulomb": "falls at 25.8 s (mean relative error 1.59 %, median 0.54 %: the balance torque, added after "
                    "the controller, is not in its prediction); with the balance term off the prediction is exact "
-                   "(mean 0.011 %, median 4e-16) but LINKS falls at 11.4 s (measured at d0d757b)",
+                   "(mean 0.011 %, median 4e-16) but LINKS falls at 11.4 s (measured at d0d757b, again at 57da1d9). "
+                   "Cause: the passive touchdown impact (controllers.impact, idyn.sim.impact) is the "
+                   "complementarity-free maximal-dissipation program, which launches a foot landing while sliding "
+                   "at about mu |v_T| (0.14-0.2 m/s from approaches of 0.08-0.14 m/s at 0.3-0.4 m/s sliding): the "
+                   "landing feet chatter (1091 impacts in 11.4 s), each impact turns a light leg's knee by 4-6 rad/s, "
+                   "the legs fold (base sinking at 0.28 m/s from 10.55 s) and LINKS falls. With the impact as the "
+                   "pyramid LCP (normal complementarity) on both sides it trots 30 s: exact without the balance term, "
+                   "0.99 % and 0.97 % (start perturbed by 1e-7 rad) with it",
     "lcp-noslip": "trots the 30 s (was a fall at 0.93 s, 6.0 %) with a mean relative error of 3.59 % "
                   "(median 0.91 %, 29167 loaded steps); 2.33 % (median 0.24 %) with the balance term off, whose "
                   "torque the prediction does not see. There, release cycles (a foot nearly unloaded, no no-slip "
                   "mode fits the desired motion: 8 % of the loaded steps, 7.6 % mean error) carry 28 % of the error",
     "qp-coulomb": "falls at 5.11 s (mean relative error 0.75 %); 4.51 s with the balance term off (0.42 %), "
-                  "measured at d0d757b; in PyBullet it completes rigid-high",
+                  "measured at d0d757b; in PyBullet it completes rigid-high. Not the touchdown impacts (time-stepped "
+                  "touchdowns on both sides: falls at 4.1 and 5.6 s): the qp model is complementarity-free, and 99 % "
+                  "of the loaded foot-steps end with the foot separating (over 2 cm/s), so LINKS hops (airborne "
+                  "71-75 % of the last 0.5 s) until it falls",
 }
 
 
