@@ -42,6 +42,30 @@ with and without Stage II, measured), because the objective was no longer consta
 ``ker(Z^T A Z)``.  Projected, it is constant there, as with eq. 98, Stage II holds unchanged,
 and Algorithm 1 treats such motion the same way (dependent tangent rows dropped, Appendix E).
 
+**Separation of touching contacts.**  Without complementarity a loaded contact may separate:
+at a sliding contact the optimum trades the separation speed its normal impulse causes against
+the friction that impulse buys, and predicts ``N v+ ~ mu |v_T|`` together with a large normal
+force (Anitescu's relaxation; Sec. 2.3.4).  In an inverse dynamics controller that prediction is
+an instruction: the torques realise the predicted lift.  Measured on LINKS in PyBullet at
+mu = 0.1 (qp-coulomb, default feedback): two stance feet sliding at 0.2 m/s were predicted to
+carry 162 N (the robot weighs 47 N) while separating at 0.012 m/s; PyBullet realised the
+predicted base velocity to 1e-3 m/s, the base rose at 0.68 m/s and the robot fell at 2.33 s (on
+the rough terrain at 0.52 s, on its low-friction cells).  A rigid (complementarity) world does
+not let a touching foot leave while it pushes, so the controllers check Stage I's answer, as
+Sec. 4.5 checks consistency: the touching contacts (gap at most
+:data:`idyn.contact.CONTACT_GAP`) that carry normal impulse yet end the step further apart than
+that gap (:func:`separating_loads`) get their separation priced, ``w/2 |N_c v+|^2`` (the kinetic
+energy of a mass ``w`` moving at the separation speed, :func:`price_separation`), and Stage I
+is solved again, until no new contact separates under load.  With ``P = N_c A^-1 R_u^T`` that
+is ``H += w P^T P``, ``c += w P^T N_c v+(0)``: still convex, so Stage I stays always feasible
+(a hard ``N_c v+ = 0`` was infeasible on about half the steps of that trot: legs that must lift
+a foot faster than gravity lowers the base).  ``P = (N_c L^-T) Y``, so ``ker(Y)`` is in
+``ker(P)``: the Hessian's nullspace, the projected ``c`` and Stage II are unchanged.  Only
+violating contacts are priced: pricing every touching contact also pulls on feet that rightly
+separate unloaded (a base moving up), and the frictionless Stage I, which is the contact LCP,
+would lose its complementarity (tested).  The controllers take ``w`` in multiples of the robot's
+mass (``separation_weight``, default 1; 0 is the relaxation as published).
+
 **No slip** (ID_QP,inf, Table 6 "No-slip (impact model)").  The same model with the hard
 equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) for the tangent rows that Algorithm 1 keeps
 (:meth:`controllers.dynamics.Step.independent_tangents`; dropped rows are implied by the kept
@@ -76,6 +100,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from idyn.contact import CONTACT_GAP
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp.regularized import regularized_checked
 from idyn.qp import BACKENDS, solve_built
@@ -243,6 +268,26 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
     return np.maximum(qp.x, 0.0), info
 
 
+def separating_loads(step: Step, prob: StageOne, z: np.ndarray) -> np.ndarray:
+    """Mask of the touching contacts (gap at most :data:`idyn.contact.CONTACT_GAP`) that carry
+    normal impulse ``z`` (above 1e-9 of the largest) yet end the step further apart than that
+    gap: the relaxation's complementarity violations (see "Separation of touching contacts")."""
+    m = step.m
+    normal_speed = prob.Y[:, :m].T @ (prob.Y @ z) + step.free_velocity[:m]      # N v+
+    phi = step.jac.phi
+    loaded = z[:m] > 1e-9 * max(float(z[:m].max()), 1e-300)
+    return (phi <= CONTACT_GAP) & loaded & (phi + step.dt * normal_speed > CONTACT_GAP)
+
+
+def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: float) -> None:
+    """Add ``weight/2 |N_c v+|^2`` over ``contacts`` to the Stage I objective of ``prob``, in
+    place: ``N_c v+ = P z + N_c v+(0)`` with ``P = N_c A^-1 R_u^T = Y_c^T Y``, so
+    ``H += weight P^T P`` and ``c += weight P^T N_c v+(0)`` (``ker(Y)`` and Stage II unchanged)."""
+    P = prob.Y[:, contacts].T @ prob.Y
+    prob.H = prob.H + weight * (P.T @ P)
+    prob.c = prob.c + weight * (P.T @ step.free_velocity[contacts])
+
+
 def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
                     qp_backend: str) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112)."""
@@ -259,15 +304,34 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
             "stage2_iterations": qp.iterations}
     if not qp.solved:
         return z0, info  # Stage I's answer is still a valid contact model solution
-    return np.maximum(z0 + W @ qp.x, 0.0), info
+    z = np.maximum(z0 + W @ qp.x, 0.0)
+    return (_within_cone(z, step.jac.mu) if prob.cone.shape[0] else z), info
+
+
+def _within_cone(z: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """``z`` with each finite-friction contact's pyramid components scaled into its cone
+    ``mu f_N >= 1^T f_F`` (eq. 101), in place: the QP solver meets its constraints only to about
+    1e-9 of the problem's scale (measured: 9.4e-10 N s of friction on a mu = 0 contact, 1e-6 N,
+    after Stage II), and a model's cone is a hard constraint.  Corrections are of that round-off
+    size; the torques are then computed from these impulses."""
+    m = mu.size
+    friction = z[m:].reshape(4, m)                       # view: [f_S+; f_S-; f_T+; f_T-]
+    total = friction.sum(axis=0)
+    limit = mu * z[:m]
+    over = np.isfinite(mu) & (total > limit)
+    if over.any():
+        friction[:, over] *= limit[over] / total[over]
+    return z
 
 
 def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> tuple[np.ndarray, dict]:
     """Sec. 6.1 one-stage variant: Stage I with the Hessian regularised to ``H + eps I``,
-    ``eps = regularization * max(diag H)`` (Todorov 2014), strictly convex hence unique."""
+    ``eps = regularization * max(diag Z^T A Z)`` (Todorov 2014), strictly convex hence unique.
+    The scale is that of the contact Hessian ``Y^T Y`` alone, without the separation price
+    (which would raise ``eps`` and the bias it causes with its weight)."""
     H = prob.H
     k = prob.k
-    eps = regularization * max(float(np.diag(H).max(initial=0.0)), 1e-12)
+    eps = regularization * max(float(np.einsum("ij,ij->j", prob.Y, prob.Y).max(initial=0.0)), 1e-12)
     H = H.copy()
     H.flat[::k + 1] += eps                           # H + eps I
     A_in, b_in = _with_bounds(prob.G, prob.g)

@@ -108,6 +108,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, solve_triangular
 
+from idyn.contact import CONTACT_GAP
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import LCPResult
 from idyn.lcp.lemke import checked_lemke
@@ -120,9 +121,6 @@ from .dynamics import TANGENT_DEPENDENCE_TOL, Step
 from .impact import IMPACT_SPEED_TOL
 from .warm_start import ActiveSetMemory, contact_keys
 
-#: an end-of-step gap (m) up to which an unloaded contact counts as touching (see "Separating
-#: contacts" in the module docstring)
-CONTACT_GAP = 1e-6
 #: tangential speed (m/s) above which a contact arriving in the step keeps no no-slip rows
 SLIDE_SPEED = IMPACT_SPEED_TOL
 #: weight of the impulses' kinetic energy against the squared deviation in the consistency QP

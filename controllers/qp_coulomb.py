@@ -9,7 +9,11 @@ Options (besides the common ones of :class:`controllers.Controller`):
   ``stage1_solver`` ("lemke": the KKT LCP as the authors did, footnote 1; or "qp"),
   ``ridge`` (1e-6, Stage II tie-break), ``qp_backend`` ("quadprog" or "cvxopt"),
   ``objective`` ("contact-work": the contact impulses' maximal dissipation; "kinetic-energy":
-  eqs. 95-98 literally; see "Which energy" in :mod:`controllers.dissipation`).
+  eqs. 95-98 literally; see "Which energy" in :mod:`controllers.dissipation`),
+  ``separation_weight`` (1.0 with Coulomb friction, 0 under no slip: Stage I prices the
+  separation speed of touching contacts like the kinetic energy of this many robot masses; 0 is
+  the relaxation as published, whose sliding loaded feet are predicted to lift off; see
+  "Separation of touching contacts" in :mod:`controllers.dissipation`).
 """
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ import numpy as np
 from idyn.errors import InvalidInputError
 
 from .base import Controller, Solution, register
-from .dissipation import OBJECTIVES, build_stage_one, solve_one_stage, solve_stage_one, solve_stage_two
+from .dissipation import (OBJECTIVES, build_stage_one, price_separation, separating_loads, solve_one_stage,
+                          solve_stage_one, solve_stage_two)
 from .dynamics import Step
 
 
@@ -31,11 +36,21 @@ class DissipationController(Controller):
     coulomb: ClassVar[bool] = True
     #: Algorithm 1's dependence tolerance of the no-slip equalities (eqs. 40-41); None: no such rows
     no_slip_tol: float | None = None
+    #: ``separation_weight`` when not given: the separation of touching contacts is priced where
+    #: the cone makes the relaxation buy friction with normal impulse (finite mu), not under no
+    #: slip, whose tangential impulses are unbounded
+    default_separation_weight: ClassVar[float] = 1.0
 
     def __init__(self, model, *, stage2: bool = True, stage1_solver: str = "lemke",
                  ridge: float = 1e-6, qp_backend: str = "quadprog",
-                 objective: str = "contact-work", **common):
+                 objective: str = "contact-work", separation_weight: float | None = None, **common):
         super().__init__(model, **common)
+        if separation_weight is None:
+            separation_weight = self.default_separation_weight
+        if not (np.isfinite(separation_weight) and separation_weight >= 0):
+            raise InvalidInputError(f"separation_weight must be finite and >= 0, got {separation_weight}")
+        self.separation_weight = float(separation_weight)
+        self._separation_mass = self.separation_weight * model.total_mass   # kg
         if objective not in OBJECTIVES:
             raise InvalidInputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
         self.objective = objective
@@ -57,13 +72,32 @@ class DissipationController(Controller):
             info["kept_tangent_rows"] = prob.kept_tangent_rows
         return self._finish(step, prob, z, info)
 
+    def _stage_one(self, step: Step, prob) -> tuple[np.ndarray, dict]:
+        """Stage I, solved again with the separation of the contacts that separate under load
+        priced, until none is added (see "Separation of touching contacts" in
+        :mod:`controllers.dissipation`); ``info["separation_priced"]``: how many."""
+        z, info = self._solve_stage_one(prob)
+        priced = np.zeros(step.m, dtype=bool)
+        while self._separation_mass > 0.0:
+            new = separating_loads(step, prob, z) & ~priced
+            if not new.any():
+                break
+            priced |= new
+            price_separation(step, prob, np.flatnonzero(new), self._separation_mass)
+            z, info = self._solve_stage_one(prob)
+        info["separation_priced"] = int(np.count_nonzero(priced))
+        return z, info
+
+    def _solve_stage_one(self, prob) -> tuple[np.ndarray, dict]:
+        return solve_stage_one(prob, self.stage1_solver, self.qp_backend)
+
     def _finish(self, step: Step, prob, z: np.ndarray, info: dict) -> Solution:
         """Torques and forces from the impulses ``z`` (eq. 79)."""
         tau, v_next = step.resolve(prob.R.T @ z)
         return Solution(tau, step.forces_from_impulses(z, pyramid=True), v_next, info)
 
     def _impulses(self, step: Step, prob) -> tuple[np.ndarray, dict]:
-        z, info = solve_stage_one(prob, self.stage1_solver, self.qp_backend)
+        z, info = self._stage_one(step, prob)
         if self.stage2:
             z, info2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend)
             info.update(info2)
@@ -81,7 +115,7 @@ class QPCoulomb(DissipationController):
 class QPCoulombOneStage(DissipationController):
     """ID_QP,mu one-stage (Sec. 6.1): Stage I with a regularised, strictly convex Hessian.
 
-    Option ``regularization`` (1e-6): ``eps = regularization * max(diag H)``.
+    Option ``regularization`` (1e-6): ``eps = regularization * max(diag Z^T A Z)``.
     """
 
     name = "qp-coulomb-1stage"
@@ -92,5 +126,5 @@ class QPCoulombOneStage(DissipationController):
             raise InvalidInputError(f"regularization must be positive, got {regularization}")
         self.regularization = regularization
 
-    def _impulses(self, step, prob):
+    def _solve_stage_one(self, prob):
         return solve_one_stage(prob, self.regularization, self.qp_backend)

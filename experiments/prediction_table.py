@@ -53,8 +53,11 @@ BACKENDS = ("ap-lcp", "noslip", "qp", "compliant", "penalty", "pybullet")
 RIGID_MODELS = ("ap-lcp", "noslip", "qp")
 #: ground friction of the Coulomb cells (no-slip controllers and models get mu = inf)
 COULOMB_MU = 0.5
-#: controller options that make its model a rigid idyn.sim model (see the module docstring)
+#: controller options that make its model a rigid idyn.sim model (see the module docstring);
+#: idyn.sim's ``qp`` model is the relaxation as published, without the QP controllers' price on
+#: the separation of loaded touching contacts (:mod:`controllers.dissipation`)
 RIGID_CONTROLLER_OPTIONS = {"penetration_recovery": 1.0}
+QP_MODEL_OPTIONS = {"separation_weight": 0.0}
 #: a step's summed normal force below this (N) is not loaded: no relative error there
 LOADED = 1.0
 
@@ -64,12 +67,16 @@ def cell_mu(controller: str, backend: str, mu: float = COULOMB_MU) -> float:
     return math.inf if backend == "noslip" or controller.endswith("noslip") else mu
 
 
-def controller_options(backend: str) -> dict:
-    """The rigid models' gap stabilisation phi / dt for the controller where the simulator uses it;
+def controller_options(backend: str, controller: str) -> dict:
+    """The rigid models' gap stabilisation phi / dt for the controller where the simulator uses it,
+    and on the ``qp`` model the QP controllers' published relaxation (:data:`QP_MODEL_OPTIONS`);
     the controllers' defaults elsewhere: on the compliant grounds, which the feet sink into by
     about 1 mm at rest, phi / dt would ask for 1 m/s of separation every step (measured: the
     LCP controllers then predicted thousands of newtons and fell within 0.2 s)."""
-    return dict(RIGID_CONTROLLER_OPTIONS) if backend in RIGID_MODELS else {}
+    if backend not in RIGID_MODELS:
+        return {}
+    priced = backend == "qp" and controller.startswith("qp-")
+    return {**RIGID_CONTROLLER_OPTIONS, **(QP_MODEL_OPTIONS if priced else {})}
 
 
 def contact_selection(backend: str) -> str:
@@ -108,7 +115,7 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
     if not (np.isfinite(duration) and duration > 0):
         raise InvalidInputError(f"duration must be positive, got {duration}")
     robot = robots.quadruped(quadruped)
-    ctrl = make(controller, robot.model, **controller_options(backend))
+    ctrl = make(controller, robot.model, **controller_options(backend, controller))
     if not ctrl.predicts_contact_forces:
         raise InvalidInputError(f"{controller} predicts no contact forces; choose from {', '.join(PREDICTING)}")
     mu = cell_mu(controller, backend) if mu is None else float(mu)

@@ -28,6 +28,12 @@ from .errors import InvalidInputError
 from .model import RobotModel, Workspace, cross
 
 
+#: gap (m) at or below which a contact is touching rather than arriving: the controllers hold
+#: touching contacts (no-slip rows, the QP controllers' separation penalty) and let arriving
+#: ones close
+CONTACT_GAP = 1e-6
+
+
 def tangent_frames(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unit tangents (s, t), each (m, 3), of (m, 3) unit normals: the shortest rotation taking
     z to n (Rodrigues, closed form) applied to x and y, so (s, t, n) is right-handed:
