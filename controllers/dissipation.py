@@ -317,8 +317,9 @@ def _within_cone(z: np.ndarray, mu: np.ndarray) -> np.ndarray:
     m = mu.size
     friction = z[m:].reshape(4, m)                       # view: [f_S+; f_S-; f_T+; f_T-]
     total = friction.sum(axis=0)
-    limit = mu * z[:m]
-    over = np.isfinite(mu) & (total > limit)
+    finite = np.isfinite(mu)
+    limit = np.where(finite, mu, 0.0) * z[:m]           # (inf * 0 would warn; those rows are skipped)
+    over = finite & (total > limit)
     if over.any():
         friction[:, over] *= limit[over] / total[over]
     return z
