@@ -36,17 +36,13 @@ class DissipationController(Controller):
     coulomb: ClassVar[bool] = True
     #: Algorithm 1's dependence tolerance of the no-slip equalities (eqs. 40-41); None: no such rows
     no_slip_tol: float | None = None
-    #: ``separation_weight`` when not given: the separation of touching contacts is priced where
-    #: the cone makes the relaxation buy friction with normal impulse (finite mu), not under no
-    #: slip, whose tangential impulses are unbounded
-    default_separation_weight: ClassVar[float] = 1.0
 
     def __init__(self, model, *, stage2: bool = True, stage1_solver: str = "lemke",
                  ridge: float = 1e-6, qp_backend: str = "quadprog",
                  objective: str = "contact-work", separation_weight: float | None = None, **common):
         super().__init__(model, **common)
-        if separation_weight is None:
-            separation_weight = self.default_separation_weight
+        if separation_weight is None:   # priced where the cone makes the relaxation buy friction
+            separation_weight = 1.0 if self.coulomb else 0.0   # with normal impulse, not under no slip
         if not (np.isfinite(separation_weight) and separation_weight >= 0):
             raise InvalidInputError(f"separation_weight must be finite and >= 0, got {separation_weight}")
         self.separation_weight = float(separation_weight)

@@ -39,7 +39,6 @@ class QPNoSlip(DissipationController):
 
     name = "qp-noslip"
     coulomb = False
-    default_separation_weight = 0.0
 
     def __init__(self, model, *, tangent_dependence_tol: float = TANGENT_DEPENDENCE_TOL,
                  consistency_tol: float = 1e-6, **options):
