@@ -64,7 +64,9 @@ a foot faster than gravity lowers the base).  ``P = (N_c L^-T) Y``, so ``ker(Y)`
 violating contacts are priced: pricing every touching contact also pulls on feet that rightly
 separate unloaded (a base moving up), and the frictionless Stage I, which is the contact LCP,
 would lose its complementarity (tested).  The controllers take ``w`` in multiples of the robot's
-mass (``separation_weight``, default 1; 0 is the relaxation as published).
+mass (``separation_weight``, default 1; 0 is the relaxation as published).  The rule itself is
+:mod:`idyn.separation`, shared with idyn.sim's ``qp`` contact model, the controllers' matched
+simulator.
 
 **No slip** (ID_QP,inf, Table 6 "No-slip (impact model)").  The same model with the hard
 equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) for the tangent rows that Algorithm 1 keeps
@@ -100,10 +102,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from idyn.contact import CONTACT_GAP
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp.regularized import regularized_checked
 from idyn.qp import BACKENDS, solve_built
+from idyn.separation import price_separation as core_price_separation
+from idyn.separation import separating_loads as core_separating_loads
 
 from . import _dissipation_kernel as kernel
 
@@ -269,23 +272,20 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
 
 
 def separating_loads(step: Step, prob: StageOne, z: np.ndarray) -> np.ndarray:
-    """Mask of the touching contacts (gap at most :data:`idyn.contact.CONTACT_GAP`) that carry
-    normal impulse ``z`` (above 1e-9 of the largest) yet end the step further apart than that
-    gap: the relaxation's complementarity violations (see "Separation of touching contacts")."""
+    """Mask of the touching contacts that carry normal impulse ``z`` yet end the step apart
+    (:func:`idyn.separation.separating_loads`, with ``N v+ = Y_N^T Y z + N v+(0)``; see
+    "Separation of touching contacts")."""
     m = step.m
     normal_speed = prob.Y[:, :m].T @ (prob.Y @ z) + step.free_velocity[:m]      # N v+
-    phi = step.jac.phi
-    loaded = z[:m] > 1e-9 * max(float(z[:m].max()), 1e-300)
-    return (phi <= CONTACT_GAP) & loaded & (phi + step.dt * normal_speed > CONTACT_GAP)
+    return core_separating_loads(step.jac.phi, step.dt, z[:m], normal_speed)
 
 
 def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: float) -> None:
     """Add ``weight/2 |N_c v+|^2`` over ``contacts`` to the Stage I objective of ``prob``, in
-    place: ``N_c v+ = P z + N_c v+(0)`` with ``P = N_c A^-1 R_u^T = Y_c^T Y``, so
-    ``H += weight P^T P`` and ``c += weight P^T N_c v+(0)`` (``ker(Y)`` and Stage II unchanged)."""
+    place (:func:`idyn.separation.price_separation`): ``N_c v+ = P z + N_c v+(0)`` with
+    ``P = N_c A^-1 R_u^T = Y_c^T Y``, so ``ker(Y)`` and Stage II are unchanged."""
     P = prob.Y[:, contacts].T @ prob.Y
-    prob.H = prob.H + weight * (P.T @ P)
-    prob.c = prob.c + weight * (P.T @ step.free_velocity[contacts])
+    prob.H, prob.c = core_price_separation(prob.H, prob.c, P, step.free_velocity[contacts], weight)
 
 
 def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
