@@ -35,6 +35,7 @@ removed by Algorithm 1 (:func:`idyn.lcp.find_indices`), which leaves the solutio
 from __future__ import annotations
 
 import copy
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +44,7 @@ from ..errors import InvalidInputError, SolverError
 from ..lcp import LCPStatus, find_indices, lemke_regularized
 from ..lcp.residuals import DEFAULT_TOL
 from ..qp import solve_built
+from ..separation import price_separation, separating_loads
 from ._step_kernel import (dissipation_qp, factor_contact_space, no_slip_rows, pyramid_impulses, pyramid_lcp_try,
                            step_problem, update_sticky)
 
@@ -135,6 +137,8 @@ class ContactSolution:
     pivots: int = 0
     regularization: float = 0.0
     iterations: int = 0
+    #: contacts whose separation the ``qp`` model priced (:mod:`idyn.separation`)
+    separation_priced: int = 0
 
 
 class ContactModel:
@@ -147,6 +151,10 @@ class ContactModel:
 
     def reset(self) -> None:
         """Forget anything carried between steps (warm starts); called by Simulator.reset."""
+
+    def bind(self, model) -> None:
+        """Learn the simulated :class:`idyn.RobotModel` (called by the Simulator); models that
+        need nothing of it ignore it."""
 
 
 class _Pyramid:
@@ -353,16 +361,54 @@ class MaximalDissipation(ContactModel):
         minimize    1/2 v+^T M v+            (= 1/2 f^T W f + f^T u* + const)
         subject to  N v+ >= -phi / dt,  f_N >= 0,  f_F >= 0,  mu_i f_N,i >= 1^T f_F,i
 
-    over x = [f_N, f_F] with the pyramid edges D = [S; -S; T; -T]. Contacts with
-    mu >= ``no_slip_mu`` have no bound on f_F (no slip). Solved by :func:`idyn.qp.solve_qp`.
+    over x = [f_N, f_F] with the pyramid edges D = [S; -S; T; -T], so f = X x and the QP is
+    ``1/2 x^T (X^T W X) x + x^T X^T u*``. Contacts with mu >= ``no_slip_mu`` have no bound on f_F
+    (no slip). Solved by :func:`idyn.qp.solve_qp`.
+
+    Separation price (:mod:`idyn.separation`, the QP controllers' Stage I rule): a touching
+    contact that carries normal impulse yet ends the step apart gets ``w/2 |N_c v+|^2`` added,
+    with ``N_c v+ = (W X)_c x + u*_c`` the contact's normal row of the velocity map:
+    ``H += w P^T P``, ``c += w P^T u*_c`` with ``P = (W X)_c``; the QP is solved again until no
+    new contact is flagged. ``w = separation_weight x`` the mass of the robot the simulator binds
+    (:meth:`bind`). ``separation_weight`` None (default) matches the controllers' defaults:
+    1 at the contacts with a friction bound (``qp-coulomb``), 0 at no-slip ones (``qp-noslip``);
+    a number applies to every contact, 0 is the relaxation as published. A model used on its own,
+    bound to no robot, has no mass to weigh the price with: under the default it solves the
+    published relaxation, and a number above 0 is an error.
     """
 
     name = "qp"
 
-    def __init__(self, no_slip_mu: float = NO_SLIP_MU, backend: str = "quadprog"):
+    def __init__(self, no_slip_mu: float = NO_SLIP_MU, backend: str = "quadprog",
+                 separation_weight: float | None = None):
         self.no_slip_mu = float(no_slip_mu)
         self.backend = backend
+        if separation_weight is not None:
+            try:
+                separation_weight = float(separation_weight)
+            except (TypeError, ValueError):
+                raise InvalidInputError(f"separation_weight must be a number, got {separation_weight!r}") from None
+            if not (np.isfinite(separation_weight) and separation_weight >= 0):
+                raise InvalidInputError(f"separation_weight must be finite and >= 0, got {separation_weight}")
+        self.separation_weight = separation_weight
+        self.robot_mass: float | None = None
         self._layouts = _Layouts(_QPLayout)
+
+    def bind(self, model) -> None:
+        self.robot_mass = float(model.total_mass)
+
+    def _separation_price(self, bounded: np.ndarray) -> tuple[float, np.ndarray | None]:
+        """``(w in kg, mask of the contacts it prices)``; ``(0, None)``: nothing is priced."""
+        if self.separation_weight is None:
+            weight, priceable = (1.0, bounded) if self.robot_mass is not None else (0.0, None)
+        else:
+            weight, priceable = self.separation_weight, np.ones(bounded.size, dtype=bool)
+            if weight > 0 and self.robot_mass is None:
+                raise InvalidInputError("separation_weight is in robot masses: bind the qp model to the "
+                                        "simulated robot first (Simulator does)")
+        if weight == 0 or not priceable.any():
+            return 0.0, None
+        return weight * self.robot_mass, priceable
 
     def solve(self, problem: ContactProblem) -> ContactSolution:
         m = problem.m
@@ -378,11 +424,27 @@ class MaximalDissipation(ContactModel):
         H, c, A_in, b_in = np.empty((n, n)), np.empty(n), lay.A_in.copy(), np.zeros(lay.A_in.shape[0])
         dissipation_qp(problem.W, problem.u_free, problem.phi, problem.dt, problem.mu, lay.rows, lay.sign,
                        lay.cones, H, c, A_in, b_in)
-        res = solve_built(H, c, np.zeros((0, n)), np.zeros(0), A_in, b_in, backend=self.backend)
-        x = res.x if res.solved else np.zeros(n)
+        res, x = self._solve_qp(H, c, A_in, b_in)
+        weight, priceable = self._separation_price(bounded)
+        priced, u_N = np.zeros(m, dtype=bool), problem.u_free[:m]
+        while priceable is not None:
+            new = separating_loads(problem.phi, problem.dt, x[:m], A_in[:m] @ x + u_N) & priceable & ~priced
+            if not new.any():
+                break
+            priced |= new
+            rows = np.flatnonzero(new)      # N_c v+ = A_in[c] x + u*_c: the non-penetration rows
+            H, c = price_separation(H, c, A_in[rows], u_N[rows], weight)
+            res, x = self._solve_qp(H, c, A_in, b_in)
         impulses = np.empty((m, 3))
         pyramid_impulses(x, lay.unit, m, lay.edged, problem.W, problem.u_free, lay.R, _NO_BASIS, _NONE2, impulses)
-        return ContactSolution(impulses, res.status.value, 0, res.regularization, res.iterations)
+        return ContactSolution(impulses, res.status.value, 0, res.regularization, res.iterations,
+                               int(np.count_nonzero(priced)))
+
+    def _solve_qp(self, H, c, A_in, b_in):
+        """The QP's result and its x (zero impulses if it failed: the status reports it)."""
+        n = H.shape[0]
+        res = solve_built(H, c, np.zeros((0, n)), np.zeros(0), A_in, b_in, backend=self.backend)
+        return res, (res.x if res.solved else np.zeros(n))
 
 
 class _QPLayout(_Pyramid):
@@ -407,16 +469,16 @@ MODELS = ("ap-lcp", "noslip", "qp", "compliant", "penalty")
 
 
 def make(name: str, **options) -> ContactModel:
-    """A contact model by name (see :data:`MODELS`); options go to its constructor."""
-    if name == "ap-lcp":
-        return AnitescuPotra(**options)
-    if name == "noslip":
-        return NoSlip(**options)
-    if name == "qp":
-        return MaximalDissipation(**options)
-    if name == "penalty":
-        return Penalty(**options)
+    """A contact model by name (see :data:`MODELS`); options go to its constructor (an option it
+    does not take is an InvalidInputError)."""
     if name == "compliant":
-        from .compliant import Compliant
-        return Compliant(**options)
-    raise InvalidInputError(f"unknown contact model {name!r}; choose one of {MODELS}")
+        from .compliant import Compliant as cls
+    else:
+        cls = {"ap-lcp": AnitescuPotra, "noslip": NoSlip, "qp": MaximalDissipation, "penalty": Penalty}.get(name)
+    if cls is None:
+        raise InvalidInputError(f"unknown contact model {name!r}; choose one of {MODELS}")
+    try:
+        inspect.signature(cls).bind(**options)
+    except TypeError as exc:
+        raise InvalidInputError(f"contact model {name!r}: {exc}") from None
+    return cls(**options)

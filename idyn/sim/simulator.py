@@ -93,7 +93,8 @@ class Simulator:
         receive an inelastic impact with the actuators passive, as in an event-driven simulator;
         :mod:`idyn.sim.impact`).
     impact_speed_tol: approach speed (m/s) beyond the gap's allowance that is an impact.
-    model_options: constructor options of a contact model given by name.
+    model_options: constructor options of a contact model given by name (e.g. the ``qp``
+        model's ``separation_weight``); the model is bound to ``model`` (:meth:`ContactModel.bind`).
     """
 
     def __init__(self, model: RobotModel, world: World, contact_model: str | ContactModel = "ap-lcp",
@@ -107,6 +108,7 @@ class Simulator:
         self.model, self.world, self.dt = model, world, dt
         self.contact_model = make(contact_model, **model_options) if isinstance(contact_model, str) \
             else contact_model
+        self.contact_model.bind(model)
         if impacts not in IMPACT_MODES:
             raise InvalidInputError(f"impacts must be one of {IMPACT_MODES}, got {impacts!r}")
         self.impacts = impacts
