@@ -20,6 +20,16 @@ our reference controllers ... Both simulations and controllers had access to ide
   which the matched runs pass (lcp-noslip otherwise mispredicts every step of a 1e-7 m overlap
   by 0.008 N).
 
+Every controller runs with its defaults against every model with its defaults. In particular
+``qp-coulomb`` and idyn.sim's ``qp`` model both price the separation of loaded touching contacts
+(:mod:`idyn.separation`, weight one robot mass). Each weighs that price along its own velocity
+map (the controller's with the joint velocities prescribed, the model's with the torques held),
+so on a priced step they differ: at a swing foot's lift-off by up to 90 % of the summed normal
+force (the controller moves the base to hold the foot, the model moves the light leg), on
+sliding stances by 1-3 %. The relaxation as published stays reachable with weight 0 on both
+sides, ``relative_prediction_error("qp-coulomb", "qp", controller_options=PUBLISHED_QP,
+model_options=PUBLISHED_QP)``, bit-identical to the runs before the model had the price.
+
 With these, lcp-coulomb predicts ap-lcp's summed normal force to round-off at every step. The
 balance term of the trot (``QuadrupedReference.extra_torque``) is torque added after the
 controller, which its prediction does not see: with it lcp-coulomb is off by 0.067 % on average
@@ -38,6 +48,7 @@ import numpy as np
 import robots
 from controllers import make
 from idyn.errors import IdynError, InvalidInputError
+from idyn.sim import make as make_contact_model
 
 from .loop import run_loop
 from .metrics import fallen
@@ -57,7 +68,9 @@ COULOMB_MU = 0.5
 #: idyn.sim's ``qp`` model is the relaxation as published, without the QP controllers' price on
 #: the separation of loaded touching contacts (:mod:`controllers.dissipation`)
 RIGID_CONTROLLER_OPTIONS = {"penetration_recovery": 1.0}
-QP_MODEL_OPTIONS = {"separation_weight": 0.0}
+#: the QP controllers' and the ``qp`` model's option for the relaxation as published (no price on
+#: the separation of loaded touching contacts): give it as both controller and model options
+PUBLISHED_QP = {"separation_weight": 0.0}
 #: a step's summed normal force below this (N) is not loaded: no relative error there
 LOADED = 1.0
 
@@ -67,16 +80,12 @@ def cell_mu(controller: str, backend: str, mu: float = COULOMB_MU) -> float:
     return math.inf if backend == "noslip" or controller.endswith("noslip") else mu
 
 
-def controller_options(backend: str, controller: str) -> dict:
-    """The rigid models' gap stabilisation phi / dt for the controller where the simulator uses it,
-    and on the ``qp`` model the QP controllers' published relaxation (:data:`QP_MODEL_OPTIONS`);
+def stabilisation_options(backend: str) -> dict:
+    """The rigid models' gap stabilisation phi / dt for the controller where the simulator uses it;
     the controllers' defaults elsewhere: on the compliant grounds, which the feet sink into by
     about 1 mm at rest, phi / dt would ask for 1 m/s of separation every step (measured: the
     LCP controllers then predicted thousands of newtons and fell within 0.2 s)."""
-    if backend not in RIGID_MODELS:
-        return {}
-    priced = backend == "qp" and controller.startswith("qp-")
-    return {**RIGID_CONTROLLER_OPTIONS, **(QP_MODEL_OPTIONS if priced else {})}
+    return dict(RIGID_CONTROLLER_OPTIONS) if backend in RIGID_MODELS else {}
 
 
 def contact_selection(backend: str) -> str:
@@ -87,9 +96,12 @@ def contact_selection(backend: str) -> str:
     return "schedule" if backend == "pybullet" else "all"
 
 
-def build_testbed(robot, backend: str, mu: float):
+def build_testbed(robot, backend: str, mu: float, model_options: dict | None = None):
     """The trot's testbed for a column of the table: PyBullet rigid ground, the penalty model on
-    compliant ground, the other idyn.sim models on rigid ground (passive impacts for rigid ones)."""
+    compliant ground, the other idyn.sim models on rigid ground (passive impacts for rigid ones),
+    built with ``model_options`` (constructor options of the rigid idyn.sim models only)."""
+    if model_options and backend not in RIGID_MODELS:
+        raise InvalidInputError(f"model options are for the rigid idyn.sim models {RIGID_MODELS}, not {backend!r}")
     if backend == "pybullet":
         from robots import pybullet as pybullet_testbeds
         return pybullet_testbeds.QuadrupedTestbed(robot, "rigid", mu)
@@ -97,16 +109,21 @@ def build_testbed(robot, backend: str, mu: float):
     if backend == "penalty":
         return sim_testbeds.QuadrupedTestbed(robot, "compliant", mu)
     impacts = "passive" if backend in RIGID_MODELS else "step"
-    return sim_testbeds.QuadrupedTestbed(robot, "rigid", mu, contact_model=backend, impacts=impacts)
+    model = make_contact_model(backend, **model_options) if model_options else backend
+    return sim_testbeds.QuadrupedTestbed(robot, "rigid", mu, contact_model=model, impacts=impacts)
 
 
 def relative_prediction_error(controller: str, backend: str, mu: float | None = None, duration: float = 30.0,
                               *, balance: bool = True, quadruped: str = "links",
-                              progress: Callable[[int, int], None] | None = None) -> dict:
+                              progress: Callable[[int, int], None] | None = None,
+                              controller_options: dict | None = None, model_options: dict | None = None) -> dict:
     """One cell: mean |predicted - simulated| / simulated summed normal force over the loaded
     steps, up to ``duration`` or the first fallen state, whichever comes first.
 
-    ``mu`` None: :func:`cell_mu`. Returns ``controller``, ``backend``, ``mu``, ``matched``,
+    ``mu`` None: :func:`cell_mu`. ``controller_options`` go to the controller (over the rigid
+    models' gap stabilisation), ``model_options`` to the rigid idyn.sim contact model (e.g.
+    :data:`PUBLISHED_QP` on both for the published relaxation). Returns ``controller``,
+    ``backend``, ``mu``, ``matched``, ``balance``, ``controller_options``, ``model_options``,
     ``trotted_s``, ``fell``, ``mean_abs_N``, ``mean_rel``, ``median_rel``, ``max_rel``,
     ``steps`` (loaded steps), ``wall_s`` and ``error`` (None, or why the run stopped early).
     """
@@ -115,11 +132,11 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
     if not (np.isfinite(duration) and duration > 0):
         raise InvalidInputError(f"duration must be positive, got {duration}")
     robot = robots.quadruped(quadruped)
-    ctrl = make(controller, robot.model, **controller_options(backend, controller))
+    ctrl = make(controller, robot.model, **{**stabilisation_options(backend), **(controller_options or {})})
     if not ctrl.predicts_contact_forces:
         raise InvalidInputError(f"{controller} predicts no contact forces; choose from {', '.join(PREDICTING)}")
     mu = cell_mu(controller, backend) if mu is None else float(mu)
-    testbed = build_testbed(robot, backend, mu)     # steps at the controllers' dt = 1 ms
+    testbed = build_testbed(robot, backend, mu, model_options)     # steps at the controllers' dt = 1 ms
     reference = QuadrupedReference(robot, contacts=contact_selection(backend), balance=balance)
     done = [0]
 
@@ -129,7 +146,8 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
             progress(k, n)
 
     row = {"controller": controller, "backend": backend, "mu": mu, "matched": MATCHED.get(controller, (None,))[0] == backend,
-           "balance": balance, "error": None}
+           "balance": balance, "controller_options": dict(controller_options or {}),
+           "model_options": dict(model_options or {}), "error": None}
     t0 = time.perf_counter()
     try:
         result = run_loop(testbed, robot.model, reference, ctrl, duration, progress=count,
