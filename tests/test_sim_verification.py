@@ -64,11 +64,14 @@ FALLS_30S = {
                   "(median 0.91 %, 29167 loaded steps); 2.33 % (median 0.24 %) with the balance term off, whose "
                   "torque the prediction does not see. There, release cycles (a foot nearly unloaded, no no-slip "
                   "mode fits the desired motion: 8 % of the loaded steps, 7.6 % mean error) carry 28 % of the error",
-    "qp-coulomb": "falls at 5.11 s (mean relative error 0.75 %); 4.51 s with the balance term off (0.42 %), "
-                  "measured at d0d757b; in PyBullet it completes rigid-high. Not the touchdown impacts (time-stepped "
-                  "touchdowns on both sides: falls at 4.1 and 5.6 s): the qp model is complementarity-free, and 99 % "
-                  "of the loaded foot-steps end with the foot separating (over 2 cm/s), so LINKS hops (airborne "
-                  "71-75 % of the last 0.5 s) until it falls",
+    "qp-coulomb": "falls at 4.36 s (mean relative error 1.13 %); 2.50 s with the balance term off (0.51 %), "
+                  "measured at 41cdcef with the separation price on both sides (as published, weight 0 on both: "
+                  "7.51 s, 0.58 %; 5.71 s, 0.35 % off); with the pyramid-LCP touchdown impact (before its commit) "
+                  "4.71 s, 0.32 % (2.71 s, 0.56 % off): not the impacts (0.08 of the 0.56 points). Both sides are "
+                  "complementarity-free and carry load at a distance: 99 % of the loaded contact-steps start at a "
+                  "gap above CONTACT_GAP (median 93 um, inside the 0.1 mm detection margin), where the price does "
+                  "not look (5-24 priced steps a run); 50-66 % of the loaded foot-steps end further apart and "
+                  "LINKS has no load on 34-49 % of the steps until it falls",
 }
 
 
