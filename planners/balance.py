@@ -74,7 +74,7 @@ class BalanceController:
 
     def wrench(self, state: RobotState, goal) -> np.ndarray:
         """The PD base wrench, in base axes (dual of pinocchio's base velocity)."""
-        return self._wrench(self.model.check_q(state.q), self.model.check_v(state.v), _checked(goal))
+        return self._wrench(*self.model.check_state(state), _checked(goal))
 
     def _wrench(self, q: np.ndarray, v: np.ndarray, goal: BaseGoal) -> np.ndarray:
         R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
@@ -86,26 +86,26 @@ class BalanceController:
         e_w = goal.angular - R.dot(v[self._ang])
         force = H.dot(self.kp[:3] * H.T.dot(e_p) + self.kv[:3] * H.T.dot(e_v))
         torque = H.dot(self.kp[3:] * H.T.dot(e_r) + self.kv[3:] * H.T.dot(e_w))
-        return np.concatenate((R.T.dot(force), R.T.dot(torque)))
+        out = np.empty(6)
+        out[:3], out[3:] = R.T.dot(force), R.T.dot(torque)
+        return out
 
     def compute(self, state: RobotState, contacts, goal, stance_bodies=None) -> BalanceOutput:
         """Torques for the measured ``state``, the current ``contacts`` (``idyn.Contact``) and a
         base ``goal`` (anything with ``position``, ``rpy``, ``linear``, ``angular``, such as
         :meth:`QuadrupedPlanner.base_goal`). With ``stance_bodies`` only contacts on those
         bodies are used (Pacer uses the planned stance feet)."""
-        contacts = list(contacts)
-        used = np.array([i for i, c in enumerate(contacts)
-                         if stance_bodies is None or c.body_a in stance_bodies], dtype=int)
-        na = self.model.na
-        q = self.model.check_q(state.q)
-        w = self._wrench(q, self.model.check_v(state.v), _checked(goal))
-        if used.size == 0:
-            return BalanceOutput(np.zeros(na), np.zeros(0), used, w)
+        contacts = contacts if isinstance(contacts, list) else list(contacts)
+        used = [i for i, c in enumerate(contacts) if stance_bodies is None or c.body_a in stance_bodies]
+        q, v = self.model.check_state(state)
+        w = self._wrench(q, v, _checked(goal))
+        if not used:
+            return BalanceOutput(np.zeros(self.model.na), np.zeros(0), np.array(used, dtype=int), w)
         ws = self._workspace.compute_checked(q, dynamics=False)
         N = jacobians_at(ws, [contacts[i] for i in used]).N
         c_n = np.maximum(N[:, self._base_v].dot(w), 0.0)
         tau = -N.T.dot(c_n)[self.model.actuated_v]
-        return BalanceOutput(tau, c_n, used, w)
+        return BalanceOutput(tau, c_n, np.array(used, dtype=int), w)
 
 
 def _checked(goal) -> BaseGoal:
