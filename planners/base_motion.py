@@ -53,17 +53,24 @@ def predict(pose: PlanarPose, command: BaseCommand, duration: float) -> PlanarPo
     velocity integrated along the rotating heading (a circular arc; a straight line when the
     yaw rate is zero).
     """
-    dyaw = command.wz * duration
+    return PlanarPose(*arc(pose.x, pose.y, pose.yaw, command.vx, command.vy, command.wz, duration))
+
+
+def arc(x: float, y: float, yaw: float, vx: float, vy: float, wz: float,
+        duration: float) -> tuple[float, float, float]:
+    """:func:`predict` on plain numbers: the pose (x, y, yaw) reached from (x, y, yaw) after
+    ``duration`` seconds of the twist (vx, vy, wz), for the planner's per-step use."""
+    dyaw = wz * duration
     if abs(dyaw) < 1e-9:     # straight line (second-order term kept for continuity)
         fx, fy = duration, 0.5 * dyaw * duration
     else:
-        fx = math.sin(dyaw) / command.wz
-        fy = (1.0 - math.cos(dyaw)) / command.wz
+        fx = math.sin(dyaw) / wz
+        fy = (1.0 - math.cos(dyaw)) / wz
     # heading-frame displacement: R(fy-term) applied to (vx, vy)
-    dx = fx * command.vx - fy * command.vy
-    dy = fy * command.vx + fx * command.vy
-    c, s = math.cos(pose.yaw), math.sin(pose.yaw)
-    return PlanarPose(pose.x + c * dx - s * dy, pose.y + s * dx + c * dy, pose.yaw + dyaw)
+    dx = fx * vx - fy * vy
+    dy = fy * vx + fx * vy
+    c, s = math.cos(yaw), math.sin(yaw)
+    return x + c * dx - s * dy, y + s * dx + c * dy, yaw + dyaw
 
 
 def yaw_of(rotation: np.ndarray) -> float:

@@ -74,7 +74,12 @@ class Gait:
 
     def _since_touchdown(self, leg: str, t: float) -> float:
         """Cycles elapsed since the leg's most recent touchdown, in [0, 1)."""
-        return self._snap((t / self.period - self._phase(leg)) % 1.0)
+        return self._since(self._phase(leg), t / self.period)
+
+    def _since(self, phase: float, cycles: float) -> float:
+        """Cycles elapsed since the most recent touchdown of a leg with touchdown ``phase``, at
+        ``cycles`` (time / period) from the gait's start, in [0, 1)."""
+        return self._snap((cycles - phase) % 1.0)
 
     def _phase(self, leg: str) -> float:
         try:
@@ -88,8 +93,10 @@ class Gait:
         return self._since_touchdown(leg, t) < self.duty_factor
 
     def stance(self, t: float) -> np.ndarray:
-        """Boolean stance flags of all legs (in :attr:`legs` order) at time ``t``."""
-        return np.array([self.in_stance(leg, t) for leg in self.touchdown])
+        """Boolean stance flags of all legs (in :attr:`legs` order) at time ``t`` (:meth:`in_stance`
+        of each leg, without its per-leg lookups: the planner asks every control step)."""
+        cycles = t / self.period
+        return np.array([self._since(phase, cycles) < self.duty_factor for phase in self.touchdown.values()])
 
     def contact_schedule(self, times) -> np.ndarray:
         """Planned stance flags, shape (len(times), number of legs)."""

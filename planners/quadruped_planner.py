@@ -42,8 +42,9 @@ from idyn import RobotModel, validation
 from idyn.errors import InvalidInputError
 from idyn.state import Desired, RobotState
 
-from .base_motion import BaseCommand, PlanarPose, clamp, predict, rot_z, wrap_angle, yaw_of
+from .base_motion import BaseCommand, PlanarPose, arc, clamp, rot_z, wrap_angle, yaw_of
 from .gait import Gait, TrotGait
+from ._motion_kernel import frame_offsets, rotating_frame_rates
 from .leg_kinematics import LegKinematics, per_leg
 from .spline import ClampedCubicSpline
 
@@ -175,8 +176,8 @@ class QuadrupedPlanner:
         self._t_prev = None
         self._pose = None                 # gait pose (planar), its height and vertical speed
         self._z = self._vz = 0.0
-        self._twist = np.zeros(3)         # planned (vx, vy, wz), heading frame
-        self._twist_rate = np.zeros(3)
+        self._twist = (0.0, 0.0, 0.0)     # planned (vx, vy, wz), heading frame
+        self._twist_rate = (0.0, 0.0, 0.0)
         self._linear = np.zeros(3)        # world velocity of the gait pose at the last plan()
         self._stance = None               # stance flags in effect (planned or early touchdown)
         self._scheduled = np.ones(L, dtype=bool)    # the gait's flags at the last step
@@ -226,8 +227,7 @@ class QuadrupedPlanner:
         """
         if command is not None:
             self.set_command(command)
-        q = self.model.check_q(state.q)
-        self.model.check_v(state.v)
+        q, _ = self.model.check_state(state)
         if touching is not None:
             touching = np.asarray(touching, dtype=bool).ravel()
             if touching.size != len(self.legs):
@@ -247,16 +247,13 @@ class QuadrupedPlanner:
         pd, pdd = self._plan_feet(tg, dt, touching, q, base_p, base_R)
 
         # -- foot points relative to the gait pose (level, moving with the planned twist)
-        bd = np.array([self._pose.x, self._pose.y, self._z])
         Rd = rot_z(self._pose.yaw)
-        V, A = self._base_rates()
+        V, A = self._base_rates(Rd)
         self._linear = V
-        W = _skew(np.array([0.0, 0.0, self._twist[2]]))      # yaw rate (base = world axis z)
-        Wd = _skew(np.array([0.0, 0.0, self._twist_rate[2]]))
-        x_rel = (self._feet - bd).dot(Rd)                     # Rd^T (p - b), per row
-        v_rel = (pd - V).dot(Rd)
-        xd = v_rel - x_rel.dot(W.T)
-        xdd = (pdd - A).dot(Rd) - (2.0 * v_rel).dot(W.T) - x_rel.dot(Wd.T) + x_rel.dot(W.dot(W).T)
+        L = len(self.legs)
+        offsets, x_rel, xd, xdd = np.empty((3 * L, 3)), np.empty((L, 3)), np.empty((L, 3)), np.empty((L, 3))
+        frame_offsets(self._feet, pd, pdd, np.array([self._pose.x, self._pose.y, self._z]), V, A, offsets)
+        rotating_frame_rates(offsets.dot(Rd), self._twist[2], self._twist_rate[2], x_rel, xd, xdd)
         # warm start: the last solution advanced by its rates and accelerations (second order), so
         # the guess is usually within tolerance and at most one Newton step is needed
         q_guess = self._q_legs + dt * (self._qd_legs + 0.5 * dt * self._qdd_legs)
@@ -286,28 +283,27 @@ class QuadrupedPlanner:
         self._z = float(np.mean(self._feet[:, 2])) + self._height
         self._stance = np.ones(len(self.legs), dtype=bool)   # every foot starts on the ground
 
-    def _base_rates(self) -> tuple[np.ndarray, np.ndarray]:
-        """World linear velocity and acceleration of the gait pose's origin."""
-        R = rot_z(self._pose.yaw)
+    def _base_rates(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """World linear velocity and acceleration of the gait pose's origin (``R``: its heading)."""
         planar = R.dot(np.array([self._twist[0], self._twist[1], 0.0]))
         V = planar + np.array([0.0, 0.0, self._vz])
         A = R.dot(np.array([self._twist_rate[0], self._twist_rate[1], 0.0])) \
             + self._twist[2] * np.array([-planar[1], planar[0], 0.0])
         return V, A
 
-    def _ramp(self, twist: np.ndarray, dt: float) -> np.ndarray:
-        """The planned twist after ``dt`` s of following the command within the acceleration
-        limits (norm-limited in the plane, separately in yaw)."""
+    def _ramp(self, twist: tuple, dt: float) -> tuple[float, float, float]:
+        """The planned twist (vx, vy, wz) after ``dt`` s of following the command within the
+        acceleration limits (norm-limited in the plane, separately in yaw)."""
         c = self.command
-        step = np.array([c.vx, c.vy, c.wz]) - twist
+        sx, sy, sw = c.vx - twist[0], c.vy - twist[1], c.wz - twist[2]
         if self.max_acceleration is not None:
-            n, cap = math.hypot(step[0], step[1]), self.max_acceleration * dt
+            n, cap = math.hypot(sx, sy), self.max_acceleration * dt
             if n > cap:
-                step[:2] *= cap / n
+                sx, sy = sx * (cap / n), sy * (cap / n)
         if self.max_yaw_acceleration is not None:
             cap = self.max_yaw_acceleration * dt
-            step[2] = min(max(step[2], -cap), cap)
-        return twist + step
+            sw = min(max(sw, -cap), cap)
+        return twist[0] + sx, twist[1] + sy, twist[2] + sw
 
     def _advance_gait_pose(self, measured: PlanarPose, dt: float) -> None:
         """Ramp the planned twist toward the command and integrate it into the gait pose, kept
@@ -315,15 +311,16 @@ class QuadrupedPlanner:
         if dt <= 0:      # first call: an unlimited ramp takes the command at once
             self._twist = self._ramp(self._twist, 0.0)
             return
-        p = predict(self._pose, BaseCommand(*self._twist), dt)    # the twist planned last step
-        twist = self._ramp(self._twist, dt)
-        self._twist_rate = (twist - self._twist) / dt
+        pose, last = self._pose, self._twist
+        x, y, yaw = arc(pose.x, pose.y, pose.yaw, *last, dt)    # the twist planned last step
+        twist = self._ramp(last, dt)
+        self._twist_rate = tuple((new - old) / dt for new, old in zip(twist, last))
         self._twist = twist
-        dx, dy = p.x - measured.x, p.y - measured.y
+        dx, dy = x - measured.x, y - measured.y
         dist = math.hypot(dx, dy)
         if dist > self.max_lead:
             dx, dy = dx * self.max_lead / dist, dy * self.max_lead / dist
-        dyaw = clamp(wrap_angle(p.yaw - measured.yaw), self.max_yaw_lead)
+        dyaw = clamp(wrap_angle(yaw - measured.yaw), self.max_yaw_lead)
         self._pose = PlanarPose(measured.x + dx, measured.y + dy, measured.yaw + dyaw)
         rest = self._foothold_height() + self._height - self._z
         self._vz = clamp(rest / dt, self.max_climb_rate)
@@ -332,7 +329,7 @@ class QuadrupedPlanner:
     def _foothold_height(self) -> float:
         """Mean height of the footholds: stance feet where they are held, swing feet where they
         will land."""
-        z = [s.end_point[2] if s is not None else f[2] for s, f in zip(self._splines, self._feet)]
+        z = [s.end_height if s is not None else f[2] for s, f in zip(self._splines, self._feet)]
         return float(sum(z) / len(z))       # np.mean's sum, in the same order
 
     def _plan_feet(self, tg, dt, touching, q, base_p, base_R) -> tuple[np.ndarray, np.ndarray]:
@@ -393,21 +390,22 @@ class QuadrupedPlanner:
                 self._splines[i] = None
                 self._early[i] = stance[i] = True
                 continue
-            self._feet[i], pd[i], pdd[i] = spline(tg)
+            spline.evaluate_into(tg, self._feet[i], pd[i], pdd[i])
         self._scheduled = scheduled
         self._stance = stance
         return pd, pdd
 
     def _predict_planned(self, duration: float) -> PlanarPose:
         """The gait pose after ``duration`` s of the planned twist ramping toward the command."""
-        pose, twist = self._pose, self._twist.copy()
+        pose, twist = self._pose, self._twist
+        x, y, yaw = pose.x, pose.y, pose.yaw
         n = max(1, int(math.ceil(duration / 0.01)))
         h = duration / n
         for _ in range(n):
             nxt = self._ramp(twist, h)
-            pose = predict(pose, BaseCommand(*(0.5 * (twist + nxt))), h)
+            x, y, yaw = arc(x, y, yaw, *(0.5 * (a + b) for a, b in zip(twist, nxt)), h)
             twist = nxt
-        return pose
+        return PlanarPose(x, y, yaw)
 
     def _plan_swing(self, i: int, leg: str, tg: float) -> ClampedCubicSpline:
         """Spline of a swing that starts now (or started before the planner did), in the world
@@ -435,7 +433,3 @@ class QuadrupedPlanner:
         times = liftoff + np.array([0.0, *self.swing_timing, 1.0]) * (touchdown - liftoff)
         zero = np.zeros(3)
         return ClampedCubicSpline(times, points, zero, zero)
-
-
-def _skew(w: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])

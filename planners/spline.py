@@ -11,12 +11,12 @@ them at the interval midpoints so the acceleration stays smooth at a 1 ms contro
 """
 from __future__ import annotations
 
-from bisect import bisect_right
-
 import numpy as np
 
 from idyn import validation
 from idyn.errors import InvalidInputError
+
+from ._spline_kernel import evaluate_into
 
 
 class ClampedCubicSpline:
@@ -67,14 +67,15 @@ class ClampedCubicSpline:
         h = np.diff(knots)[:, None]
         dy = np.diff(y, axis=0)
         self._knots = knots
-        self._knot_list = knots.tolist()
         # per segment: x(s) = c0 + c1 s + c2 s^2 + c3 s^3, s = t - knot
-        self._c0 = y[:-1]
-        self._c1 = m[:-1]
+        self._c0 = np.ascontiguousarray(y[:-1])
+        self._c1 = np.ascontiguousarray(m[:-1])
         self._c2 = (3.0 * dy / h - 2.0 * m[:-1] - m[1:]) / h
         self._c3 = (m[:-1] + m[1:] - 2.0 * dy / h) / h ** 2
         self._start = (y[0].copy(), v0.copy())
         self._end = (y[-1].copy(), v1.copy())
+        for a in (self._knots, self._c0, self._c1, self._c2, self._c3, *self._start, *self._end):
+            a.setflags(write=False)
 
     @staticmethod
     def _solve(knots, known, points, v0, v1, a0, a1):
@@ -128,16 +129,20 @@ class ClampedCubicSpline:
         """The last control point (where the curve ends)."""
         return self._end[0].copy()
 
+    @property
+    def end_height(self) -> float:
+        """The last control point's last coordinate (a swing foot's landing height)."""
+        return float(self._end[0][-1])
+
     def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Position, velocity and acceleration at time ``t``."""
-        first, last = self._knot_list[0], self._knot_list[-1]
-        if t < first or t > last:
-            (x, v), t_end = (self._start, first) if t < first else (self._end, last)
-            return x + v * (t - t_end), v.copy(), np.zeros_like(v)
-        k = min(bisect_right(self._knot_list, t) - 1, len(self._knot_list) - 2)
-        s = t - self._knot_list[k]
-        c1, c2, c3 = self._c1[k], self._c2[k], self._c3[k]
-        x = self._c0[k] + s * (c1 + s * (c2 + s * c3))
-        xd = c1 + s * (2.0 * c2 + 3.0 * s * c3)
-        xdd = 2.0 * c2 + 6.0 * s * c3
+        d = self._c0.shape[1]
+        x, xd, xdd = np.empty(d), np.empty(d), np.empty(d)
+        self.evaluate_into(t, x, xd, xdd)
         return x, xd, xdd
+
+    def evaluate_into(self, t: float, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> None:
+        """:meth:`__call__` written into the float arrays ``x``, ``xd``, ``xdd`` (d each; e.g. rows
+        of the caller's arrays), without allocating."""
+        evaluate_into(self._knots, self._c0, self._c1, self._c2, self._c3, *self._start, *self._end,
+                      float(t), x, xd, xdd)

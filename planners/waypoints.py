@@ -57,7 +57,9 @@ class WaypointFollower:
                             ("max_turn_rate", max_turn_rate), ("gait_period", gait_period)):
             if not (math.isfinite(value) and value > 0):
                 raise InvalidInputError(f"{name} must be positive, got {value}")
-        self.waypoints = pts
+        self.waypoints = pts.copy()
+        self.waypoints.setflags(write=False)
+        self._points = [tuple(p) for p in pts.tolist()]    # the same numbers as Python floats
         self.tolerance, self.speed = float(tolerance), float(speed)
         self.heading_tolerance, self.max_turn_rate = float(heading_tolerance), float(max_turn_rate)
         self.gait_period, self.cycle = float(gait_period), bool(cycle)
@@ -80,19 +82,20 @@ class WaypointFollower:
         q = validation.vector(state.q, None, "state.q")
         if q.size < 7:
             raise InvalidInputError("waypoint following needs a floating-base state (q[:7] = base pose)")
-        xy = q[:2]
+        x, y = float(q[0]), float(q[1])
         if self.done:
             return BaseCommand()
         for _ in range(len(self.waypoints)):     # bounded: every waypoint may be within reach
-            if np.hypot(*(self.waypoints[self.index] - xy)) >= self.tolerance:
+            wx, wy = self._points[self.index]
+            if np.hypot(wx - x, wy - y) >= self.tolerance:
                 break
             self.reached += 1
             if self.done:
                 return BaseCommand()
             self.index = (self.index + 1) % len(self.waypoints)
-        to_goal = self.waypoints[self.index] - xy
+        wx, wy = self._points[self.index]
         yaw = yaw_of(pin.Quaternion(q[3:7]).normalized().toRotationMatrix())
-        error = wrap_angle(math.atan2(to_goal[1], to_goal[0]) - yaw)
+        error = wrap_angle(math.atan2(wy - y, wx - x) - yaw)
         rate = error / self.gait_period
         if abs(error) < self.heading_tolerance:
             return BaseCommand(vx=self.speed, wz=rate)
