@@ -154,6 +154,7 @@ class MultiBodyMap:
         info = pb.getDynamicsInfo(self.body, -1, physicsClientId=client)
         #: base link frame -> base inertial frame (PyBullet's base pose)
         self.base_inertial = _se3(info[3], info[4])
+        self._base_inertial_inverse = self.base_inertial.inverse()     # read() uses it every step
         self.mass = sum(pb.getDynamicsInfo(self.body, k, physicsClientId=client)[0]
                         for k in [-1] + list(range(pb.getNumJoints(self.body, physicsClientId=client))))
         pm = model.pinocchio_model
@@ -189,7 +190,7 @@ class MultiBodyMap:
             pos, orn = pb.getBasePositionAndOrientation(self.body, physicsClientId=c)
             lin, ang = pb.getBaseVelocity(self.body, physicsClientId=c)
             q[:7], v[:6] = free_flyer_from_com(_se3(pos, orn), np.array(lin), np.array(ang),
-                                               self.base_inertial)
+                                               self.base_inertial, self._base_inertial_inverse)
         return q, v
 
     def write(self, q, v) -> None:
@@ -217,9 +218,11 @@ def _cross(a, b) -> np.ndarray:
     return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
-def free_flyer_from_com(com: pin.SE3, lin, ang, inertial: pin.SE3) -> tuple[np.ndarray, np.ndarray]:
-    """Pinocchio free-flyer (q[:7], v[:6]) from PyBullet's COM pose and world COM velocity."""
-    base = com * inertial.inverse()
+def free_flyer_from_com(com: pin.SE3, lin, ang, inertial: pin.SE3,
+                        inertial_inverse: pin.SE3 | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pinocchio free-flyer (q[:7], v[:6]) from PyBullet's COM pose and world COM velocity
+    (``inertial_inverse``: ``inertial.inverse()``, if the caller keeps it)."""
+    base = com * (inertial.inverse() if inertial_inverse is None else inertial_inverse)
     R = base.rotation
     r = com.translation - base.translation
     v_origin = lin - _cross(ang, r)
@@ -270,7 +273,9 @@ class SphereProbe:
         pts = pb.getClosestPoints(-1, body, float(margin), collisionShapeA=self.shape,
                                   collisionShapePositionA=list(map(float, centre)),
                                   physicsClientId=self.client)
-        return min(pts, key=_distance) if pts else None
+        if len(pts) < 2:
+            return pts[0] if pts else None
+        return min(pts, key=_distance)
 
 
 # -------------------------------------------------------------------- sensed forces
@@ -309,12 +314,13 @@ def attribute_forces(wrenches, contacts: list[Contact], owners: list[tuple[BodyL
     """
     forces = [[0.0, 0.0, 0.0] for _ in contacts]
     points = [c.point.tolist() for c in contacts]
+    pairs = [(oa.body, oa.link, ob.body, ob.link) for oa, ob in owners]    # BodyLink.matches, inlined
     for body_a, link_a, body_b, link_b, at, f in wrenches:
         best, best_d = -1, radius
-        for i, (oa, ob) in enumerate(owners):
-            if oa.matches(body_a, link_a) and ob.matches(body_b, link_b):
+        for i, (ba, la, bb, lb) in enumerate(pairs):
+            if body_a == ba and (la is None or link_a == la) and body_b == bb and (lb is None or link_b == lb):
                 sign = 1.0
-            elif oa.matches(body_b, link_b) and ob.matches(body_a, link_a):
+            elif body_b == ba and (la is None or link_b == la) and body_a == bb and (lb is None or link_a == lb):
                 sign = -1.0
             else:
                 continue

@@ -126,7 +126,7 @@ class QuadrupedTestbed(Testbed):
         :meth:`sensed_contact_forces`.
         """
         margin = float(margin)
-        if not (np.isfinite(margin) and margin >= 0):
+        if not (math.isfinite(margin) and margin >= 0):
             raise InvalidInputError(f"margin must be finite and >= 0, got {margin}")
         body = self.terrain.body
         found = [(i, cp) for i, (probe, centre) in enumerate(zip(self._foot_probes,
