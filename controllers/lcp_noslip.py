@@ -19,10 +19,12 @@ Per step, in the reduced form of :mod:`controllers.dynamics` (only the unactuate
    equality constraints (``mu = (G A^-1 G^T)^-1 (b - G p - G A^-1 N_u^T f_N)``), then
    :meth:`controllers.dynamics.Step.resolve` gives ``tau`` and ``v+`` (eqs. 37-38).
 4. **Consistency check** (Sec. 4.5): ``N v+ >= -phi/dt``.  With ``check_tangential=True``
-   also ``S v+ = T v+ = 0`` for the touching contacts (``phi <= contact_gap``): Algorithm 1
-   may drop tangent rows whose constraints are only implied when the desired motion is
-   consistent (Appendix E assumes zero right-hand sides, ours are ``-S_a qd_des``), so with
-   inconsistent desired accelerations the predicted feet may slip.  Off by default, as in the
+   also ``S v+ = T v+ = 0`` for the touching contacts (``phi <= contact_gap``; the held ones
+   under the state rule): Algorithm 1 may drop tangent rows whose constraints are only implied
+   when the desired motion is consistent (Appendix E assumes zero right-hand sides, ours are
+   ``-S_a qd_des``), so with inconsistent desired accelerations the predicted feet may slip
+   (``consistent_desired=True`` first makes the desired motion consistent with them:
+   "Consistent desired motion" below).  Off by default, as in the
    paper (error feedback makes almost every closed-loop step slightly inconsistent, and the QP
    then runs every step).  If the check fails, or the LCP has no solution (Algorithm 2 and
    Lemke fail: the desired motion admits no non-penetrating answer, e.g. fingers closing on a
@@ -56,6 +58,21 @@ the kept rows (in the ``A^-1`` metric) is below ``tangent_dependence_tol = 1e-3`
 (a ``0.1`` mm height difference over a ``0.1`` m lever); Appendix E's argument (dropped rows
 are implied by the kept ones) then holds up to that geometric tolerance.
 
+Consistent desired motion.  Appendix E's argument needs zero right-hand sides; ours are
+``-[S; T]_a qd_des``, and a desired motion that moves the held feet relative to each other in a
+way no base motion follows leaves the dropped rows violated: the predicted feet slip.  On the
+idyn.sim trot (5 s at d81afc0) 1768 of 2519 steps with matching held sets predicted held feet
+slipping at 1-100 mm/s, which the no-slip simulator, given the torques, holds (0.45-0.66 % mean
+prediction error there, none on the steps without slip).  With ``consistent_desired=True``
+the desired actuated velocity is first moved to the closest one (the Euclidean
+measure of eq. 46) under which every dropped row is implied by the kept ones
+(:func:`consistent_desired`: one small least-squares solve per LCP), so the kept rows hold the
+held contacts, up to the dependence tolerance.  It is the minimal-deviation step of Sec. 4.5
+restricted to the tangent rows and taken every step instead of after a failed check
+(``consistent_desired=False``, for now the default: Algorithm 1 as published);
+``info["tangent_projection"]`` is the change ``|delta qd|``.  PyBullet rigid-high, 30 s: 0.0388 rad joint error and 4.46 % force
+prediction error, 4 waypoints (0.0395 rad, 4.29 % without).
+
 Separating contacts.  A contact with ``f_N = 0`` whose gap is open at the end of the step cannot
 transmit a tangential impulse: ``|f_t| <= mu f_N`` gives ``f_t = 0`` for every finite ``mu``, and
 no-slip is the ``mu -> inf`` limit (Sec. 2.3.2).  Read literally, eqs. 40-41 instead hold the
@@ -68,7 +85,8 @@ trot against its own ``noslip`` model: 9.3 % prediction error and a fall at 0.13
 the step, ``dt (N v+ + phi/dt)`` (``dt w``, the LCP slack), exceeds ``contact_gap`` (1 um) or
 its bodies move apart (``N v+ > consistency_tol``); the LCP is solved again (warm-started) with
 the rows of the other contacts.  This is the release rule of idyn.sim's no-slip model (which
-releases at ``w > 0``) up to ``contact_gap``: the manipulator's reference grasp places the
+releases at ``w > 0``) up to ``contact_gap``, applied to other answers (see "The state rule"):
+the manipulator's reference grasp places the
 fingertips 0.34 um from the box (the PyBullet testbed reads it as touching, ``|phi| < 1 um``),
 and fingertips resting on the box at such a gap hold it through their no-slip rows (the
 no-slip grasp of Sec. 8.4.1), where ``w > 0`` would drop it the first step.
@@ -97,16 +115,49 @@ to arriving contacts (gap above ``contact_gap``), the rule holds a foot sliding 
 the normal-only LCP of fingers closing on it answered with cancelling impulses of 8.7e5 N in
 one step (PyBullet, mu = 100; the former rule reached 5.1e5 N).
 
+The state rule (``release="state"``).  The release rule above reads the controller's answers,
+whose torques change with the released set; the simulator reads its answers under the one
+torque it is given.  Under given torques a touching contact can often be held and loaded, or
+released and unloaded (sliding at zero load): both satisfy the rule, the no-slip limit of
+Coulomb friction has no unique answer there.  The controller releases such a contact (held
+with its own torques it would lift unloaded) and idyn.sim's loop, which starts from every
+contact held, holds and loads it.  Measured on the 30 s matched trot (``noslip`` model, balance
+term off, d81afc0): 2.33 % mean prediction error, of which such releases carry 1.06 points,
+release cycles 0.62, sliding contacts released here and held there 0.40, and slipping dropped
+rows 0.29 (removed by the consistent desired motion: 2.36 % with it, median 9e-9).  A rule that
+reads the answer cannot be shared; with ``release="state"`` the held contacts are chosen from
+the state at the start of the step, before any impulse: those touching and not moving apart,
+``max(phi, phi + dt N v) <= contact_gap`` (:func:`holds_by_state`, ``v`` after the touchdown
+impact); the others get no friction, and there is no iteration.  idyn.sim's ``noslip`` model
+with ``hold="state"`` applies the same rule and, under the controller's torques, finds the
+controller's answer (tests/test_noslip_state_rule.py): on the 30 s matched trot (at 4bfa26c,
+``consistent_desired=True``) the mean prediction error is 1.9e-8 without the balance term, and
+0.90-0.98 % with it in three runs of perturbed knot times (the balance torque is added after the
+controller; a fourth, unperturbed, fell at 8.7 s), against 3.55 % for ``"force"`` on both sides.
+A held contact sliding faster than
+``slide_speed`` is first stopped by a passive tangential impulse (:func:`passive_tangential_stop`,
+actuators passive as in a touchdown; the simulator, which holds it through the step, ends at
+the same velocity: impulses along held rows do not change the answer of the held LCP).  The
+price, and why ``"force"`` stays the default: a contact touching and at rest at the start of a
+step keeps its rows to the end of it even if it lifts unloaded (friction through the opening
+gap for one step), and in PyBullet, whose contacts are soft and chosen by the schedule, that
+costs tracking: rigid-high, 10 s, start perturbed three ways, 0.056-0.082 rad joint error and a
+fall at 3.3 s, against 0.038-0.042 rad and no fall with ``"force"``.
+
 Options: ``consistency_tol`` (1e-6 m/s), ``check_tangential`` (False), ``warm_start`` (True),
 ``qp_backend``, ``tangent_dependence_tol`` (1e-3), ``contact_gap`` (1e-6 m), ``slide_speed``
-(1e-2 m/s; ``inf`` holds every contact).
-``info["slip_released"]`` counts released contacts, ``info["release_cycle"]`` says whether the
-release iteration ended in a cycle.
+(1e-2 m/s; ``inf`` holds every contact), ``release`` (``"force"`` or ``"state"``),
+``consistent_desired`` (False).
+``info["held"]`` marks the contacts that kept their no-slip rows and ``info["slip_released"]``
+counts the others, ``info["release_cycle"]`` says whether the release iteration ended in a
+cycle, ``info["slide_stopped"]`` counts the contacts the state rule stopped passively.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
-from scipy.linalg import cho_factor, solve_triangular
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from idyn.contact import CONTACT_GAP
 from idyn.errors import InvalidInputError, SolverError
@@ -121,8 +172,13 @@ from .dynamics import TANGENT_DEPENDENCE_TOL, Step
 from .impact import IMPACT_SPEED_TOL
 from .warm_start import ActiveSetMemory, contact_keys
 
-#: tangential speed (m/s) above which a contact arriving in the step keeps no no-slip rows
+#: tangential speed (m/s) above which a contact keeps no no-slip rows in the step (``release="force"``)
+#: or is first stopped by a passive tangential impulse (``release="state"``)
 SLIDE_SPEED = IMPACT_SPEED_TOL
+#: how the no-slip rows of a step's contacts are chosen: from the answer (``"force"``, default) or
+#: from the state at the start of the step (``"state"``, idyn.sim's ``noslip`` model with
+#: ``hold="state"``); see "Separating contacts" and "The state rule" in the module docstring
+RELEASE_RULES = ("force", "state")
 #: weight of the impulses' kinetic energy against the squared deviation in the consistency QP
 #: (see :func:`min_deviation`)
 IMPULSE_ENERGY_WEIGHT = 1e-4
@@ -142,7 +198,8 @@ class LCPNoSlip(Controller):
     def __init__(self, model, *, consistency_tol: float = 1e-6, check_tangential: bool = False,
                  warm_start: bool = True, qp_backend: str = "quadprog",
                  tangent_dependence_tol: float = TANGENT_DEPENDENCE_TOL, contact_gap: float = CONTACT_GAP,
-                 slide_speed: float = SLIDE_SPEED, **common):
+                 slide_speed: float = SLIDE_SPEED, release: str = "force", consistent_desired: bool = False,
+                 **common):
         super().__init__(model, **common)
         if not consistency_tol > 0:
             raise InvalidInputError(f"consistency_tol must be positive, got {consistency_tol}")
@@ -155,6 +212,9 @@ class LCPNoSlip(Controller):
             raise InvalidInputError(f"contact_gap must be finite and >= 0, got {contact_gap}")
         self.contact_gap = float(contact_gap)
         self.slide_speed = float(slide_speed)
+        if release not in RELEASE_RULES:
+            raise InvalidInputError(f"release must be one of {RELEASE_RULES}, got {release!r}")
+        self.release, self.consistent_desired = release, bool(consistent_desired)
         self._active = ActiveSetMemory()
 
     def reset(self) -> None:
@@ -167,27 +227,38 @@ class LCPNoSlip(Controller):
         if m == 0:
             tau, v_next = step.resolve(np.zeros(self.model.nv))
             return Solution(tau, np.zeros((0, 3)), v_next)
-        impulses = self._lcp(step, contact_keys(contacts), info) if step.nu else np.zeros(3 * m)
+        if self.release == "state":
+            held = holds_by_state(step, self.contact_gap)
+            step = self._stop_sliding(step, held, info)
+        else:
+            held = None
+        impulses, qd = self._lcp(step, contact_keys(contacts), info, held) if step.nu else (np.zeros(3 * m), None)
         R = step.directions(pyramid=False)
-        tau, v_next = step.resolve(R.T.dot(impulses))
+        tau, v_next = step.resolve(R.T.dot(impulses), qd=qd)
         wN = step.normal_speeds(v_next)
         if step.complementarity_violation(impulses[:m], v_next, wN) > self.consistency_tol:
             info["status"] = "numerical_failure"   # whatever the solver's own test said
-        touching = step.jac.phi <= self.contact_gap
-        if info.get("status", "solved") != "solved" or not self._consistent(step, v_next, wN, touching):
+        sticking = step.jac.phi <= self.contact_gap if held is None else held
+        if info.get("status", "solved") != "solved" or not self._consistent(step, v_next, wN, sticking):
             impulses, tau, v_next = min_deviation(step, impulses, tau, v_next, info, self.qp_backend,
-                                                  sticking=touching)
+                                                  sticking=sticking)
         return Solution(tau, step.forces_from_impulses(impulses, pyramid=False), v_next, info)
 
     # ------------------------------------------------------------------ steps 1-3
-    def _lcp(self, step: Step, keys: list, info: dict) -> np.ndarray:
-        """Impulses ``[f_N; f_S; f_T]`` of the no-slip LCP (steps 1-3 of the module docstring).
+    def _lcp(self, step: Step, keys: list, info: dict, held: np.ndarray | None = None):
+        """``(impulses [f_N; f_S; f_T], desired actuated velocity)`` of the no-slip LCP (steps 1-3
+        of the module docstring; the velocity is ``step.qd`` made consistent with the kept rows,
+        see "Consistent desired motion").
 
-        Tangent rows are offered to Algorithm 1 only for contacts not released: unloaded
-        contacts whose gap is open at the end of the step (see "Separating contacts" in the
-        module docstring).
+        Tangent rows are offered to Algorithm 1 for the ``held`` contacts if given (the state
+        rule), else for the contacts not released: unloaded contacts whose gap is open at the
+        end of the step (see "Separating contacts" in the module docstring).
         """
         m = step.m
+        if held is not None:
+            impulses, _, qd = self._lcp_with_rows(step, np.flatnonzero(held), keys, info)
+            info["held"], info["slip_released"] = held, m - int(np.count_nonzero(held))
+            return impulses, qd
         sliding = self._sliding(step)
         released = sliding.copy()
         seen = {released.tobytes()}                  # every released set tried, this one included
@@ -195,7 +266,7 @@ class LCPNoSlip(Controller):
         opening = max(self.consistency_tol, self.contact_gap / step.dt)   # end-of-step gap, as speed
         unloaded_open = released
         for _ in range(m + 1):
-            impulses, w = self._lcp_with_rows(step, np.flatnonzero(~released), keys, info)
+            impulses, w, qd = self._lcp_with_rows(step, np.flatnonzero(~released), keys, info)
             if info["status"] != "solved":
                 break
             unloaded = impulses[:m] <= 0.0
@@ -209,9 +280,9 @@ class LCPNoSlip(Controller):
             seen.add(released.tobytes())
         if np.any(unloaded_open & ~released):   # a cycle ended on friction through an open gap:
             released = released | unloaded_open   # release those too and keep that answer
-            impulses, w = self._lcp_with_rows(step, np.flatnonzero(~released), keys, info)
-        info["slip_released"] = int(np.count_nonzero(released))
-        return impulses
+            impulses, w, qd = self._lcp_with_rows(step, np.flatnonzero(~released), keys, info)
+        info["held"], info["slip_released"] = ~released, int(np.count_nonzero(released))
+        return impulses, qd
 
     def _sliding(self, step: Step) -> np.ndarray:
         """Contacts whose tangential speed at the start of the step exceeds ``slide_speed``."""
@@ -220,15 +291,32 @@ class LCPNoSlip(Controller):
         m, rv = step.m, step.rows.dot(step.v)
         return np.hypot(rv[m:2 * m], rv[2 * m:]) > self.slide_speed
 
+    def _stop_sliding(self, step: Step, held: np.ndarray, info: dict) -> Step:
+        """The step after the passive tangential stop of the ``held`` contacts that slide faster
+        than ``slide_speed`` (see "The state rule" in the module docstring); ``step`` itself if
+        none does."""
+        stopped = np.flatnonzero(held & self._sliding(step))
+        if not stopped.size:
+            return step
+        info["slide_stopped"] = int(stopped.size)
+        return passive_tangential_stop(step, stopped)
+
     def _lcp_with_rows(self, step: Step, contacts: np.ndarray, keys: list, info: dict):
-        """Solve the LCP with no-slip rows offered for ``contacts`` only; ``(impulses, w_N)``."""
+        """Solve the LCP with no-slip rows offered for ``contacts`` only; ``(impulses, w_N, qd)``
+        with ``qd`` the desired actuated velocity it was solved for (see "Consistent desired
+        motion" in the module docstring)."""
         m = step.m
         s_idx, t_idx = step.independent_tangents(contacts, self.tangent_dependence_tol)
         kept = np.concatenate((s_idx + m, t_idx + 2 * m))      # rows of [N; S; T]
         white = step.white
+        if self.consistent_desired:
+            qd, p, info["tangent_projection"] = consistent_desired(step, kept,
+                                                                   np.concatenate((contacts + m, contacts + 2 * m)))
+        else:
+            qd, p = step.qd, step.p
         # G A^-1 G^T's Cholesky factor (positive definite: Algorithm 1), b - G p and eq. 45's r
         U, residual, r = np.zeros((kept.size, kept.size)), np.empty(kept.size), np.empty(m)
-        if not kernel.contact_free_motion(white, step.rows, kept, step.L, step.p, step.qd, step.jac.phi, step.dt,
+        if not kernel.contact_free_motion(white, step.rows, kept, step.L, p, qd, step.jac.phi, step.dt,
                                           step.u_index, step.a_index, U, residual, r):
             raise np.linalg.LinAlgError("G A^-1 G^T is not positive definite")
         warm = self._active.recall(keys) if self.warm_start else _NONE
@@ -247,7 +335,7 @@ class LCPNoSlip(Controller):
         # Sec. 4.5: the equality multipliers are the tangential impulses
         impulses = np.zeros(3 * m)
         kernel.impulses(U, residual, white, kept, res.z, impulses)
-        return impulses, res.w
+        return impulses, res.w, qd
 
     # ------------------------------------------------------------------ step 4
     def _consistent(self, step: Step, v_next: np.ndarray, wN: np.ndarray, touching: np.ndarray) -> bool:
@@ -258,6 +346,61 @@ class LCPNoSlip(Controller):
             return False
         return not self.check_tangential or bool(
             np.all(np.abs(J.S[touching] @ v_next) <= tol) and np.all(np.abs(J.T[touching] @ v_next) <= tol))
+
+
+def holds_by_state(step: Step, contact_gap: float) -> np.ndarray:
+    """The contacts the state rule holds: touching at the start of the step and not moving apart
+    beyond ``contact_gap`` over it at their start velocity, ``max(phi, phi + dt N v) <=
+    contact_gap`` (``v`` after the touchdown impact; the rule of idyn.sim's ``noslip`` model with
+    ``hold="state"``)."""
+    phi = step.jac.phi
+    return np.maximum(phi, phi + step.dt * step.jac.N.dot(step.v)) <= contact_gap
+
+
+def passive_tangential_stop(step: Step, contacts: np.ndarray) -> Step:
+    """The step from the velocity after the impulse that stops the tangential motion of
+    ``contacts`` with the actuators passive: ``v' = v + M^-1 G^T mu`` with ``G = [S; T]`` of
+    those contacts and ``G v' = 0`` (the least kinetic energy change that does it, the plastic
+    tangential impact of no-slip contact).  As for a touchdown (:mod:`controllers.impact`), the
+    desired end velocity keeps its increment over the start velocity (``qd - v_a``), ``h`` stays
+    that of the measured velocity, and the impulse is contact force of the step (``Step.impact``).
+    """
+    m, dt = step.m, step.dt
+    G = np.concatenate((step.rows[m + contacts], step.rows[2 * m + contacts]))
+    MiGt = cho_solve(cho_factor(step.M, lower=True, check_finite=False), G.T, check_finite=False)
+    mu = -np.linalg.lstsq(G @ MiGt, G @ step.v, rcond=None)[0]    # G M^-1 G^T may be singular
+    dv = MiGt @ mu
+    forces = np.zeros((m, 3))
+    forces[contacts, 1], forces[contacts, 2] = mu[:contacts.size] / dt, mu[contacts.size:] / dt
+    return dataclasses.replace(
+        step, v=step.v + dv, qd=step.qd + dv[step.a], p=step.p + dv[step.u],
+        v_measured=step.v if step.v_measured is None else step.v_measured,
+        impact=forces if step.impact is None else step.impact + forces, _free=None)
+
+
+def consistent_desired(step: Step, kept: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(qd, p, |qd - step.qd|)``: the desired actuated end velocity closest to ``step.qd``
+    (the Euclidean measure of eq. 46) under which the tangent ``rows`` of ``[N; S; T]`` that
+    Algorithm 1 left out of ``kept`` hold whenever the kept ones do, and ``p`` of eq. 93 for it.
+
+    A dropped row ``g_d`` is, on the unactuated columns and in the ``A^-1`` metric, the
+    combination ``C_d^T G_K`` of the kept rows up to ``tangent_dependence_tol``.  With the kept
+    rows held, ``g_d v+ = (g_d,a - C_d^T G_K,a) qd`` up to that tolerance, so the rows are
+    implied (Appendix E) exactly when ``B qd = 0`` with ``B = G_D,a - C^T G_K,a``; the minimal
+    change is ``-B^+ B qd``, and ``p = v_u + A^-1 (-dt h_u - B_M (qd - v_a))`` moves by
+    ``-A^-1 B_M delta``.  See "Consistent desired motion" in the module docstring.
+    """
+    dropped = np.setdiff1d(rows, kept, assume_unique=True)
+    if not dropped.size:
+        return step.qd, step.p, 0.0
+    white, Ra = step.white, step.rows[:, step.a]
+    B = Ra[dropped]
+    if kept.size:
+        HK = white[:, kept]
+        C = np.linalg.solve(HK.T @ HK, HK.T @ white[:, dropped])    # positive definite: Algorithm 1
+        B = B - C.T @ Ra[kept]
+    delta = -np.linalg.lstsq(B, B @ step.qd, rcond=None)[0]
+    return step.qd + delta, step.p - step.solve_A(step.B @ delta), float(np.linalg.norm(delta))
 
 
 def min_deviation(step: Step, impulses, tau, v_next, info: dict, qp_backend: str = "quadprog",
