@@ -29,7 +29,7 @@ from idyn.contact import jacobians_at
 from idyn.errors import InvalidInputError
 from idyn.state import RobotState
 
-from .base_motion import rot_z
+from ._balance_kernel import pd_wrench, virtual_forces
 from .quadruped_planner import BaseGoal
 
 
@@ -69,7 +69,7 @@ class BalanceController:
         pm = model.pinocchio_model
         root = pm.joints[pm.getJointId("root_joint")]
         self._base_v = np.arange(root.idx_v, root.idx_v + 6)
-        self._lin, self._ang = slice(root.idx_v, root.idx_v + 3), slice(root.idx_v + 3, root.idx_v + 6)
+        self._lin, self._ang = self._base_v[:3], self._base_v[3:]
         self._workspace = model.workspace()      # the contact Jacobians' kinematics pass
 
     def wrench(self, state: RobotState, goal) -> np.ndarray:
@@ -78,16 +78,10 @@ class BalanceController:
 
     def _wrench(self, q: np.ndarray, v: np.ndarray, goal: BaseGoal) -> np.ndarray:
         R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
-        R_goal = pin.rpy.rpyToMatrix(goal.rpy)
-        H = rot_z(float(goal.rpy[2]))                      # goal heading frame
-        e_p = goal.position - q[:3]
-        e_r = pin.log3(R_goal.dot(R.T))                     # world-axes rotation error
-        e_v = goal.linear - R.dot(v[self._lin])
-        e_w = goal.angular - R.dot(v[self._ang])
-        force = H.dot(self.kp[:3] * H.T.dot(e_p) + self.kv[:3] * H.T.dot(e_v))
-        torque = H.dot(self.kp[3:] * H.T.dot(e_r) + self.kv[3:] * H.T.dot(e_w))
+        e_r = pin.log3(pin.rpy.rpyToMatrix(goal.rpy).dot(R.T))          # world-axes rotation error
         out = np.empty(6)
-        out[:3], out[3:] = R.T.dot(force), R.T.dot(torque)
+        pd_wrench(R, q, v, self._lin, self._ang, goal.position, float(goal.rpy[2]), goal.linear, goal.angular,
+                  e_r, self.kp, self.kv, out)
         return out
 
     def compute(self, state: RobotState, contacts, goal, stance_bodies=None) -> BalanceOutput:
@@ -103,8 +97,8 @@ class BalanceController:
             return BalanceOutput(np.zeros(self.model.na), np.zeros(0), np.array(used, dtype=int), w)
         ws = self._workspace.compute_checked(q, dynamics=False)
         N = jacobians_at(ws, [contacts[i] for i in used]).N
-        c_n = np.maximum(N[:, self._base_v].dot(w), 0.0)
-        tau = -N.T.dot(c_n)[self.model.actuated_v]
+        c_n, tau = np.empty(len(used)), np.empty(self.model.na)
+        virtual_forces(N, w, self._base_v, self.model.actuated_v, c_n, tau)
         return BalanceOutput(tau, c_n, np.array(used, dtype=int), w)
 
 

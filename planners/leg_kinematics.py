@@ -19,7 +19,7 @@ import pinocchio as pin
 from idyn import RobotModel
 from idyn.errors import InvalidInputError
 
-from ._leg_kernel import leg_jacobians, surely_regular
+from ._leg_kernel import decreased, leg_jacobians, newton_steps, residuals, surely_regular
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -178,19 +178,20 @@ class LegKinematics:
         targets = np.asarray(targets, dtype=float)
         q = np.array(q_init, dtype=float)
         x, J = self.jacobians(q)
-        r = targets - x
-        err = np.sqrt(np.einsum("li,li->l", r, r))
-        stuck = np.zeros(len(err), dtype=bool)      # legs whose line search found no decrease
+        L = x.shape[0]
+        r, r_try, step = np.empty_like(x), np.empty_like(x), np.empty_like(q)
+        err, e_try = np.empty(L), np.empty(L)
+        active, ok = np.empty(L, dtype=bool), np.empty(L, dtype=bool)
+        stuck = np.zeros(L, dtype=bool)             # legs whose line search found no decrease
         for _ in range(max_iters):
-            active = (err > tol) & ~stuck
-            if not active.any():
+            if not residuals(targets, x, tol, stuck, r, err, active):
                 break
-            step = per_leg(self.inverse(J), r) * active[:, None]
+            newton_steps(self.inverse(J), r, active, step)
             # full Newton step first; its evaluation also gives the Jacobians when it is accepted
             x_try, J_try = self.jacobians(q + step)
-            r_try = targets - x_try
-            e_try = np.sqrt(np.einsum("li,li->l", r_try, r_try))
-            ok = ~active | (e_try < err)
+            if decreased(targets, x_try, err, active, r_try, e_try, ok):
+                q, x, J = q + step, x_try, J_try
+                continue
             alpha = 1.0
             while not ok.all() and alpha > min_step:      # backtrack the legs that got worse
                 alpha *= beta
@@ -203,13 +204,10 @@ class LegKinematics:
             if not ok[active].any():
                 break                                    # no leg can improve: stop here
             step[~ok] = 0.0
-            if ok.all() and alpha == 1.0:
-                q, x, J, r, err = q + step, x_try, J_try, r_try, e_try
-                continue
             q = q + step
             x, J = self.jacobians(q)
-            r = targets - x
-            err = np.sqrt(np.einsum("li,li->l", r, r))
+        else:
+            residuals(targets, x, tol, stuck, r, err, active)   # the error at the last iterate
         if self._x is not x:      # keep base_velocity() at the returned configuration
             x, J = self.jacobians(q)
         return q, x, J, err

@@ -44,8 +44,9 @@ from idyn.state import Desired, RobotState
 
 from .base_motion import BaseCommand, PlanarPose, arc, clamp, rot_z, wrap_angle, yaw_of
 from .gait import Gait, TrotGait
-from ._motion_kernel import frame_offsets, rotating_frame_rates
-from .leg_kinematics import LegKinematics, per_leg
+from ._leg_kernel import accelerations_into, per_leg_into
+from ._motion_kernel import gait_frame_motion
+from .leg_kinematics import LegKinematics
 from .spline import ClampedCubicSpline
 
 
@@ -247,21 +248,20 @@ class QuadrupedPlanner:
         pd, pdd = self._plan_feet(tg, dt, touching, q, base_p, base_R)
 
         # -- foot points relative to the gait pose (level, moving with the planned twist)
-        Rd = rot_z(self._pose.yaw)
-        V, A = self._base_rates(Rd)
-        self._linear = V
         L = len(self.legs)
-        offsets, x_rel, xd, xdd = np.empty((3 * L, 3)), np.empty((L, 3)), np.empty((L, 3)), np.empty((L, 3))
-        frame_offsets(self._feet, pd, pdd, np.array([self._pose.x, self._pose.y, self._z]), V, A, offsets)
-        rotating_frame_rates(offsets.dot(Rd), self._twist[2], self._twist_rate[2], x_rel, xd, xdd)
+        x_rel, xd, xdd, V = np.empty((L, 3)), np.empty((L, 3)), np.empty((L, 3)), np.empty(3)
+        gait_frame_motion(self._feet, pd, pdd, np.array([self._pose.x, self._pose.y, self._z]), self._pose.yaw,
+                          self._twist, self._twist_rate, self._vz, V, x_rel, xd, xdd)
+        self._linear = V
         # warm start: the last solution advanced by its rates and accelerations (second order), so
         # the guess is usually within tolerance and at most one Newton step is needed
         q_guess = self._q_legs + dt * (self._qd_legs + 0.5 * dt * self._qdd_legs)
         q_legs, _, J, self.ik_error = self.kin.solve(
             x_rel, q_guess, tol=self.ik_tol, max_iters=self.ik_max_iters)
         J_inv = self.kin.inverse(J)
-        qd = per_leg(J_inv, xd)
-        qdd = per_leg(J_inv, xdd - self.kin.drift(q_legs, qd))
+        qd, qdd = np.empty_like(q_legs), np.empty_like(q_legs)
+        per_leg_into(J_inv, xd, qd)
+        accelerations_into(J_inv, xdd, self.kin.drift(q_legs, qd), qdd)
         self._q_legs, self._qd_legs, self._qdd_legs = q_legs, qd, qdd
 
         out_q = np.zeros(self._na)
@@ -282,14 +282,6 @@ class QuadrupedPlanner:
         self._pose = measured
         self._z = float(np.mean(self._feet[:, 2])) + self._height
         self._stance = np.ones(len(self.legs), dtype=bool)   # every foot starts on the ground
-
-    def _base_rates(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """World linear velocity and acceleration of the gait pose's origin (``R``: its heading)."""
-        planar = R.dot(np.array([self._twist[0], self._twist[1], 0.0]))
-        V = planar + np.array([0.0, 0.0, self._vz])
-        A = R.dot(np.array([self._twist_rate[0], self._twist_rate[1], 0.0])) \
-            + self._twist[2] * np.array([-planar[1], planar[0], 0.0])
-        return V, A
 
     def _ramp(self, twist: tuple, dt: float) -> tuple[float, float, float]:
         """The planned twist (vx, vy, wz) after ``dt`` s of following the command within the
