@@ -109,3 +109,47 @@ def impulses(U, residual, white, kept, fN, out):
         gram_solve(U, k, b, mu)
         for i in range(k):
             out[kept[i]] = mu[i]
+
+
+@cached_jit
+def tangent_consistency(U, white, rows, kept, dropped, a, qd, delta):
+    """``delta = -B^T (B B^T)^-1 B qd`` (output), the least change of ``qd`` with ``B (qd +
+    delta) = 0``, for ``B = [S; T]_D,a - C^T [S; T]_K,a``: the actuated columns of the dropped
+    rows ``dropped`` of ``rows`` less their combination ``C = (Gw^T Gw)^-1 Gw^T Hw`` of the kept
+    ones (``Gw``, ``Hw`` the whitened kept and dropped columns of ``white``, ``U`` the upper
+    Cholesky factor of ``Gw^T Gw`` from :func:`contact_free_motion`).  Returns False, ``delta``
+    unset, when the rows of ``B`` are dependent to 1e-10 (the caller then takes a pseudo-inverse)."""
+    nu, k, d, na = white.shape[0], kept.shape[0], dropped.shape[0], a.shape[0]
+    B = np.empty((d, na))
+    g = np.empty(k)
+    for j in range(d):
+        for i in range(k):
+            s = 0.0
+            for t in range(nu):
+                s += white[t, kept[i]] * white[t, dropped[j]]
+            g[i] = s
+        if k:
+            gram_solve(U, k, g, g)                # column j of C
+        for c in range(na):
+            s = rows[dropped[j], a[c]]
+            for i in range(k):
+                s -= g[i] * rows[kept[i], a[c]]
+            B[j, c] = s
+    X = B @ B.T
+    V = np.zeros((d, d))
+    if not _cholesky_upper(X, V):
+        return False
+    top = 0.0
+    for j in range(d):
+        top = max(top, X[j, j])
+    for j in range(d):
+        if V[j, j] * V[j, j] <= 1e-20 * top:
+            return False
+    y = B @ qd
+    gram_solve(V, d, y, y)
+    for c in range(na):
+        s = 0.0
+        for j in range(d):
+            s += B[j, c] * y[j]
+        delta[c] = -s
+    return True

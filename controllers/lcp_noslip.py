@@ -309,16 +309,17 @@ class LCPNoSlip(Controller):
         s_idx, t_idx = step.independent_tangents(contacts, self.tangent_dependence_tol)
         kept = np.concatenate((s_idx + m, t_idx + 2 * m))      # rows of [N; S; T]
         white = step.white
-        if self.consistent_desired:
-            qd, p, info["tangent_projection"] = consistent_desired(step, kept,
-                                                                   np.concatenate((contacts + m, contacts + 2 * m)))
-        else:
-            qd, p = step.qd, step.p
         # G A^-1 G^T's Cholesky factor (positive definite: Algorithm 1), b - G p and eq. 45's r
         U, residual, r = np.zeros((kept.size, kept.size)), np.empty(kept.size), np.empty(m)
-        if not kernel.contact_free_motion(white, step.rows, kept, step.L, p, qd, step.jac.phi, step.dt,
+        if not kernel.contact_free_motion(white, step.rows, kept, step.L, step.p, step.qd, step.jac.phi, step.dt,
                                           step.u_index, step.a_index, U, residual, r):
             raise np.linalg.LinAlgError("G A^-1 G^T is not positive definite")
+        qd = step.qd
+        if self.consistent_desired:
+            qd, p, info["tangent_projection"] = consistent_desired(step, kept, contacts, U)
+            if qd is not step.qd:       # b - G p and r for the moved desired motion
+                kernel.contact_free_motion(white, step.rows, kept, step.L, p, qd, step.jac.phi, step.dt,
+                                           step.u_index, step.a_index, U, residual, r)
         warm = self._active.recall(keys) if self.warm_start else _NONE
         # Algorithm 2 (ppm_contact) with W the inverse inertia constrained by the kept rows
         G = project_constraints(white[:, :m], white.take(kept, axis=1))
@@ -378,10 +379,13 @@ def passive_tangential_stop(step: Step, contacts: np.ndarray) -> Step:
         impact=forces if step.impact is None else step.impact + forces, _free=None)
 
 
-def consistent_desired(step: Step, kept: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def consistent_desired(step: Step, kept: np.ndarray, contacts: np.ndarray, U: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, float]:
     """``(qd, p, |qd - step.qd|)``: the desired actuated end velocity closest to ``step.qd``
-    (the Euclidean measure of eq. 46) under which the tangent ``rows`` of ``[N; S; T]`` that
-    Algorithm 1 left out of ``kept`` hold whenever the kept ones do, and ``p`` of eq. 93 for it.
+    (the Euclidean measure of eq. 46) under which the tangent rows of ``contacts`` that Algorithm
+    1 left out of ``kept`` (rows of ``[N; S; T]``) hold whenever the kept ones do, and ``p`` of
+    eq. 93 for it (``step.qd`` itself when no row was left out).  ``U`` is the upper Cholesky
+    factor of the kept rows' ``G A^-1 G^T``.
 
     A dropped row ``g_d`` is, on the unactuated columns and in the ``A^-1`` metric, the
     combination ``C_d^T G_K`` of the kept rows up to ``tangent_dependence_tol``.  With the kept
@@ -390,16 +394,19 @@ def consistent_desired(step: Step, kept: np.ndarray, rows: np.ndarray) -> tuple[
     change is ``-B^+ B qd``, and ``p = v_u + A^-1 (-dt h_u - B_M (qd - v_a))`` moves by
     ``-A^-1 B_M delta``.  See "Consistent desired motion" in the module docstring.
     """
-    dropped = np.setdiff1d(rows, kept, assume_unique=True)
-    if not dropped.size:
+    m = step.m
+    left = np.zeros(3 * m, dtype=bool)
+    left[contacts + m] = left[contacts + 2 * m] = True
+    left[kept] = False
+    if not left.any():
         return step.qd, step.p, 0.0
-    white, Ra = step.white, step.rows[:, step.a]
-    B = Ra[dropped]
-    if kept.size:
-        HK = white[:, kept]
-        C = np.linalg.solve(HK.T @ HK, HK.T @ white[:, dropped])    # positive definite: Algorithm 1
-        B = B - C.T @ Ra[kept]
-    delta = -np.linalg.lstsq(B, B @ step.qd, rcond=None)[0]
+    dropped = np.flatnonzero(left)
+    delta = np.empty(step.qd.size)
+    if not kernel.tangent_consistency(U, step.white, step.rows, kept, dropped, step.a_index, step.qd, delta):
+        white, Ra = step.white, step.rows[:, step.a]        # B's rows dependent: its pseudo-inverse
+        C = np.linalg.lstsq(white[:, kept], white[:, dropped], rcond=None)[0]
+        B = Ra[dropped] - C.T @ Ra[kept]
+        delta = -np.linalg.lstsq(B, B @ step.qd, rcond=None)[0]
     return step.qd + delta, step.p - step.solve_A(step.B @ delta), float(np.linalg.norm(delta))
 
 
