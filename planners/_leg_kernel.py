@@ -89,7 +89,7 @@ def decreased(targets, x_try, err, active, r_try, e_try, ok):
 
 @cached_jit
 def per_leg_into(A, x, out):
-    """``out[l] = A[l] x[l]`` for (L, m, k) ``A`` and (L, k) ``x`` (``per_leg`` into ``out``)."""
+    """``out[l] = A[l] x[l]`` for (L, m, k) ``A`` and (L, k) ``x`` (batched matrix-vector products)."""
     for leg in range(A.shape[0]):
         for j in range(A.shape[1]):
             s = 0.0

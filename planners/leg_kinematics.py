@@ -225,8 +225,3 @@ try:   # numpy's LAPACK gufunc behind np.linalg.inv
     from numpy.linalg._umath_linalg import inv as _inv_gufunc
 except ImportError:
     _inv_gufunc = None
-
-
-def per_leg(A: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Batched matrix-vector products: A (L, m, k) times x (L, k) -> (L, m)."""
-    return (A @ x[..., None])[..., 0]
