@@ -36,7 +36,7 @@ With torques given, that rule does not always have one answer: a touching contac
 held and loaded, and released and unloaded (sliding at zero load), under the same torques. The
 loop takes the held one (it starts from every contact held). ``lcp-noslip`` decides the same
 rule from its own answers, whose torques change with the held set, so on such steps the two pick
-different answers (measured on the 30 s matched trot: 2.3 % mean prediction error, almost all of
+different answers (measured on the 30 s matched trot: 2.3 % mean prediction error, 1.7 points of
 it on these steps and on release cycles). ``NoSlip(hold="state")`` is the rule both can share:
 the held contacts are chosen from the state at the start of the step, before any impulse, as
 those touching and not moving apart, ``max(phi, phi + dt N v) <= CONTACT_GAP``
