@@ -21,8 +21,9 @@ This is eqs. 88-94 of the paper with ``M^-1`` never formed: by the Schur-complem
 base robot without free bodies has no ``u`` block at all and the controller reduces to RNEA.
 
 Touchdown (:mod:`controllers.impact`).  With ``impact=True`` (default) a contact that closes
-faster than its gap allows first receives the passive, maximally dissipative impact of Sec.
-2.3.4 (actuators cannot act impulsively); the step is then built from the post-impact velocity
+faster than its gap allows first receives the passive inelastic impact of the friction-pyramid
+LCP (eqs. 52-56 with only the contact impulses acting: actuators cannot act impulsively,
+:mod:`idyn.impact`); the step is then built from the post-impact velocity
 ``v'`` (``Step.v``), with ``h`` still evaluated at the measured velocity (``Step.v_measured``)
 so that the step's dynamics over the period, impact included, remain those of eq. 37.
 
@@ -239,6 +240,9 @@ class StepDynamics:
         self.impact, self.impact_speed_tol = bool(impact), float(impact_speed_tol)
         #: (m, 3) forces [normal, s, t] (N) of the last update's touchdown impulse, or None
         self.last_impact: np.ndarray | None = None
+        #: the last update's impact LCP status ("solved", or why Lemke's method and its
+        #: regularisation failed: the step then ran from the measured velocity); None: no impact
+        self.last_impact_status: str | None = None
         self.u, self.a = as_slice(model.unactuated_v), as_slice(model.actuated_v)
         self._u_index, self._a_index = model.unactuated_v.astype(np.intp), model.actuated_v.astype(np.intp)
         self.nu = model.unactuated_v.size
@@ -258,19 +262,18 @@ class StepDynamics:
         gaps = np.empty(phi.size)                                    # see "Gap stabilization" above
         approach = reduced_kernel.step_gaps(rows[:phi.size], v, phi, dt, self.penetration_recovery, gaps)
         jac = ContactJacobians.from_stacked(rows, gaps, mu)
-        v_measured, impulses, self.last_impact = None, None, None
+        v_measured, self.last_impact, self.last_impact_status = None, None, None
         if self.impact and approach < -self.impact_speed_tol:      # a contact closes too fast
-            hit = passive_impact(M, v, jac, dt)
-            if hit is not None:
-                v_measured, (v, impulses) = v, hit
+            v_after, hit = passive_impact(M, v, jac, dt)
+            self.last_impact_status = hit.status
+            if hit.solved:
+                v_measured, v, self.last_impact = v, v_after, hit.impulses / dt
         A, B = M[self._uu], M[self._ua]
         L = _NO_BLOCK
         if self.nu:
             L, info = lapack.dpotrf(A, lower=1, clean=1)
             if info != 0:
                 raise SolverError("the unactuated block of M is not positive definite")
-        if impulses is not None:
-            self.last_impact = pyramid_forces(impulses) / dt
         na, nu = self._a_index.size, self.nu
         free = np.empty(na + 3 * nu)                                 # [qd_des, dt h_u, B dva, p]
         reduced_kernel.free_motion(M, h, v, vdot_a, L, dt, self._u_index, self._a_index, free)

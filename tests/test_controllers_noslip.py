@@ -150,20 +150,32 @@ def test_touchdown_impact_is_not_fought_by_the_actuators():
     the joint velocities prescribed through the impact (eq. 38) the rigid model asks the
     actuators for the impulse that stops the foot (3.8e3 N m in closed loop).  With the passive
     touchdown impact of controllers.impact the torques stay those of the stance, and the
-    impulse still appears in the predicted contact forces.  (lcp-coulomb is left out: with
-    mu = inf simulated as 100 its tangential forces between stance feet are indeterminate up to
-    100 f_N, and Lemke returns such internal forces, hundreds of N m, with or without impact.)"""
+    impulse still appears in the predicted contact forces: it stops the landing foot, which ends
+    the impact touching, not launched (normal complementarity: a foot that separates, at most
+    a stance foot rocked up by 0.8 mm/s here, takes no impulse).
+    (lcp-coulomb is left out: with mu = inf simulated as 100 its tangential forces between
+    stance feet are indeterminate up to 100 f_N, and Lemke returns such internal forces,
+    hundreds of N m, with or without impact.)"""
     p = standing_problem("links", 4, np.inf)
     model = p.model
     q, v = p.state.q, _first_foot_moving(p, [0.0, 0.0, -0.3])  # landing at 0.3 m/s
     state = RobotState(q, v)
     desired = Desired(p.desired.q, np.zeros(model.na), np.zeros(model.na))
+    jac = contact_jacobians(model, q, p.contacts)
+    J, M = jac.stacked(), model.mass_matrix(q)
     for name in ("lcp-noslip", "qp-noslip", "qp-coulomb"):
         rigid = controllers.make(name, model, feedback=False, impact=False).compute(state, desired, p.contacts)
-        out = controllers.make(name, model, feedback=False).compute(state, desired, p.contacts)
+        ctrl = controllers.make(name, model, feedback=False)
+        out = ctrl.compute(state, desired, p.contacts)
         assert "impact_forces" in out.info and "impact_forces" not in rigid.info
+        assert ctrl.dynamics.last_impact_status == "solved"
         assert np.abs(out.tau).max() < 0.2 * np.abs(rigid.tau).max(), name
-        assert out.info["impact_forces"][0, 0] > 0.0                 # the landing foot is stopped
+        impulses = out.info["impact_forces"] * 1e-3
+        assert impulses[0, 0] > 0.0
+        v_after = v + np.linalg.solve(M, J.T @ impulses.T.ravel())
+        w_n = jac.N @ v_after                          # gaps are zero: the post-impact normal speeds
+        assert abs(w_n[0]) < 1e-9 and w_n.min() > -1e-9, (name, w_n)        # stopped, not launched
+        assert np.abs(impulses[:, 0] * w_n).max() < 1e-12, (name, impulses, w_n)  # only touching feet loaded
         assert np.all(np.isfinite(out.contact_forces))
 
 
