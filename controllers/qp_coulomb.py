@@ -13,7 +13,10 @@ Options (besides the common ones of :class:`controllers.Controller`):
   ``separation_weight`` (1.0 with Coulomb friction, 0 under no slip: Stage I prices the
   separation speed of touching contacts like the kinetic energy of this many robot masses; 0 is
   the relaxation as published, whose sliding loaded feet are predicted to lift off; see
-  "Separation of touching contacts" in :mod:`controllers.dissipation`).
+  "Separation of touching contacts" in :mod:`controllers.dissipation`),
+  ``gap_rate`` (False, as published: True measures each contact's normal velocity in Stage I's
+  objective as its end-of-step gap rate ``N v+ + max(phi, 0)/dt``, so contacts at a distance are
+  loaded only to close their gap; see "Contacts at a distance" in :mod:`controllers.dissipation`).
 """
 from __future__ import annotations
 
@@ -39,7 +42,8 @@ class DissipationController(Controller):
 
     def __init__(self, model, *, stage2: bool = True, stage1_solver: str = "lemke",
                  ridge: float = 1e-6, qp_backend: str = "quadprog",
-                 objective: str = "contact-work", separation_weight: float | None = None, **common):
+                 objective: str = "contact-work", separation_weight: float | None = None,
+                 gap_rate: bool = False, **common):
         super().__init__(model, **common)
         if separation_weight is None:   # priced where the cone makes the relaxation buy friction
             separation_weight = 1.0 if self.coulomb else 0.0   # with normal impulse, not under no slip
@@ -50,6 +54,9 @@ class DissipationController(Controller):
         if objective not in OBJECTIVES:
             raise InvalidInputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
         self.objective = objective
+        if not isinstance(gap_rate, (bool, np.bool_)):
+            raise InvalidInputError(f"gap_rate must be True or False, got {gap_rate!r}")
+        self.gap_rate = bool(gap_rate)
         if stage1_solver not in ("lemke", "qp"):
             raise InvalidInputError(f"stage1_solver must be 'lemke' or 'qp', got {stage1_solver!r}")
         if not (np.isfinite(ridge) and ridge > 0):
@@ -61,7 +68,7 @@ class DissipationController(Controller):
         if step.m == 0:
             tau, v_next = step.resolve(np.zeros(self.model.nv))
             return Solution(tau, np.zeros((0, 3)), v_next)
-        prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective)
+        prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate)
         z, info = self._impulses(step, prob)
         info["unenforceable_contacts"] = prob.unenforceable
         if self.no_slip_tol is not None:
