@@ -1,11 +1,12 @@
-"""The compiled residual check equals the Python one it stands for, decision for decision."""
+"""The compiled residual check equals the Python one it stands for, decision for decision, and
+the end of Lemke's compiled path reads its answer as the numpy definitions do."""
 import numpy as np
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 from idyn.lcp import lemke
 from idyn.lcp._lemke_kernel import lcp_scales
-from idyn.lcp.residuals import DEFAULT_TOL, residuals_from_parts, residuals_pass
+from idyn.lcp.residuals import DEFAULT_TOL, exact_pass, residuals_from_parts, residuals_pass
 
 #: entries from exact zeros and round-off sizes to overflow, with the non-finite ones
 ENTRY = st.one_of(st.floats(-1e3, 1e3), st.sampled_from([0.0, -0.0, 1e-300, -1e-12, 1e-12, 1e300, -1e300,
@@ -38,4 +39,21 @@ def test_pass_on_solver_answers_and_their_perturbations(n, seed):
         w = M @ z + q
         expected = residuals_from_parts(z, w, q_norm, m_norm).ok()
         assert residuals_pass(z, w, q_norm, m_norm, DEFAULT_TOL) == expected
+        assert exact_pass(M, q, z, w, DEFAULT_TOL) == expected
     assert residuals_pass(res.z, res.w, q_norm, m_norm, DEFAULT_TOL) == res.solved
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 2**32 - 1), st.sampled_from(["psd", "general", "nsd"]))
+def test_lemke_answer_read_as_numpy_would(n, seed, kind):
+    """z clipped as np.maximum(z, 0.0) (no -0.0), w = M @ z + q (q itself when q >= 0 needs no
+    pivot), basis = np.flatnonzero(z > 0), also on secondary rays and pivot limits."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, n))
+    M = {"psd": A @ A.T, "general": A, "nsd": -A @ A.T}[kind]
+    q = rng.standard_normal(n)
+    q[rng.random(n) < 0.2] = -0.0
+    for res in (lemke(M, q), lemke(M, q, max_pivots=1)):
+        assert np.array_equal(res.z, np.maximum(res.z, 0.0)) and not np.signbit(res.z).any()
+        assert res.w.tobytes() == (q if q.min() >= 0.0 else M @ res.z + q).tobytes()
+        assert res.basis.dtype == np.intp and np.array_equal(res.basis, np.flatnonzero(res.z > 0.0))

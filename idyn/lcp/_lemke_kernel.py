@@ -17,6 +17,8 @@ import numpy as np
 from ..jit import cached_jit as _jit
 
 SOLVED, MAX_PIVOTS, RAY, SINGULAR = 0, 1, 2, 3
+#: Status of :func:`lemke_path` when ``q >= 0``: ``z = 0`` solves and no path is followed.
+AT_START = 4
 _EPS = np.finfo(np.float64).eps
 #: z0 leaves when its ratio is within this many tie widths of the minimum: ending the path a
 #: hair early perturbs the answer by about 1e-11 * Z0_EXIT relative, which the residual check
@@ -166,7 +168,72 @@ def _pivot(Binv, xb, y, r):
 
 
 @_jit
-def lemke_path(MT, q, d, Binv, xb, basic, limit, pivot_tol):
+def lemke_path(M, q, d, Binv, xb, basic, limit, pivot_tol, cold, z, support):
+    """Lemke's path for the LCP ``(q, M)`` and the basic solution where it ends, as one call.
+
+    With ``cold`` the slack basis (``B = I``, ``x_B = q``, covering vector ``d = 1``) is first
+    written into ``Binv``, ``xb``, ``d`` and ``basic`` (their contents are ignored); otherwise
+    they hold the caller's complementary basis.  The path is :func:`_follow_path`.  A secondary
+    ray whose ``z0`` is already at zero (within :data:`Z0_EXIT` tie widths) ends at a
+    complementary point and is reported :data:`SOLVED` for the residual check to judge.
+    ``z`` receives the basic ``z`` clipped at zero exactly as ``np.maximum(z, 0.0)`` does (NaN
+    kept, ``-0.0`` made ``+0.0``) and ``support[:count]`` the indices of its positive entries.
+
+    Returns ``(status, pivots, count)``; status :data:`AT_START` (nothing written) when
+    ``q >= 0`` or ``n = 0``.
+    """
+    n = q.shape[0]
+    if n == 0 or q.min() >= 0.0:
+        return AT_START, 0, 0
+    if cold:
+        for i in range(n):
+            for j in range(n):
+                Binv[i, j] = 0.0
+            Binv[i, i] = 1.0
+            xb[i] = q[i]
+            d[i] = 1.0
+            basic[i] = i
+    MT = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            MT[j, i] = M[i, j]
+    code, pivots, z0_row = _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol)
+    if code == RAY and xb[z0_row] <= Z0_EXIT * TIE * first_max(_abs_max(xb), 1e-300):
+        code = SOLVED
+    for i in range(n):
+        z[i] = 0.0
+    basic_z(basic, xb, z)
+    count = 0
+    for i in range(n):
+        if not (z[i] > 0.0 or np.isnan(z[i])):
+            z[i] = 0.0          # as np.maximum: -0.0 becomes +0.0
+        elif z[i] > 0.0:
+            support[count] = i
+            count += 1
+    return code, pivots, count
+
+
+@_jit
+def _abs_max(x):
+    """``np.abs(x).max()`` (NaN if an entry is NaN)."""
+    m = 0.0
+    for i in range(x.shape[0]):
+        a = abs(x[i])
+        if np.isnan(a):
+            return a
+        if a > m:
+            m = a
+    return m
+
+
+@_jit
+def first_max(a, b):
+    """Python's ``max(a, b)`` (``b`` only if it compares greater, so a NaN in ``a`` stays)."""
+    return b if b > a else a
+
+
+@_jit
+def _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol):
     """Follow Lemke's path from the complementary basis ``(Binv, xb, basic)`` (updated in place).
 
     ``d`` is the covering vector (the column of ``z0`` is ``-d``).  Every pivot checks that

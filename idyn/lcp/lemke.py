@@ -39,9 +39,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
-from ._lemke_kernel import MAX_PIVOTS, RAY, SINGULAR, SOLVED, TIE, Z0_EXIT, basic_z, lemke_path
+from ._lemke_kernel import AT_START, MAX_PIVOTS, RAY, SINGULAR, SOLVED, lemke_path
 from .inputs import check_indices, check_lcp
-from .residuals import DEFAULT_TOL, exact_residuals
+from .residuals import DEFAULT_TOL, exact_pass
 from .result import LCPResult, LCPStatus
 
 _EPS = np.finfo(float).eps
@@ -89,12 +89,24 @@ def _with_pivots(res: LCPResult, pivots: int) -> LCPResult:
     return LCPResult(res.z, res.w, res.status, pivots, res.regularization, res.basis)
 
 
-def _finish(M, q, z, status, pivots, tol) -> LCPResult:
-    z = np.maximum(z, 0.0)
+def _at_start(q) -> LCPResult:
+    """``q >= 0``: ``z = 0``, ``w = q`` solves without a pivot."""
+    return LCPResult(np.zeros(q.shape[0]), q.copy(), LCPStatus.SOLVED, 0, 0.0, np.empty(0, np.intp))
+
+
+def _finish(M, q, z, status, pivots, tol, basis) -> LCPResult:
+    """The result at ``z >= 0`` (clipped by the caller) with support ``basis``: ``w = M z + q``
+    and the residual check of a SOLVED status."""
     w = M @ z + q
-    if status is LCPStatus.SOLVED and not exact_residuals(M, q, z, w).ok(tol):
+    if status is LCPStatus.SOLVED and not exact_pass(M, q, z, w, tol):
         status = LCPStatus.NUMERICAL_FAILURE
-    return LCPResult(z, w, status, pivots, 0.0, np.flatnonzero(z > 0.0))
+    return LCPResult(z, w, status, pivots, 0.0, basis)
+
+
+def _clipped_finish(M, q, z, status, pivots, tol) -> LCPResult:
+    """:func:`_finish` for an unclipped ``z``."""
+    z = np.maximum(z, 0.0)
+    return _finish(M, q, z, status, pivots, tol, np.flatnonzero(z > 0.0))
 
 
 def _basis_matrix(M, z_basic: np.ndarray) -> np.ndarray:
@@ -119,13 +131,12 @@ def _polish(M, q, z_basic: np.ndarray) -> np.ndarray | None:
 
 def _solve(M, q, warm, limit, pivot_tol, tol) -> LCPResult:
     n = q.shape[0]
-    if n == 0 or q.min() >= 0.0:
-        return LCPResult(np.zeros(n), q.copy(), LCPStatus.SOLVED, 0, 0.0, np.empty(0, np.intp))
-    basic = np.arange(n, dtype=np.int64)  # see idyn.lcp._lemke_kernel for the encoding
-    Binv = np.eye(n)
-    xb = q.copy()
-    d = np.ones(n)
-    if warm is not None and warm.size:
+    Binv, xb, d = np.empty((n, n)), np.empty(n), np.empty(n)   # the cold start fills them
+    basic = np.empty(n, dtype=np.int64)  # see idyn.lcp._lemke_kernel for the encoding
+    cold = warm is None or not warm.size
+    if not cold:
+        if q.min() >= 0.0:
+            return _at_start(q)
         B = _basis_matrix(M, warm)
         try:
             lu = lu_factor(B, check_finite=False)
@@ -136,27 +147,25 @@ def _solve(M, q, warm, limit, pivot_tol, tol) -> LCPResult:
             if xb.min() >= 0.0:
                 z = np.zeros(n)
                 z[warm] = xb[warm]
-                res = _finish(M, q, z, LCPStatus.SOLVED, 0, tol)
+                res = _clipped_finish(M, q, z, LCPStatus.SOLVED, 0, tol)
                 if res.solved:
                     return res
             Binv = np.ascontiguousarray(lu_solve(lu, np.eye(n), check_finite=False))
+            basic[:] = np.arange(n)
             basic[warm] += n
             d = B.sum(axis=1)
         else:
-            xb = q.copy()
-    code, pivots, z0_row = lemke_path(np.ascontiguousarray(M.T), q, d, Binv, xb, basic,
-                                      limit, float(pivot_tol))
+            cold = True
+    z, support = np.empty(n), np.empty(n, dtype=np.intp)
+    code, pivots, count = lemke_path(M, q, d, Binv, xb, basic, limit, float(pivot_tol), cold, z, support)
+    if code == AT_START:
+        return _at_start(q)
     status = _STATUS[code]
-    if status is LCPStatus.RAY_TERMINATION and xb[z0_row] <= Z0_EXIT * TIE * max(
-            float(np.abs(xb).max()), 1e-300):
-        status = LCPStatus.SOLVED  # the ray starts at a complementary point; let residuals judge
-    z = np.zeros(n)
-    basic_z(basic, xb, z)
-    res = _finish(M, q, z, status, pivots, tol)
+    res = _finish(M, q, z, status, pivots, tol, support[:count])
     if status is LCPStatus.SOLVED and not res.solved:
         zp = _polish(M, q, basic[(basic >= n) & (basic < 2 * n)] - n)
         if zp is not None:
-            polished = _finish(M, q, zp, LCPStatus.SOLVED, pivots, tol)
+            polished = _clipped_finish(M, q, zp, LCPStatus.SOLVED, pivots, tol)
             if polished.solved:
                 return polished
     return res

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..jit import cached_jit as _jit
-from ._lemke_kernel import lcp_scales
+from ._lemke_kernel import first_max, lcp_scales
 from .inputs import check_lcp
 
 #: Relative tolerance of :meth:`LCPResiduals.ok` unless told otherwise.
@@ -103,12 +103,6 @@ def _extremes(z, w):
 
 
 @_jit
-def _first_max(a, b):
-    """Python's ``max(a, b)`` (``b`` only if it compares greater, so a NaN in ``a`` stays)."""
-    return b if b > a else a
-
-
-@_jit
 def residuals_pass(z, w, q_norm, m_norm, tol):
     """``residuals_from_parts(z, w, q_norm, m_norm).ok(tol)`` (zero equation error) as one
     compiled call, for compiled solvers that check a candidate inside their own loop (the warm
@@ -118,15 +112,15 @@ def residuals_pass(z, w, q_norm, m_norm, tol):
     if z.shape[0] == 0:
         return 0.0 <= tol
     zmax, zmin, wmin, products = _extremes(z, w)
-    scale_z = _first_max(zmax, _TINY)
+    scale_z = first_max(zmax, _TINY)
     terms = m_norm * zmax
-    scale_w = _first_max(q_norm + terms, _TINY)
-    scale_q = _first_max(q_norm, _TINY)
-    worst = _first_max(0.0, -zmin) / scale_z
-    worst = _first_max(worst, _first_max(0.0, -wmin) / scale_q)
-    worst = _first_max(worst, products / scale_z / scale_q)
-    worst = _first_max(worst, 0.0 / scale_w)
-    worst = _first_max(worst, _EPS * terms / scale_q)
+    scale_w = first_max(q_norm + terms, _TINY)
+    scale_q = first_max(q_norm, _TINY)
+    worst = first_max(0.0, -zmin) / scale_z
+    worst = first_max(worst, first_max(0.0, -wmin) / scale_q)
+    worst = first_max(worst, products / scale_z / scale_q)
+    worst = first_max(worst, 0.0 / scale_w)
+    worst = first_max(worst, _EPS * terms / scale_q)
     return worst <= tol
 
 
@@ -136,10 +130,13 @@ def lcp_residuals(M, q, z, w=None) -> LCPResiduals:
     return checked_residuals(M, q, z, w)
 
 
-def exact_residuals(M: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray) -> LCPResiduals:
-    """Residuals of ``(z, w)`` for the validated LCP ``(q, M)`` when the caller computed ``w``
-    as ``M @ z + q`` itself (so the equation residual is exactly zero)."""
-    return residuals_from_parts(z, w, *lcp_scales(M, q))
+@_jit
+def exact_pass(M, q, z, w, tol):
+    """``residuals_from_parts(z, w, *lcp_scales(M, q)).ok(tol)`` for the validated LCP
+    ``(q, M)`` when the caller computed ``w`` as ``M @ z + q`` itself (so the equation residual
+    is exactly zero), as one compiled call: the check after every Lemke solve."""
+    q_norm, m_norm = lcp_scales(M, q)
+    return residuals_pass(z, w, q_norm, m_norm, tol)
 
 
 def checked_residuals(M: np.ndarray, q: np.ndarray, z, w=None, m_norm: float | None = None
