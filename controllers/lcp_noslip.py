@@ -23,8 +23,8 @@ Per step, in the reduced form of :mod:`controllers.dynamics` (only the unactuate
    under the state rule): Algorithm 1 may drop tangent rows whose constraints are only implied
    when the desired motion is consistent (Appendix E assumes zero right-hand sides, ours are
    ``-S_a qd_des``), so with inconsistent desired accelerations the predicted feet may slip
-   (``consistent_desired=True`` first makes the desired motion consistent with them:
-   "Consistent desired motion" below).  Off by default, as in the
+   (by default the desired motion is first made consistent with them: "Consistent desired
+   motion" below).  Off by default, as in the
    paper (error feedback makes almost every closed-loop step slightly inconsistent, and the QP
    then runs every step).  If the check fails, or the LCP has no solution (Algorithm 2 and
    Lemke fail: the desired motion admits no non-penetrating answer, e.g. fingers closing on a
@@ -64,14 +64,14 @@ way no base motion follows leaves the dropped rows violated: the predicted feet 
 idyn.sim trot (5 s at d81afc0) 1768 of 2519 steps with matching held sets predicted held feet
 slipping at 1-100 mm/s, which the no-slip simulator, given the torques, holds (0.45-0.66 % mean
 prediction error there, none on the steps without slip).  With ``consistent_desired=True``
-the desired actuated velocity is first moved to the closest one (the Euclidean
+(default) the desired actuated velocity is first moved to the closest one (the Euclidean
 measure of eq. 46) under which every dropped row is implied by the kept ones
 (:func:`consistent_desired`: one small least-squares solve per LCP), so the kept rows hold the
 held contacts, up to the dependence tolerance.  It is the minimal-deviation step of Sec. 4.5
 restricted to the tangent rows and taken every step instead of after a failed check
-(``consistent_desired=False``, for now the default: Algorithm 1 as published);
-``info["tangent_projection"]`` is the change ``|delta qd|``.  PyBullet rigid-high, 30 s: 0.0388 rad joint error and 4.46 % force
-prediction error, 4 waypoints (0.0395 rad, 4.29 % without).
+(``consistent_desired=False``: Algorithm 1 as published); ``info["tangent_projection"]`` is the
+change ``|delta qd|``.  PyBullet rigid-high, 30 s at 173e4e8: 0.0393 rad joint error and
+4.31 % force prediction error, 4 waypoints (without: 0.0393 rad, 4.02 %).
 
 Separating contacts.  A contact with ``f_N = 0`` whose gap is open at the end of the step cannot
 transmit a tangential impulse: ``|f_t| <= mu f_N`` gives ``f_t = 0`` for every finite ``mu``, and
@@ -147,7 +147,7 @@ fall at 3.3 s, against 0.038-0.042 rad and no fall with ``"force"``.
 Options: ``consistency_tol`` (1e-6 m/s), ``check_tangential`` (False), ``warm_start`` (True),
 ``qp_backend``, ``tangent_dependence_tol`` (1e-3), ``contact_gap`` (1e-6 m), ``slide_speed``
 (1e-2 m/s; ``inf`` holds every contact), ``release`` (``"force"`` or ``"state"``),
-``consistent_desired`` (False).
+``consistent_desired`` (True).
 ``info["held"]`` marks the contacts that kept their no-slip rows and ``info["slip_released"]``
 counts the others, ``info["release_cycle"]`` says whether the release iteration ended in a
 cycle, ``info["slide_stopped"]`` counts the contacts the state rule stopped passively.
@@ -198,7 +198,7 @@ class LCPNoSlip(Controller):
     def __init__(self, model, *, consistency_tol: float = 1e-6, check_tangential: bool = False,
                  warm_start: bool = True, qp_backend: str = "quadprog",
                  tangent_dependence_tol: float = TANGENT_DEPENDENCE_TOL, contact_gap: float = CONTACT_GAP,
-                 slide_speed: float = SLIDE_SPEED, release: str = "force", consistent_desired: bool = False,
+                 slide_speed: float = SLIDE_SPEED, release: str = "force", consistent_desired: bool = True,
                  **common):
         super().__init__(model, **common)
         if not consistency_tol > 0:

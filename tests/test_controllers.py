@@ -175,7 +175,9 @@ def test_inconsistent_desired_accelerations(name):
         pos = np.searchsorted(model.actuated_v, iv)
         vdot[pos[0]] = 50.0 if leg[0] == "L" else -50.0     # abduct every hip outward
     desired = Desired(p.desired.q, p.desired.v, vdot)
-    options = {"check_tangential": True} if name == "lcp-noslip" else {}
+    # the paper's Sec. 4.5 path (by default lcp-noslip moves the desired motion so that the tangent
+    # rows Algorithm 1 drops hold, and the LCP's answer passes the check: tests/test_noslip_state_rule.py)
+    options = {"check_tangential": True, "consistent_desired": False} if name == "lcp-noslip" else {}
     ctrl = controllers.make(name, model, **options)
     feed_sensor(ctrl, model, p.contacts)
     out = ctrl.compute(p.state, desired, p.contacts)

@@ -279,12 +279,13 @@ def test_consistency_qp_after_a_numerical_failure_is_bounded_and_consistent():
     """Fingers closing on a rigid box from opposite sides: no impulse lets both close, the LCP
     of eq. 45 has no solution (Algorithm 2 and Lemke fail), and the minimal-deviation QP of
     eqs. 46-51 answers: the finger closing slows to what the box allows, with bounded forces
-    that satisfy every constraint."""
+    that satisfy every constraint.  (The paper's path, ``consistent_desired=False``: by default
+    the tangent rows Algorithm 1 drops already stop the closing fingers and the LCP is solved.)"""
     man, mb, q, contacts = _grasp(0.0)
     vdot = np.zeros(mb.na)
     vdot[7:] = 50.0                                  # every finger joint closes at 50 rad/s^2
-    out = controllers.make("lcp-noslip", mb).compute(RobotState(q, np.zeros(mb.nv)),
-                                                     Desired(man.q0, np.zeros(mb.na), vdot), contacts)
+    out = controllers.make("lcp-noslip", mb, consistent_desired=False).compute(
+        RobotState(q, np.zeros(mb.nv)), Desired(man.q0, np.zeros(mb.na), vdot), contacts)
     assert out.info["status"] == "numerical_failure" and out.info["consistency_qp"] == "solved"
     assert 0.0 < out.info["desired_deviation"] <= (1 + 1e-6) * np.linalg.norm(vdot) * 1e-3
     box_weight = man.box_mass * float(np.linalg.norm(mb.gravity))

@@ -148,6 +148,34 @@ def test_without_the_projection_the_dropped_rows_slip():
     assert slips[True] < 1e-9 and slips[False] > 1e-3, slips
 
 
+def test_fingers_closing_on_a_rigid_box_are_stopped_by_the_projection():
+    """The grasp of test_controllers_noslip's consistency-QP test (fingers closing on a rigid box
+    from both sides, which no impulse allows): by default the tangent rows Algorithm 1 drops stop
+    the closing (the whole desired increment, |vdot| dt) and the LCP answers, consistent and
+    bounded, without the QP of eqs. 46-51: the no-slip LCP's residuals (the touching fingertips,
+    unloaded and not separating, keep their rows: friction without normal force, the no-slip
+    grasp of paper Sec. 8.4.1)."""
+    from test_controllers_noslip import _grasp
+    man, mb, q, contacts = _grasp(0.0)
+    vdot = np.zeros(mb.na)
+    vdot[7:] = 50.0
+    state = RobotState(q, np.zeros(mb.nv))
+    out = controllers.make("lcp-noslip", mb).compute(state, Desired(man.q0, np.zeros(mb.na), vdot), contacts)
+    assert out.info["status"] == "solved" and "consistency_qp" not in out.info
+    assert out.info["tangent_projection"] == pytest.approx(np.linalg.norm(vdot) * DT, rel=1e-6)
+    f, vn = out.contact_forces, out.info["v_next"]
+    assert np.abs(f).max() < man.box_mass * float(np.linalg.norm(mb.gravity))
+    jac = contact_jacobians(mb, q, contacts)
+    w = jac.N @ vn + jac.phi / DT
+    assert f[:, 0].min() >= 0.0 and w.min() >= -1e-9 and np.abs(f[:, 0] * DT * w).max() < 1e-12
+    assert np.abs(np.concatenate((jac.S, jac.T)) @ vn).max() < 1e-9
+    gen = -mb.bias_forces(q, state.v)
+    gen[mb.actuated_v] += out.tau
+    residual = mb.mass_matrix(q) @ (vn - state.v) - np.vstack((jac.N, jac.S, jac.T)).T @ (f.T.ravel() * DT) - DT * gen
+    assert np.abs(residual).max() < 1e-9
+    np.testing.assert_allclose(vn[mb.actuated_v], 0.0, atol=1e-12)      # the fingers do not close
+
+
 # ------------------------------------------------------------------ the state rule
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1),
