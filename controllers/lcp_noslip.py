@@ -130,10 +130,10 @@ the state at the start of the step, before any impulse: those touching and not m
 ``max(phi, phi + dt N v) <= contact_gap`` (:func:`holds_by_state`, ``v`` after the touchdown
 impact); the others get no friction, and there is no iteration.  idyn.sim's ``noslip`` model
 with ``hold="state"`` applies the same rule and, under the controller's torques, finds the
-controller's answer (tests/test_noslip_state_rule.py): on the 30 s matched trot (at 4bfa26c,
-``consistent_desired=True``) the mean prediction error is 1.9e-8 without the balance term, and
-0.90-0.98 % with it in three runs of perturbed knot times (the balance torque is added after the
-controller; a fourth, unperturbed, fell at 8.7 s), against 3.55 % for ``"force"`` on both sides.
+controller's answer (tests/test_noslip_state_rule.py): on the 30 s matched trot at 3e3263b the
+mean prediction error is 1.3-1.5e-8 (max 2.7e-6) without the balance term and 0.42-0.44 % with
+it (the balance torque is added after the controller), four runs each, three with perturbed knot
+times, all 30 s; the defaults on both sides: 2.28 % and 3.20 %.
 A held contact sliding faster than
 ``slide_speed`` is first stopped by a passive tangential impulse (:func:`passive_tangential_stop`,
 actuators passive as in a touchdown; the simulator, which holds it through the step, ends at
