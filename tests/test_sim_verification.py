@@ -48,18 +48,10 @@ def test_lcp_noslip_predicts_its_model_within_one_percent():
     assert short_matched_run("lcp-noslip")["mean_rel"] < 0.01
 
 
-#: the 30 s matched runs as measured (balance term on)
+#: the 30 s matched runs that do not yet meet issue 8, as measured (balance term on); lcp-coulomb
+#: against ap-lcp meets it since the touchdown impact is the pyramid LCP on both sides (173e4e8:
+#: 30 s, 0.97 % mean, median 0.09 %; exact with the balance term off)
 FALLS_30S = {
-    "lcp-coulomb": "falls at 25.8 s (mean relative error 1.59 %, median 0.54 %: the balance torque, added after "
-                   "the controller, is not in its prediction); with the balance term off the prediction is exact "
-                   "(mean 0.011 %, median 4e-16) but LINKS falls at 11.4 s (measured at d0d757b, again at 57da1d9). "
-                   "Cause: the passive touchdown impact (controllers.impact, idyn.sim.impact) is the "
-                   "complementarity-free maximal-dissipation program, which launches a foot landing while sliding "
-                   "at about mu |v_T| (0.14-0.2 m/s from approaches of 0.08-0.14 m/s at 0.3-0.4 m/s sliding): the "
-                   "landing feet chatter (1091 impacts in 11.4 s), each impact turns a light leg's knee by 4-6 rad/s, "
-                   "the legs fold (base sinking at 0.28 m/s from 10.55 s) and LINKS falls. With the impact as the "
-                   "pyramid LCP (normal complementarity) on both sides it trots 30 s: exact without the balance term, "
-                   "0.99 % and 0.97 % (start perturbed by 1e-7 rad) with it",
     "lcp-noslip": "trots the 30 s (was a fall at 0.93 s, 6.0 %) with a mean relative error of 3.59 % "
                   "(median 0.91 %, 29167 loaded steps); 2.33 % (median 0.24 %) with the balance term off, whose "
                   "torque the prediction does not see. There, release cycles (a foot nearly unloaded, no no-slip "
@@ -77,7 +69,8 @@ FALLS_30S = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("controller", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=FALLS_30S[c])) for c in sorted(MATCHED)])
+    pytest.param(c, marks=[pytest.mark.xfail(strict=True, reason=FALLS_30S[c])] if c in FALLS_30S else [])
+    for c in sorted(MATCHED)])
 def test_matched_models_predict_summed_normal_force_within_one_percent(controller):
     """Issue 8: the 30 s trot completes and the prediction is within 1 % on average."""
     backend, mu = MATCHED[controller]
