@@ -75,8 +75,11 @@ simulator's detection margin hands over 0.1 mm before touchdown is predicted to 
 carry load, and on its own matched simulator (idyn.sim's ``qp``, which does the same) LINKS rode
 on feet that never reached the ground and fell at 2.5 s (:mod:`idyn.separation`, "Contacts at a
 distance", has the numbers).  With ``gap_rate`` the normal rows of ``c`` measure ``N v+ +
-max(phi, 0)/dt`` (Anitescu's stabilised relaxation, eq. 35 for frictionless contact): a contact
-at a distance is loaded only to close its gap within the step.  The closing speeds are added
+max(phi - CONTACT_GAP, 0)/dt`` (Anitescu's stabilised relaxation, eq. 35 for frictionless
+contact, with contacts within :data:`idyn.contact.CONTACT_GAP` touching): a contact at a distance
+is loaded only to close its gap within the step.  Only at contacts with a friction bound (cone
+rows; not under no slip, so ``qp-noslip`` is unchanged): unloaded, a contact without one could
+carry any friction (:func:`idyn.separation.closing_speed` says why).  The closing speeds are added
 after the projection onto ``range(R_u)``: projected, most of a foot's gap lands on the rows of
 the others (LINKS at rest on a diagonal pair, the other two feet 50 um up: all four predicted at
 11.8 N, the lifted ones ending 50 um apart; added after, 23.5 N on the pair and none on the
@@ -157,7 +160,7 @@ class StageOne:
     E: np.ndarray = None   #: no-slip equality rows ``E z + e = 0`` (eqs. 40-41), or (0, k)
     e: np.ndarray = None
     kept_tangent_rows: tuple = (0, 0)   #: (S rows, T rows) kept by Algorithm 1
-    #: (m,) closing speeds ``max(phi, 0)/dt`` added to c's normal rows (``gap_rate``), or None
+    #: (m,) closing speeds added to c's normal rows (``gap_rate``, idyn.separation), or None
     closing: np.ndarray | None = None
 
     def __post_init__(self):
@@ -202,8 +205,9 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
 
     ``objective`` chooses the linear term (see "Which energy" in the module docstring):
     ``"contact-work"`` ``c = R v+(0)``, ``"kinetic-energy"`` eq. 98's ``c = R_u (p + A^-1 B qd)``.
-    ``gap_rate`` adds the closing speeds ``max(phi, 0)/dt`` to its normal rows, after the
-    projection (see "Contacts at a distance" in the module docstring).
+    ``gap_rate`` adds the closing speeds of the contacts with a friction bound
+    (:func:`idyn.separation.closing_speed`) to its normal rows, after the projection (see
+    "Contacts at a distance" in the module docstring).
 
     With ``no_slip_tol`` the no-slip equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) are added
     for the tangent rows Algorithm 1 keeps at that dependence tolerance:
@@ -240,8 +244,9 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         Gn, gn = Gn[live], gn[live]
     G, g = (np.concatenate((Gn, cone)), np.concatenate((gn, np.zeros(cone.shape[0])))) if cone.shape[0] else (Gn, gn)
     prob = StageOne(R, Y, Y.T @ Y, Vt[rank:].T, c, G, g, cone, dead)
-    if gap_rate:
-        prob.closing = closing_speed(step.jac.phi, step.dt)
+    if gap_rate:                                             # the contacts with cone rows
+        bounded = np.isfinite(step.jac.mu) if coulomb else np.zeros(m, dtype=bool)
+        prob.closing = closing_speed(step.jac.phi, step.dt, bounded)
         c[:m] += prob.closing
     if no_slip_tol is not None:
         s_idx, t_idx = step.independent_tangents(np.arange(m), no_slip_tol)

@@ -14,8 +14,8 @@ Options (besides the common ones of :class:`controllers.Controller`):
   separation speed of touching contacts like the kinetic energy of this many robot masses; 0 is
   the relaxation as published, whose sliding loaded feet are predicted to lift off; see
   "Separation of touching contacts" in :mod:`controllers.dissipation`),
-  ``gap_rate`` (False, as published: True measures each contact's normal velocity in Stage I's
-  objective as its end-of-step gap rate ``N v+ + max(phi, 0)/dt``, so contacts at a distance are
+  ``gap_rate`` (False, as published: True measures the normal velocity of each contact with a
+  friction bound in Stage I's objective as its end-of-step gap rate, so contacts at a distance are
   loaded only to close their gap; see "Contacts at a distance" in :mod:`controllers.dissipation`).
 """
 from __future__ import annotations

@@ -3,8 +3,9 @@
 As eqs. 94-101 are written, the gap enters Stage I only through the non-penetration rows, so
 every contact handed to the controller is stopped as if it touched, whatever its gap: a robot
 50 um above the ground is predicted to stand there. With ``gap_rate`` the objective measures
-each contact's end-of-step gap rate ``N v+ + max(phi, 0)/dt``, and frictionless Stage I is the
-stabilised contact LCP of eq. 35. These tests put LINKS's feet at chosen gaps.
+contact's end-of-step gap rate (the speed of closing the gap beyond CONTACT_GAP, within which a
+contact touches; only where friction is bounded), and frictionless Stage I is the stabilised
+contact LCP of eq. 35. These tests put LINKS's feet at chosen gaps.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import controllers
 from controllers import RobotState
 from controllers.dissipation import build_stage_one, solve_stage_one, solve_stage_two
 from idyn import Contact, contact_jacobians
+from idyn.contact import CONTACT_GAP
 from idyn.errors import InvalidInputError
 from idyn.separation import closing_speed
 from test_controllers import check_physics
@@ -49,6 +51,12 @@ def gap_rate(jac, out) -> np.ndarray:
     return jac.N @ out.info["v_next"] + jac.phi / DT
 
 
+def touch_rate(jac, out) -> np.ndarray:
+    """``N v+ + max(phi - CONTACT_GAP, 0)/dt`` (m/s): zero when a contact ends the step just
+    touching, the complementarity variable of the gap rate."""
+    return jac.N @ out.info["v_next"] + np.maximum(jac.phi - CONTACT_GAP, 0.0) / DT
+
+
 @pytest.mark.parametrize("mu", [0.0, 0.5])
 def test_feet_above_the_ground_are_not_loaded(mu):
     """At rest 50 um up, gravity closes 9.8 um in a step: the feet do not reach the ground. As
@@ -65,12 +73,13 @@ def test_feet_above_the_ground_are_not_loaded(mu):
 
 
 def test_feet_just_above_the_ground_close_their_gap():
-    """5 um up: loaded just enough to land at the end of the step (eq. 35), half the weight."""
+    """5 um up: loaded just enough to end the step touching (within CONTACT_GAP, eq. 35)."""
     model, state, desired, contacts, jac = at_gaps([5e-6] * 4, 0.0)
     out = predict(model, state, desired, contacts, gap_rate=True)
-    np.testing.assert_allclose(gap_rate(jac, out), 0.0, atol=1e-12)
+    np.testing.assert_allclose(touch_rate(jac, out), 0.0, atol=1e-12)
     weight = model.total_mass * 9.81
-    assert out.contact_forces[:, 0].sum() == pytest.approx(weight * (1 - 5e-3 / (9.81 * DT)), rel=1e-3)
+    closing = (5e-6 - CONTACT_GAP) / DT
+    assert out.contact_forces[:, 0].sum() == pytest.approx(weight * (1 - closing / (9.81 * DT)), rel=1e-3)
 
 
 @pytest.mark.parametrize("mu", [0.0, 0.5])
@@ -88,10 +97,12 @@ def test_a_diagonal_pair_carries_the_robot_when_the_other_feet_are_up(mu):
 
 
 @settings(max_examples=25, deadline=None)
-@given(phi=st.lists(st.one_of(st.just(0.0), st.floats(0.0, 60e-6)), min_size=4, max_size=4),
+@given(phi=st.lists(st.one_of(st.just(0.0), st.floats(0.0, 2e-6), st.floats(0.0, 60e-6)), min_size=4,
+                    max_size=4),
        kick=st.lists(st.floats(-0.3, 0.3), min_size=3, max_size=3))
 def test_frictionless_stage_one_is_the_stabilised_contact_lcp(phi, kick):
-    """mu = 0: ``0 <= f_N _|_ N v+ + phi/dt >= 0`` (eq. 35), for random gaps and base
+    """mu = 0: ``0 <= f_N _|_ N v+ + max(phi - CONTACT_GAP, 0)/dt >= 0`` (eq. 35, a contact
+    touching within CONTACT_GAP) and ``N v+ + phi/dt >= 0``, for random gaps and base
     translations. (A roll or pitch rate of the base moves the feet in ways its impulses cannot
     undo with the legs prescribed: that part of ``c`` is projected out, "Which energy" in
     controllers.dissipation, and the LCP holds for the projected velocities only, gap or not.)
@@ -99,9 +110,9 @@ def test_frictionless_stage_one_is_the_stabilised_contact_lcp(phi, kick):
     off: this is Stage I alone."""
     model, state, desired, contacts, jac = at_gaps(phi, 0.0, np.array(kick), speed=0.2)
     out = predict(model, state, desired, contacts, gap_rate=True, separation_weight=0.0, impact=False)
-    z, w = out.contact_forces[:, 0] * DT, gap_rate(jac, out)
+    z, w = out.contact_forces[:, 0] * DT, touch_rate(jac, out)
     scale = max(1.0, np.abs(z).max() / DT)
-    assert z.min() >= -1e-9 * scale * DT and w.min() >= -1e-7
+    assert z.min() >= -1e-9 * scale * DT and w.min() >= -1e-7 and gap_rate(jac, out).min() >= -1e-7
     assert np.abs(z * w).max() < 1e-9 * scale * DT
 
 
@@ -152,8 +163,25 @@ def test_touching_contacts_are_unchanged_bit_for_bit(speed, mu):
                                           gap_rate=False).tau, published.tau)
 
 
-def test_an_overlap_counts_as_touching():
-    np.testing.assert_array_equal(closing_speed(np.array([-1e-5, 0.0, 2e-5]), DT), [0.0, 0.0, 0.02])
+def test_contacts_within_contact_gap_or_overlapping_count_as_touching():
+    phi = np.array([-1e-5, 0.0, 0.5 * CONTACT_GAP, CONTACT_GAP + 2e-5])
+    np.testing.assert_array_equal(closing_speed(phi, DT, np.ones(4, dtype=bool)), [0.0, 0.0, 0.0, 2e-5 / DT])
+    np.testing.assert_array_equal(closing_speed(phi, DT, np.zeros(4, dtype=bool)), np.zeros(4))
+
+
+@pytest.mark.parametrize("phi,mu,name", [([0.0, 1e-9, 2e-9, 0.0], 0.5, "qp-coulomb"),
+                                         ([-5.9e-6, 48.5e-6, 15.3e-6, 30.7e-6], np.inf, "qp-coulomb"),
+                                         ([-5.9e-6, 48.5e-6, 15.3e-6, 30.7e-6], 0.5, "qp-noslip")])
+def test_where_the_gap_rate_does_not_act(phi, mu, name):
+    """Nanometre gaps do not pick the load distribution (they are touching), and without a
+    friction bound (mu = inf, no slip) the option changes nothing, bit for bit: there, unloading
+    the lifted feet left about 1e5 N of friction on them (LINKS at rest at mu = inf)."""
+    model, state, desired, contacts, _ = at_gaps(phi, mu)
+    outs = [controllers.make(name, model, feedback=False, gap_rate=g).compute(state, desired, contacts)
+            for g in (False, True)]
+    np.testing.assert_array_equal(outs[0].tau, outs[1].tau)
+    np.testing.assert_array_equal(outs[0].contact_forces, outs[1].contact_forces)
+    assert np.abs(outs[1].contact_forces).max() < 2 * model.total_mass * 9.81
 
 
 @pytest.mark.parametrize("bad", [1, "yes", None])
