@@ -79,6 +79,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from idyn.contact import NO_SLIP_MU
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import mindiff
 from idyn.lcp.mlcp import reduce_checked
@@ -108,7 +109,7 @@ class LCPCoulomb(Controller):
     name = "lcp-coulomb"
 
     def __init__(self, model, *, mindiff: bool = False, mindiff_max_contacts: int = 2,
-                 mu_inf: float = 100.0, tie_break: str = "none", consistent_stance: bool = False,
+                 mu_inf: float = NO_SLIP_MU, tie_break: str = "none", consistent_stance: bool = False,
                  **common):
         super().__init__(model, **common)
         if not (np.isfinite(mu_inf) and mu_inf > 0):

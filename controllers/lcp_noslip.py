@@ -159,7 +159,7 @@ import dataclasses
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from idyn.contact import CONTACT_GAP
+from idyn.contact import CONTACT_GAP, NO_SLIP_MU
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import LCPResult
 from idyn.lcp.lemke import checked_lemke
@@ -186,7 +186,7 @@ IMPULSE_ENERGY_WEIGHT = 1e-4
 CONSISTENCY_RIDGE = 1e-9
 #: friction coefficient bounding the tangential impulses of the consistency QP (no friction
 #: without normal force; the coefficient at and above which a simulator treats contact as no-slip)
-CONSISTENCY_FRICTION = 100.0
+CONSISTENCY_FRICTION = NO_SLIP_MU
 _NONE = np.zeros(0, dtype=np.intp)
 
 

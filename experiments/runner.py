@@ -32,9 +32,6 @@ from .metrics import fallen, summarize
 from .references import ArmReference, QuadrupedReference
 from .scenario import Scenario
 
-#: mu at or above this is "infinite" (no slip), as the authors' simulator treated mu = 100
-NO_SLIP_MU = 100.0
-
 
 def _robot(scenario: Scenario):
     if scenario.robot == "quadruped":
@@ -44,7 +41,7 @@ def _robot(scenario: Scenario):
 
 def build_testbed(scenario: Scenario):
     """The simulated robot of a scenario, on the requested backend."""
-    mu = NO_SLIP_MU if math.isinf(scenario.mu) else scenario.mu
+    mu = scenario.mu            # the testbeds simulate mu = inf as no slip (robots.terrain.simulated_mu)
     if scenario.backend == "pybullet":
         from robots import pybullet as backend
     else:

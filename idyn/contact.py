@@ -32,6 +32,9 @@ from .model import RobotModel, Workspace, cross
 #: touching contacts (no-slip rows, the QP controllers' separation penalty) and let arriving
 #: ones close
 CONTACT_GAP = 1e-6
+#: friction coefficients at or above this value mean no slip, and mu = inf is simulated with it:
+#: the authors' simulator treated mu = 100 as no slip (SPEC section 6; paper Sec. 7.5)
+NO_SLIP_MU = 100.0
 
 
 def tangent_frames(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -59,14 +59,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import validation
+from .contact import NO_SLIP_MU
 from .errors import InvalidInputError, ShapeError
 from .lcp import LCPStatus, lemke_regularized
 
 #: approach speed (m/s) beyond what the gap allows that makes a contact an impact
 IMPACT_SPEED_TOL = 1e-2
-
-#: the pyramid coefficient that stands for mu = inf (paper Sec. 7.5, SPEC section 6)
-NO_SLIP_MU = 100.0
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,10 @@ import math
 
 import numpy as np
 
+from idyn.contact import NO_SLIP_MU
 from idyn.errors import InvalidInputError
 
 TERRAINS = ("rigid", "compliant", "rough")
-#: mu = inf (no slip) is simulated with this coefficient (SPEC section 6)
-NO_SLIP_MU = 100.0
 #: compliant ground: static sink (m) of a robot standing on four contacts (paper Sec. 7.5)
 COMPLIANT_SINK = 0.001
 COMPLIANT_CONTACTS = 4

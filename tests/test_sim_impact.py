@@ -13,7 +13,8 @@ from controllers import RobotState
 from experiments.benchmarks.controllers import foot_contacts, standing_problem
 from idyn import Contact, contact_jacobians, lcp
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
-from idyn.impact import NO_SLIP_MU, inelastic_impact
+from idyn.contact import NO_SLIP_MU
+from idyn.impact import inelastic_impact
 from idyn.qp import solve_qp
 from idyn.sim import Simulator
 from idyn.sim.impact import IMPACT_SPEED_TOL, PassiveImpacts

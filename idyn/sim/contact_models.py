@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..contact import CONTACT_GAP
+from ..contact import CONTACT_GAP, NO_SLIP_MU
 from ..errors import InvalidInputError, SolverError
 from ..lcp import LCPStatus, find_indices, lemke_regularized
 from ..lcp.residuals import DEFAULT_TOL
@@ -62,9 +62,6 @@ from ..qp import solve_built
 from ..separation import price_separation, separating_loads
 from ._step_kernel import (dissipation_qp, factor_contact_space, no_slip_rows, pyramid_impulses, pyramid_lcp_try,
                            step_problem, update_sticky)
-
-#: Friction coefficients at or above this value mean no slip (SPEC section 6; paper Sec. 7.5).
-NO_SLIP_MU = 100.0
 
 
 @dataclass
