@@ -59,7 +59,7 @@ from ..errors import InvalidInputError, SolverError
 from ..lcp import LCPStatus, find_indices, lemke_regularized
 from ..lcp.residuals import DEFAULT_TOL
 from ..qp import solve_built
-from ..separation import price_separation, separating_loads
+from ..separation import closing_speed, price_separation, separating_loads
 from ._step_kernel import (dissipation_qp, factor_contact_space, no_slip_rows, pyramid_impulses, pyramid_lcp_try,
                            step_problem, update_sticky)
 
@@ -407,12 +407,18 @@ class MaximalDissipation(ContactModel):
     a number applies to every contact, 0 is the relaxation as published. A model used on its own,
     bound to no robot, has no mass to weigh the price with: under the default it solves the
     published relaxation, and a number above 0 is an error.
+
+    Contacts at a distance (:mod:`idyn.separation`): with ``gap_rate`` the objective's normal rows
+    of the contacts with a friction bound measure their end-of-step gap rate, ``c[:m] +=``
+    :func:`idyn.separation.closing_speed` (the QP controllers' option of the same name), so a
+    contact at a distance is loaded only to end the step touching (frictionless: eq. 35's LCP);
+    off (default), every detected contact is stopped as if it touched, as published.
     """
 
     name = "qp"
 
     def __init__(self, no_slip_mu: float = NO_SLIP_MU, backend: str = "quadprog",
-                 separation_weight: float | None = None):
+                 separation_weight: float | None = None, gap_rate: bool = False):
         self.no_slip_mu = float(no_slip_mu)
         self.backend = backend
         if separation_weight is not None:
@@ -423,6 +429,9 @@ class MaximalDissipation(ContactModel):
             if not (np.isfinite(separation_weight) and separation_weight >= 0):
                 raise InvalidInputError(f"separation_weight must be finite and >= 0, got {separation_weight}")
         self.separation_weight = separation_weight
+        if not isinstance(gap_rate, (bool, np.bool_)):
+            raise InvalidInputError(f"gap_rate must be True or False, got {gap_rate!r}")
+        self.gap_rate = bool(gap_rate)
         self.robot_mass: float | None = None
         self._layouts = _Layouts(_QPLayout)
 
@@ -456,6 +465,8 @@ class MaximalDissipation(ContactModel):
         H, c, A_in, b_in = np.empty((n, n)), np.empty(n), lay.A_in.copy(), np.zeros(lay.A_in.shape[0])
         dissipation_qp(problem.W, problem.u_free, problem.phi, problem.dt, problem.mu, lay.rows, lay.sign,
                        lay.cones, H, c, A_in, b_in)
+        if self.gap_rate:
+            c[:m] += closing_speed(problem.phi, problem.dt, bounded)
         res, x = self._solve_qp(H, c, A_in, b_in)
         weight, priceable = self._separation_price(bounded)
         priced, u_N = np.zeros(m, dtype=bool), problem.u_free[:m]
