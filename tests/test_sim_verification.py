@@ -46,30 +46,29 @@ def test_lcp_noslip_predicts_its_model_to_round_off():
     assert short_matched_run("lcp-noslip")["max_rel"] < 1e-6
 
 
-#: the 30 s matched runs that do not yet meet issue 8, as measured (balance term on); lcp-coulomb
-#: against ap-lcp meets it since the touchdown impact is the pyramid LCP on both sides (173e4e8:
-#: 30 s, 0.97 % mean, median 0.09 %; exact with the balance term off), lcp-noslip against noslip
-#: since both hold the contacts chosen by the state rule (3e3263b: 30 s, 0.44 %, median 0.06 %;
-#: 1.4e-8 with the balance term off; the defaults on both sides 3.20 %, 2.28 %)
-FALLS_30S = {
-    "qp-coulomb": "trots the 30 s with the gap rate on both sides (MATCHED_OPTIONS) at 1.18 % mean relative "
-                  "error (median 0.61 %): the balance torque, added after the controller, is not in its "
-                  "prediction; 0.64 % (median 0.20 %) with the balance term off (measured at 8c7456f + the qp "
-                  "model's gap_rate). Without the gap rate both sides stop every contact of the simulator's "
-                  "0.1 mm detection margin as if it touched and LINKS falls at 3.4 s (3.9 s with the balance "
-                  "term off; idyn.separation, 'Contacts at a distance')",
+#: the 30 s matched runs that do not meet issue 8's 1 %, as measured. The balance term is torque
+#: the closed loop adds after the controller (experiments.loop), which no prediction sees; with it
+#: off the controller's torque is all that acts, as in the paper's verification, whose
+#: stabilisation fed the desired accelerations (Sec. 7.3).
+ABOVE_ONE_PERCENT = {
+    ("qp-coulomb", True): "1.18 % mean relative error (median 0.61 %) over the 30 s with the balance torque, "
+                          "0.64 % without it (measured at 14c598c): the balance torque moves the robot in ways "
+                          "Stage I did not plan, and the qp model's answer to it differs from the controller's",
 }
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("controller", [
-    pytest.param(c, marks=[pytest.mark.xfail(strict=True, reason=FALLS_30S[c])] if c in FALLS_30S else [])
-    for c in sorted(MATCHED)])
-def test_matched_models_predict_summed_normal_force_within_one_percent(controller):
-    """Issue 8: the 30 s trot completes and the prediction is within 1 % on average."""
+@pytest.mark.parametrize("controller,balance", [
+    pytest.param(c, b, marks=[pytest.mark.xfail(strict=True, reason=ABOVE_ONE_PERCENT[c, b])]
+                 if (c, b) in ABOVE_ONE_PERCENT else [])
+    for c in sorted(MATCHED) for b in (False, True)])
+def test_matched_models_predict_summed_normal_force_within_one_percent(controller, balance):
+    """Issue 8: the 30 s trot completes and the prediction is within 1 % on average, with the
+    controller's torque alone (balance off: the paper's verification condition) and with the
+    trot's balance torque added after the controller."""
     backend, mu = MATCHED[controller]
     options, model_options = matched_options(controller, backend)
-    row = relative_prediction_error(controller, backend, mu, 30.0, controller_options=options,
+    row = relative_prediction_error(controller, backend, mu, 30.0, balance=balance, controller_options=options,
                                     model_options=model_options)
     print(row)          # the numbers of the issue's table (shown with pytest -rP and on failure)
     assert row["trotted_s"] == pytest.approx(30.0), row
