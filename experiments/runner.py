@@ -47,6 +47,9 @@ def build_testbed(scenario: Scenario):
     else:
         from robots import sim as backend
     extra = {} if scenario.contact_model is None else {"contact_model": scenario.contact_model}
+    if scenario.contact_model_options:
+        from idyn.sim import make as make_contact_model
+        extra["contact_model"] = make_contact_model(scenario.contact_model, **scenario.contact_model_options)
     if scenario.robot == "quadruped":
         return backend.QuadrupedTestbed(scenario.quadruped, terrain=scenario.terrain,
                                         mu=math.inf if math.isnan(mu) else mu,

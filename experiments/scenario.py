@@ -58,6 +58,10 @@ class Scenario:
     friction_limit: float | None = LOCOMOTION_FRICTION_LIMIT
     #: keyword options of ``controllers.make`` (e.g. ``{"stage2": False}``: Stage I alone, Fig. 15)
     controller_options: dict = field(default_factory=dict)
+    #: keyword options of idyn.sim's ``contact_model`` (``idyn.sim.make``; e.g. ``{"gap_rate": True}``
+    #: for the ``qp`` model): needs ``contact_model`` named, a rigid one (the compliant terrain sets
+    #: the penalty model's stiffness and damping)
+    contact_model_options: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.robot not in ROBOTS:
@@ -75,10 +79,13 @@ class Scenario:
         if not (math.isnan(self.mu) or self.mu >= 0):
             raise InvalidInputError(f"mu must be >= 0 (or inf), got {self.mu}")
         check_friction_limit(self.friction_limit)
-        if not isinstance(self.controller_options, dict) or \
-                not all(isinstance(k, str) for k in self.controller_options):
-            raise InvalidInputError(f"controller_options must be a dict of keyword options, got "
-                                    f"{self.controller_options!r}")
+        for name in ("controller_options", "contact_model_options"):
+            options = getattr(self, name)
+            if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+                raise InvalidInputError(f"{name} must be a dict of keyword options, got {options!r}")
+        if self.contact_model_options and self.contact_model in (None, "penalty"):
+            raise InvalidInputError("contact_model_options configure a named rigid idyn.sim contact model "
+                                    f"(ap-lcp, noslip, qp, compliant), not {self.contact_model!r}")
 
     @property
     def terrain_label(self) -> str:

@@ -44,6 +44,33 @@ def test_controller_options_reach_the_controller_and_runs_overlay(tmp_path, caps
     assert "unexpected keyword argument 'nope'" in capsys.readouterr().err
 
 
+def test_contact_model_options_reach_the_idyn_sim_model(tmp_path, capsys):
+    """The matched qp pair of ``idyn verify-forces`` from ``idyn run``: the gap rate on the
+    controller and on idyn.sim's ``qp`` model; options without a named rigid model are refused."""
+    from experiments.runner import build_testbed
+    from experiments.scenario import Scenario
+    from experiments.trace import Trace
+
+    out = tmp_path / "qp"
+    assert main(["run", "--backend", "idyn", "--contact-model", "qp", "--mu", "0.5", "--duration", "0.03",
+                 "--contact-model-option", "gap_rate=true", "--controller-option", "gap_rate=true",
+                 "--out", str(out)]) == 0
+    scenario = Trace.load(out / "trace.npz").meta["scenario"]
+    assert scenario["contact_model_options"] == {"gap_rate": True}
+    testbed = build_testbed(Scenario(**scenario))
+    try:
+        assert testbed.sim.contact_model.name == "qp" and testbed.sim.contact_model.gap_rate
+    finally:
+        testbed.close()
+    capsys.readouterr()
+    for argv, message in ((["--contact-model", "qp", "--contact-model-option", "nope=1"], "unexpected keyword argument 'nope'"),
+                          (["--contact-model-option", "gap_rate=true"], "named rigid idyn.sim contact model"),
+                          (["--terrain", "compliant", "--contact-model", "penalty", "--contact-model-option", "stiffness=1"],
+                           "named rigid idyn.sim contact model")):
+        assert main(["run", "--backend", "idyn", *argv, "--duration", "0.01", "--out", str(tmp_path / "bad")]) == 2
+        assert message in capsys.readouterr().err
+
+
 def test_compare_writes_csv_and_prints_paper_tables(tmp_path, capsys):
     assert main(["compare", "--controllers", "qp-coulomb,pid", "--terrains", "rigid-high",
                  "--duration", "0.03", "--jobs", "1", "--out", str(tmp_path)]) == 0

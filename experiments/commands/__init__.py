@@ -30,13 +30,23 @@ def _friction_limit(text: str) -> float | None:
 def add_controller_options(parser) -> None:
     """``--controller-option KEY=VALUE`` (repeatable): keyword options of ``controllers.make``."""
     parser.add_argument("--controller-option", dest="controller_options", action="append",
-                        type=_controller_option, default=[], metavar="KEY=VALUE",
+                        type=_key_value, default=[], metavar="KEY=VALUE",
                         help="an option of the controller, e.g. stage2=false (qp-coulomb's Stage I "
                              "alone, Fig. 15) or kv=10; VALUE is a number, true/false, or text "
                              "(repeatable)")
 
 
-def _controller_option(text: str) -> tuple[str, object]:
+def add_contact_model_options(parser) -> None:
+    """``--contact-model-option KEY=VALUE`` (repeatable): keyword options of ``idyn.sim.make``."""
+    parser.add_argument("--contact-model-option", dest="contact_model_options", action="append",
+                        type=_key_value, default=[], metavar="KEY=VALUE",
+                        help="idyn backend, with --contact-model (not penalty): an option of the contact "
+                             "model, e.g. gap_rate=true (qp; with the controller option of the same name "
+                             "the matched qp pair of `idyn verify-forces`) or hold=state (noslip); "
+                             "VALUE as for --controller-option (repeatable)")
+
+
+def _key_value(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     key = key.strip()
     if not sep or not key.isidentifier():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from . import add_controller_options, add_friction_limit
+from . import add_contact_model_options, add_controller_options, add_friction_limit
 
 NAME = "run"
 HELP = "run one scenario and save its metrics, trace and plot"
@@ -35,6 +35,7 @@ def add_arguments(parser) -> None:
                         help="clip torques to the URDF effort limits (the paper's runs were unlimited)")
     add_friction_limit(parser)
     add_controller_options(parser)
+    add_contact_model_options(parser)
 
 
 def run(args) -> int:
@@ -52,7 +53,8 @@ def run(args) -> int:
                         duration=args.duration, seed=args.seed, backend=args.backend,
                         quadruped=args.quadruped, torque_limits=args.torque_limits,
                         contact_model=args.contact_model, friction_limit=args.friction_limit,
-                        controller_options=dict(args.controller_options))
+                        controller_options=dict(args.controller_options),
+                        contact_model_options=dict(args.contact_model_options))
     metrics = run_scenario(scenario, out_dir=args.out, progress=True, plots=True)
     print_run_summary(scenario, metrics)
     print(f"\nwrote {args.out}/metrics.json, trace.npz and run.png")
