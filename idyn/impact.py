@@ -21,7 +21,8 @@ identities::
     0 <= lambda _|_  w_l = mu f_N - E^T f_F          >= 0        (eq. 56)
 
 an LCP over ``z = [f_N; f_F; lambda]`` whose matrix is built from the Delassus matrix
-``W = J M^-1 J^T`` and whose constant is ``J v`` (:func:`impact_lcp`). A contact whose gap stays
+``W = J M^-1 J^T`` and whose constant is ``J v``: :class:`idyn.friction_pyramid.PyramidLCP` with
+every contact edged and no equalities, the builder idyn.sim's ``ap-lcp`` uses too. A contact whose gap stays
 open through the step (``w_N > 0``) takes no impulse; a contact that takes one ends the impact
 touching (``w_N = 0``), sticking, or sliding with its friction at the pyramid's edge against the
 slide. A negative gap counts as zero: the impact stops the approach, it does not remove overlap
@@ -43,9 +44,7 @@ and our simulators simulate it (Sec. 7.5, SPEC section 6). The pyramid keeps the
 that an equality ``S v' = T v' = 0`` would lose: a contact that separates unloaded carries no
 friction.
 
-Solution. The LCP is equilibrated (impulse rows to unit diagonal, the zero-diagonal lambda rows
-by the mean scale; the solutions are unchanged, Lemke's ratio tests compare like with like, as in
-idyn.sim's ``ap-lcp``) and solved by our lexicographic Lemke with the regularisation fallback
+Solution. The LCP is equilibrated (:mod:`idyn.friction_pyramid` says how and why) and solved by our lexicographic Lemke with the regularisation fallback
 (:func:`idyn.lcp.lemke_regularized`: ``Q + eps I``, a small compliance, reported in
 :attr:`ImpactSolution.regularization`). If no attempt passes the residual check the solution
 carries its status and zero impulses; the callers then skip the impact phase and leave the
@@ -61,6 +60,7 @@ import numpy as np
 from . import validation
 from .contact import NO_SLIP_MU
 from .errors import InvalidInputError, ShapeError
+from .friction_pyramid import PyramidLCP
 from .lcp import LCPStatus, lemke_regularized
 
 #: approach speed (m/s) beyond what the gap allows that makes a contact an impact
@@ -87,29 +87,6 @@ def closing(N: np.ndarray, v: np.ndarray, phi: np.ndarray, dt: float, speed_tol:
     return phi.shape[0] > 0 and bool((N @ v + np.maximum(phi, 0.0) / dt < -speed_tol).any())
 
 
-def impact_lcp(W: np.ndarray, u: np.ndarray, phi: np.ndarray, mu: np.ndarray, dt: float
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """``(Q, r)``: the LCP ``w = Q z + r`` of the module docstring over ``z = [f_N; f_S+; f_S-;
-    f_T+; f_T-; lambda]`` (6m) for the Delassus matrix ``W`` (3m x 3m) and contact velocity
-    ``u = J v`` (3m) of the rows ``J = [N; S; T]``, gaps ``phi`` and coefficients ``mu``."""
-    m = phi.shape[0]
-    # [N; D] as a signed selection of the rows [N; S; T]: its Delassus block is gathered, not multiplied
-    rows = np.concatenate((np.arange(m), np.tile(np.arange(m, 2 * m), 2), np.tile(np.arange(2 * m, 3 * m), 2)))
-    sign = np.ones(5 * m)
-    sign[2 * m:3 * m] = sign[4 * m:] = -1.0
-    Q = np.zeros((6 * m, 6 * m))
-    Q[:5 * m, :5 * m] = np.outer(sign, sign) * W[np.ix_(rows, rows)]
-    contact = np.tile(np.arange(m), 4)
-    edges = np.arange(m, 5 * m)
-    Q[edges, 5 * m + contact] = 1.0                    # E lambda in w_F
-    Q[5 * m + contact, edges] = -1.0                   # -E^T f_F in w_lambda
-    Q[5 * m + np.arange(m), np.arange(m)] = np.where(np.isinf(mu), NO_SLIP_MU, mu)
-    r = np.zeros(6 * m)
-    r[:5 * m] = sign * u[rows]
-    r[:m] += np.maximum(phi, 0.0) / dt
-    return Q, r
-
-
 def impact_impulses(W, u, phi, mu, dt: float) -> ImpactSolution:
     """The impact of the module docstring in contact space: ``W = J M^-1 J^T`` (3m x 3m) and
     ``u = J v`` (3m) for the rows ``J = [N; S; T]`` of m contacts with gaps ``phi`` (m) and
@@ -127,15 +104,10 @@ def impact_impulses(W, u, phi, mu, dt: float) -> ImpactSolution:
     dt = float(dt)
     if not (math.isfinite(dt) and dt > 0.0):
         raise InvalidInputError(f"dt must be positive and finite, got {dt}")
-    Q, r = impact_lcp(W, u, phi, mu, dt)
-    scale = _equilibration(Q)
-    res = lemke_regularized(scale[:, None] * Q * scale, scale * r)
-    impulses = np.zeros((m, 3))
-    if res.solved:
-        z = scale * res.z
-        impulses[:, 0] = z[:m]
-        impulses[:, 1] = z[m:2 * m] - z[2 * m:3 * m]
-        impulses[:, 2] = z[3 * m:4 * m] - z[4 * m:5 * m]
+    lcp = PyramidLCP(m, np.arange(m))
+    lcp.build(W, u, np.maximum(phi, 0.0) / dt, np.where(np.isinf(mu), NO_SLIP_MU, mu))
+    res = lemke_regularized(lcp.Qs, lcp.rs)
+    impulses = lcp.impulses(res.z, W, u) if res.solved else np.zeros((m, 3))
     return ImpactSolution(impulses, res.status.value, res.pivots, res.regularization)
 
 
@@ -154,13 +126,3 @@ def inelastic_impact(M, v, J, phi, mu, dt: float) -> tuple[np.ndarray, ImpactSol
     sol = impact_impulses(J @ Minv_JT, J @ v, phi, mu, dt)
     return v + Minv_JT @ sol.impulses.T.reshape(-1), sol
 
-
-def _equilibration(Q: np.ndarray) -> np.ndarray:
-    """The scales ``s`` of the equilibrated LCP ``(s Q s, s r)``, ``z = s z'``: 1 / sqrt of the
-    positive diagonal entries (the impulse rows, to unit diagonal) and sqrt of their mean on the
-    zero-diagonal lambda rows (which puts their couplings ``E`` to the impulse rows near one);
-    all 1 if no diagonal entry is positive."""
-    d = np.diag(Q)
-    positive = d > 0.0
-    other = math.sqrt(d[positive].mean()) if positive.any() else 1.0
-    return np.where(positive, 1.0 / np.sqrt(np.where(positive, d, 1.0)), other)

@@ -10,10 +10,10 @@ These loops do the same arithmetic in one call each:
 * :func:`step_problem`: a step's data, f = P^T tau - h (tau checked finite), the contact rows,
   and :func:`contact_space`: the contact-space data of eq. 37, v* = v + dt M^-1 f, M^-1 J^T,
   W = J M^-1 J^T and u* = J v*, from the Cholesky factor of M,
-* :func:`pyramid_lcp`, :func:`pyramid_impulses`, :func:`scaled_lcp`, :func:`basis_guess`,
-  :func:`update_sticky`: the friction-pyramid LCP of ``ap-lcp`` with its no-slip rows eliminated
-  (Schur complement), equilibrated, tried with the last basis, and its impulses;
-  :func:`pyramid_lcp_try` is the common case (the last basis solves it) in one call,
+* :func:`basis_guess`, :func:`update_sticky`, :func:`pyramid_lcp_try`: the warm start and the
+  no-slip active set of ``ap-lcp`` around the friction-pyramid LCP of the shared builder
+  (:mod:`idyn._pyramid_kernel`: the LCP with its no-slip rows eliminated, equilibrated, and its
+  impulses); :func:`pyramid_lcp_try` is the common case (the last basis solves it) in one call,
 * :func:`advance`: v+ = v* + M^-1 J^T f and its finiteness.
 
 The solves use the shared :func:`idyn._triangular.gram_solve`. The results agree with the numpy
@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from .._contact_kernel import contact_rows
+from .._pyramid_kernel import equilibrate, gather, pyramid_impulses, pyramid_lcp
 from .._triangular import gram_solve
 from ..jit import cached_jit
 from ..lcp.residuals import residuals_pass
@@ -177,37 +178,6 @@ def advance(v_free, Minv_JT, impulses, v_next):
 
 
 @cached_jit
-def scaled_lcp(Q, r, s, Qs, rs):
-    """The LCP (Q, r) equilibrated: ``Qs = s Q s``, ``rs = s r`` with ``s`` (output) 1 / sqrt of
-    the positive diagonal entries (impulse rows) and the mean of those square roots elsewhere
-    (the lambda rows, zero diagonal; 1 if no entry is positive)."""
-    n = r.shape[0]
-    total = 0.0
-    count = 0
-    for i in range(n):
-        if Q[i, i] > 0.0:
-            total += Q[i, i]
-            count += 1
-    other = math.sqrt(total / count) if count else 1.0
-    for i in range(n):
-        s[i] = 1.0 / math.sqrt(Q[i, i]) if Q[i, i] > 0.0 else other
-    for i in range(n):
-        rs[i] = s[i] * r[i]
-        for j in range(n):
-            Qs[i, j] = s[i] * Q[i, j] * s[j]
-
-
-@cached_jit
-def _gather(A, rows, cols):
-    """``A[np.ix_(rows, cols)]`` as a new array."""
-    out = np.empty((rows.shape[0], cols.shape[0]))
-    for i in range(rows.shape[0]):
-        for j in range(cols.shape[0]):
-            out[i, j] = A[rows[i], cols[j]]
-    return out
-
-
-@cached_jit
 def rows_independent(W, rows):
     """Whether the Delassus block ``A = W[rows, rows]`` is nonsingular: its smallest eigenvalue
     (LAPACK syevd) above 1e-9 times its largest (else Algorithm 1 picks the rows).
@@ -217,7 +187,7 @@ def rows_independent(W, rows):
     1 / ||L^-1||_F^2 and lambda_max <= ||A||_inf, so a bound ratio above 2e-9 makes the
     eigenvalue test true (the factor 2 covers the rounding of both computations, relative
     1e-11 at most at the conditioning where the bound can pass). Otherwise the eigenvalues decide."""
-    A = _gather(W, rows, rows)
+    A = gather(W, rows, rows)
     n = A.shape[0]
     try:
         L = np.linalg.cholesky(A)
@@ -246,101 +216,12 @@ def rows_independent(W, rows):
 
 
 @cached_jit
-def pyramid_lcp(W, u, R, G, sel, sign, b, C, mu, edged, Q, r):
-    """Fill the friction-pyramid LCP of :class:`idyn.sim.contact_models.AnitescuPotra` (paper
-    eqs. 52-56, 64) into ``Q``, ``r`` (``Q`` holding the constant E / -E^T entries): the rows
-    ``R`` of the contact space with the no-slip equality rows ``G`` eliminated by a Schur
-    complement (paper Sec. 4.4),
-
-        Wr = W_RR - W_RG W_GG^-1 W_GR,   ur = u_R - W_RG W_GG^-1 u_G,
-
-    gathered by ``sel`` with signs ``sign`` into the [N, D] block (no friction matrices
-    multiplied); ``b`` added to the m normal rows of r and the compliance ``C`` (empty: none) to
-    their diagonal; ``mu`` of the ``edged`` contacts in their lambda rows. Returns the upper
-    Cholesky factor of W_GG (LAPACK potrf; numpy's LinAlgError if it is not positive definite)."""
-    nr, ng, top = R.shape[0], G.shape[0], sel.shape[0]
-    Wr = _gather(W, R, R)
-    ur = np.empty(nr)
-    for i in range(nr):
-        ur[i] = u[R[i]]
-    U = np.zeros((ng, ng))
-    if ng:
-        U = np.ascontiguousarray(np.linalg.cholesky(_gather(W, G, G)).T)
-        X = _gather(W, G, R)               # becomes W_GG^-1 W_GR, column by column
-        col = np.empty(ng)
-        for c in range(nr):
-            for g in range(ng):
-                col[g] = X[g, c]
-            gram_solve(U, ng, col, col)
-            for g in range(ng):
-                X[g, c] = col[g]
-        for g in range(ng):
-            col[g] = u[G[g]]
-        gram_solve(U, ng, col, col)
-        for i in range(nr):
-            s = 0.0
-            for g in range(ng):
-                s += W[R[i], G[g]] * col[g]
-            ur[i] -= s
-            for j in range(nr):
-                s = 0.0
-                for g in range(ng):
-                    s += W[R[i], G[g]] * X[g, j]
-                Wr[i, j] -= s
-    for i in range(top):
-        r[i] = sign[i] * ur[sel[i]]
-        for j in range(top):
-            Q[i, j] = sign[i] * sign[j] * Wr[sel[i], sel[j]]
-    for i in range(b.shape[0]):
-        r[i] += b[i]
-    for i in range(C.shape[0]):
-        Q[i, i] += C[i]
-    for k in range(edged.shape[0]):
-        Q[top + k, edged[k]] = mu[edged[k]]
-    return U
-
-
-@cached_jit
-def pyramid_impulses(zs, s, m, edged, W, u, R, G, U, out):
-    """Per-contact impulses ``out`` (m, 3) [normal, s, t] of the solution z = s zs of the LCP of
-    :func:`pyramid_lcp` (zs: of the scaled LCP): the R rows from the pyramid variables
-    (f_S = f_S+ - f_S-, likewise T), the eliminated rows G from the equalities,
-    f_G = -W_GG^-1 (u_G + W_GR f_R)."""
-    me, ng = edged.shape[0], G.shape[0]
-    flat = np.zeros(3 * m)
-    f_R = np.empty(R.shape[0])
-    z = np.empty(m + 4 * me)
-    for i in range(z.shape[0]):
-        z[i] = s[i] * zs[i]
-    for i in range(m):
-        f_R[i] = z[i]
-    for k in range(me):
-        f_R[m + k] = z[m + k] - z[m + me + k]
-        f_R[m + me + k] = z[m + 2 * me + k] - z[m + 3 * me + k]
-    for j in range(R.shape[0]):
-        flat[R[j]] = f_R[j]
-    if ng:
-        x = np.empty(ng)
-        for g in range(ng):
-            s = u[G[g]]
-            for j in range(R.shape[0]):
-                s += W[G[g], R[j]] * f_R[j]
-            x[g] = s
-        gram_solve(U, ng, x, x)
-        for g in range(ng):
-            flat[G[g]] = -x[g]
-    for i in range(m):
-        for d in range(3):
-            out[i, d] = flat[d * m + i]
-
-
-@cached_jit
 def basis_guess(Q, r, basis, z, w):
     """The LCP (Q, r) solution with basic set ``basis`` into ``z``, ``w = Q z + r``: solves
     ``Q_aa z_a = -r_a`` (LAPACK gesv; numpy's LinAlgError if singular). Returns whether z_a >= 0,
     and ``max|r|`` and ``||Q||_inf`` for the residual check."""
     n = r.shape[0]
-    za = np.linalg.solve(_gather(Q, basis, basis), -r[basis])
+    za = np.linalg.solve(gather(Q, basis, basis), -r[basis])
     if za.min() < 0.0:
         return False, 0.0, 0.0
     z[:] = 0.0
@@ -427,8 +308,9 @@ def plane_contacts(poses, owner, local, radii, normal, offset, joints, J, suppor
 
 @cached_jit
 def pyramid_lcp_guess(W, u, R, G, sel, sign, b, C, mu, edged, basis, Q, s, Qs, rs, z, w):
-    """:func:`pyramid_lcp` (into ``Q``), :func:`scaled_lcp` (into ``s``, ``Qs``, ``rs``) and, if
-    ``basis`` is not empty, :func:`basis_guess` (into ``z``, ``w``) in one call. Returns the
+    """:func:`idyn._pyramid_kernel.pyramid_lcp` (into ``Q``), its ``equilibrate`` (into ``s``,
+    ``Qs``, ``rs``) and, if ``basis`` is not empty, :func:`basis_guess` (into ``z``, ``w``) in
+    one call. Returns the
     Cholesky factor of W_GG, a code (-1: W_GG is not positive definite; 0: no guess, or the
     basis is singular or gives a negative z; 1: z >= 0, to be checked by the residuals) and
     ``max|rs|``, ``||Qs||_inf``."""
@@ -437,7 +319,7 @@ def pyramid_lcp_guess(W, u, R, G, sel, sign, b, C, mu, edged, basis, Q, s, Qs, r
         U = pyramid_lcp(W, u, R, G, sel, sign, b, C, mu, edged, Q, r)
     except Exception:       # numpy's LinAlgError from the Cholesky factorisation
         return np.zeros((0, 0)), -1, 0.0, 0.0
-    scaled_lcp(Q, r, s, Qs, rs)
+    equilibrate(Q, r, s, Qs, rs)
     if basis.shape[0] == 0:
         return U, 0, 0.0, 0.0
     try:
@@ -453,7 +335,7 @@ def pyramid_lcp_try(W, u, R, G, sel, sign, b, C, mu, edged, basis, tol, no_slip,
     """One pass of :class:`idyn.sim.contact_models.AnitescuPotra`'s active set as far as it goes
     without Lemke's method: :func:`pyramid_lcp_guess` and, when the basis guess passes the
     residual check every solver uses (:func:`idyn.lcp.residuals.residuals_pass` at ``tol``), its
-    impulses (:func:`pyramid_impulses`) and the active-set update (:func:`update_sticky`, w_N of
+    impulses (:func:`idyn._pyramid_kernel.pyramid_impulses`) and the active-set update (:func:`update_sticky`, w_N of
     the unscaled LCP). Returns the Cholesky factor of W_GG and a code: -1 W_GG is not positive
     definite; 0 the guess is not accepted (``Qs``, ``rs``, ``s`` hold the scaled LCP for Lemke);
     1 solved, ``sticky`` unchanged; 2 solved, ``sticky`` changed."""

@@ -56,12 +56,13 @@ import numpy as np
 
 from ..contact import CONTACT_GAP, NO_SLIP_MU
 from ..errors import InvalidInputError, SolverError
+from ..friction_pyramid import NO_COMPLIANCE, NO_FACTOR, NO_ROWS, Layouts, Pyramid, PyramidLCP
 from ..lcp import LCPStatus, find_indices, lemke_regularized
 from ..lcp.residuals import DEFAULT_TOL
+from .._pyramid_kernel import pyramid_impulses
 from ..qp import solve_built
 from ..separation import closing_speed, price_separation, separating_loads
-from ._step_kernel import (dissipation_qp, factor_contact_space, no_slip_rows, pyramid_impulses, pyramid_lcp_try,
-                           step_problem, update_sticky)
+from ._step_kernel import dissipation_qp, factor_contact_space, no_slip_rows, pyramid_lcp_try, step_problem, update_sticky
 
 
 @dataclass
@@ -169,75 +170,12 @@ class ContactModel:
         need nothing of it ignore it."""
 
 
-class _Pyramid:
-    """Where the friction pyramid of paper Sec. 5.1 sits in contact space, for m contacts of which
-    ``edged`` (indices) have pyramid edges.
-
-    [N, D] with D = [S_e; -S_e; T_e; -T_e] is a signed selection of the contact-space rows
-    [N; S; T]: ``rows`` (m + 4 me) are the contact-space rows of its entries and ``sign`` their
-    signs, so its block of W is ``sign sign^T W[rows, rows]`` and its free velocity
-    ``sign * u[rows]``, gathered, never multiplied (H W H^T without H; bit-identical). ``R`` are
-    the contact-space rows [N, S_e, T_e] and ``sel`` the same selection in R-space (for a reduced
-    Wr over R; :mod:`._step_kernel` gathers). Built once per contact layout and reused while the
-    layout lasts.
-    """
-
-    def __init__(self, m: int, edged: np.ndarray):
-        me = edged.size
-        ie = np.arange(me)
-        self.m, self.edged, self.top = m, edged, m + 4 * me
-        self.R = np.concatenate((np.arange(m), m + edged, 2 * m + edged))
-        self.sel = np.concatenate((np.arange(m), m + ie, m + ie, m + me + ie, m + me + ie))
-        self.sign = np.ones(self.top)
-        self.sign[m + me:m + 2 * me] = self.sign[m + 3 * me:] = -1.0
-        self.rows = self.R[self.sel]
-        #: (column, edged contact) of each edge's entry in E (each contact's 4 edges, Sec. 5.1)
-        self.edge_columns = m + np.arange(4 * me)
-        self.edge_contacts = np.tile(ie, 4)
-
-
-class _Layouts(dict):
-    """Per-layout cache (key: bytes of the contact masks) bounded to ``limit`` entries."""
-
-    def __init__(self, build, limit: int = 64):
-        super().__init__()
-        self._build, self._limit = build, limit
-
-    def __missing__(self, key):
-        if len(self) >= self._limit:
-            self.clear()
-        value = self[key] = self._build(*key)
-        return value
-
-
-class _LCPLayout(_Pyramid):
-    """The LCP of :class:`AnitescuPotra` for one layout: z = [f_N, f_F, lambda] (n entries) and its
-    constant E / -E^T entries in place (mu goes to row top + k, column edged[k])."""
-
-    def __init__(self, m: int, no_slip: bytes):
-        super().__init__(m, np.flatnonzero(~np.frombuffer(no_slip, dtype=bool)))
-        me, top = self.edged.size, self.top
-        self.n = n = top + me
-        self.Q = np.zeros((n, n))
-        self.Q[self.edge_columns, top + self.edge_contacts] = 1.0
-        self.Q[top + self.edge_contacts, self.edge_columns] = -1.0
-        #: the step's work arrays (every entry but Q's constant ones is written by each solve;
-        #: none of them leaves the solve): the scales s, the scaled LCP (Qs, rs), a guess (z, w)
-        self.s, self.Qs, self.rs, self.z, self.w = np.empty(n), np.empty((n, n)), np.empty(n), np.empty(n), np.empty(n)
-
-
 class AnitescuPotra(ContactModel):
     """Friction-pyramid LCP (paper eqs. 52-56, 64), no-slip for mu >= ``no_slip_mu``.
 
-    With z = [f_N, f_F, lambda] (f_F >= 0 along the pyramid edges D = [S; -S; T; -T]):
-
-        w_N      = N v+ + b_N + C f_N        >= 0  _|_  f_N    >= 0
-        w_F      = D v+ + E lambda           >= 0  _|_  f_F    >= 0
-        w_lambda = mu f_N - E^T f_F          >= 0  _|_  lambda >= 0
-
-    For rigid contact b_N = phi / dt and C = 0 (eq. 54, the stabilized non-penetration constraint
-    of eq. 36). No-slip contacts' tangential rows are equalities, eliminated by a Schur complement
-    before the LCP is formed.
+    The LCP of :mod:`idyn.friction_pyramid` (built there, for the touchdown impact as well), with
+    b_N = phi / dt and C = 0 for rigid contact (eq. 54, the stabilized non-penetration constraint
+    of eq. 36) and the tangential rows of the held no-slip contacts as equalities.
     """
 
     name = "ap-lcp"
@@ -246,7 +184,7 @@ class AnitescuPotra(ContactModel):
         self.no_slip_mu = float(no_slip_mu)
         self.all_no_slip = bool(all_no_slip)
         self._warm: dict[tuple, np.ndarray] = {}
-        self._layouts = _Layouts(_LCPLayout)
+        self._layouts = Layouts(PyramidLCP.without)
 
     def reset(self) -> None:
         self._warm = {}
@@ -279,14 +217,7 @@ class AnitescuPotra(ContactModel):
         the contacts that separate unloaded, restore the released ones that carry load); returns
         the solution and whether ``sticky`` changed.
 
-        The LCP is solved equilibrated: z = s z', (s Q s) z' + s r = s w, s > 0. The impulse
-        rows are scaled to unit diagonal and the lambda rows (zero diagonal, velocity units) by
-        the mean impulse-row diagonal. The LCP's solutions are unchanged, but Lemke's ratio tests
-        compare like with like: unscaled, a degenerate contact (f_N = 0, lambda free) can end
-        Lemke's path on a ray and the regularised fallback then returns a huge lambda that passes
-        the scale-relative residual check.
-
-        The previous step's basic set is tried first: in steady contact the set of positive
+        The LCP is solved equilibrated (:mod:`idyn.friction_pyramid` says why). The previous step's basic set is tried first: in steady contact the set of positive
         impulses does not change from step to step, so one solve of ``Q_aa z_a = -r_a`` usually
         gives the exact solution. It is accepted only through the residuals every solver uses
         (:func:`idyn.lcp.residuals.residuals_pass`, with w formed as Q z + r, so its equation
@@ -300,7 +231,7 @@ class AnitescuPotra(ContactModel):
         key = (mask, sticky.tobytes())
         basis = self._warm.get(key)
         impulses = np.empty((m, 3))
-        A, code = pyramid_lcp_try(W, u, lay.R, G, lay.sel, lay.sign, b, _NONE if C is None else C, problem.mu,
+        A, code = pyramid_lcp_try(W, u, lay.R, G, lay.sel, lay.sign, b, NO_COMPLIANCE if C is None else C, problem.mu,
                                   lay.edged, _NO_BASIS if basis is None else basis, DEFAULT_TOL, no_slip, sticky,
                                   lay.Q, lay.s, lay.Qs, lay.rs, lay.z, lay.w, impulses)
         if code < 0:
@@ -309,7 +240,7 @@ class AnitescuPotra(ContactModel):
             return ContactSolution(impulses, _SOLVED), code == 2
         res = lemke_regularized(lay.Qs, lay.rs)
         self._warm = {key: res.basis} if res.solved else {}
-        pyramid_impulses(res.z, lay.s, m, lay.edged, W, u, lay.R, G, A, impulses)
+        impulses = lay.impulses(res.z, W, u, G, A)
         changed = update_sticky(impulses[:, 0], res.w[:m] / lay.s[:m], u, no_slip, sticky)
         return ContactSolution(impulses, res.status.value, res.pivots, res.regularization), changed
 
@@ -326,11 +257,8 @@ class AnitescuPotra(ContactModel):
         return np.concatenate((m + contacts[ks], 2 * m + contacts[kt]))
 
 
-#: no compliance (rigid normal rows), no basis to try, no equality rows and their factor, for
-#: :func:`._step_kernel.pyramid_lcp_guess` and :func:`._step_kernel.pyramid_impulses`
-_NONE = np.zeros(0)
+#: no basis to try (:func:`._step_kernel.pyramid_lcp_guess`)
 _NO_BASIS = np.zeros(0, dtype=np.intp)
-_NONE2 = np.zeros((0, 0))
 _SOLVED = LCPStatus.SOLVED.value
 
 
@@ -433,7 +361,7 @@ class MaximalDissipation(ContactModel):
             raise InvalidInputError(f"gap_rate must be True or False, got {gap_rate!r}")
         self.gap_rate = bool(gap_rate)
         self.robot_mass: float | None = None
-        self._layouts = _Layouts(_QPLayout)
+        self._layouts = Layouts(_QPLayout)
 
     def bind(self, model) -> None:
         self.robot_mass = float(model.total_mass)
@@ -479,7 +407,7 @@ class MaximalDissipation(ContactModel):
             H, c = price_separation(H, c, A_in[rows], u_N[rows], weight)
             res, x = self._solve_qp(H, c, A_in, b_in)
         impulses = np.empty((m, 3))
-        pyramid_impulses(x, lay.unit, m, lay.edged, problem.W, problem.u_free, lay.R, _NO_BASIS, _NONE2, impulses)
+        pyramid_impulses(x, lay.unit, m, lay.edged, problem.W, problem.u_free, lay.R, NO_ROWS, NO_FACTOR, impulses)
         return ContactSolution(impulses, res.status.value, 0, res.regularization, res.iterations,
                                int(np.count_nonzero(priced)))
 
@@ -490,7 +418,7 @@ class MaximalDissipation(ContactModel):
         return res, (res.x if res.solved else np.zeros(n))
 
 
-class _QPLayout(_Pyramid):
+class _QPLayout(Pyramid):
     """The inequality rows of :class:`MaximalDissipation` for one layout: non-penetration (filled
     per step), x >= 0 and the cone rows mu_i f_N,i - 1^T f_F,i >= 0 of the ``bounded`` contacts."""
 
