@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import validation
-from ._contact_kernel import contact_rows, tangent_rows
-from .errors import InvalidInputError
+from ._contact_kernel import contact_rows, framed_rows, tangent_rows
+from .errors import InvalidInputError, NonFiniteError, ShapeError
 from .model import RobotModel, Workspace, cross
 
 
@@ -208,6 +208,42 @@ class ContactSet:
         return [Contact._trusted(*args, tangents=(si, ti), frame=fi) for *args, si, ti, fi in
                 zip(self.body_a, self.body_b, self.points, self.normals, self.mu.tolist(), self.phi.tolist(),
                     s, t, frames)]
+
+
+#: the messages of :func:`idyn._contact_kernel.framed_rows`'s failure codes
+_ROW_ERRORS = {1: (NonFiniteError, "contact points, normals and gaps must be finite"),
+               2: (InvalidInputError, "contact normals must be non-zero"),
+               3: (InvalidInputError, "friction coefficients must be >= 0 (inf: no slip)")}
+
+
+def framed_contacts(body_a, body_b, rows, mu) -> tuple[list[Contact], np.ndarray, np.ndarray]:
+    """m :class:`Contact` objects from an (m, 7) array of rows [point, normal, gap phi] and the
+    friction coefficients ``mu`` (m,), validated and framed by one compiled call
+    (:func:`idyn._contact_kernel.framed_rows`): the checks of :class:`ContactSet` and its unit
+    normals and tangents to the bit, for a testbed's contact query of every control step.
+
+    Returns the contacts with their points (m, 3) and frames (m, 3, 3; rows n, s, t) as two
+    read-only stacks, of which each contact's point, normal, tangents and frame are views (one
+    allocation per stack instead of per contact; a caller that works on all contacts at once,
+    e.g. attributing sensed forces, reads the stacks)."""
+    body_a, body_b = tuple(body_a), tuple(body_b)
+    m = len(body_a)
+    rows, mu = np.asarray(rows, dtype=float), np.asarray(mu, dtype=float)
+    if rows.shape != (m, 7) or mu.shape != (m,) or len(body_b) != m:
+        raise ShapeError(f"{m} contacts need (m, 7) rows, m friction coefficients and m bodies B; "
+                         f"got {rows.shape}, {mu.shape}, {len(body_b)}")
+    if any(a == b for a, b in zip(body_a, body_b)):
+        raise InvalidInputError("a contact needs two different bodies")
+    frames, points = np.empty((m, 3, 3)), np.empty((m, 3))
+    code = framed_rows(rows, mu, frames, points)
+    if code:
+        error, message = _ROW_ERRORS[code]
+        raise error(message)
+    frames.setflags(write=False)
+    points.setflags(write=False)
+    contacts = [Contact._trusted(a, b, p, f[0], mu_i, phi_i, (f[1], f[2]), f) for a, b, p, f, mu_i, phi_i in
+                zip(body_a, body_b, points, frames, mu.tolist(), rows[:, 6].tolist())]
+    return contacts, points, frames
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import pytest
 
 import robots
 from idyn import Contact, contact_drift, contact_jacobians
-from idyn.contact import ContactSet, tangent_frame, tangent_frames
+from idyn.contact import ContactSet, framed_contacts, tangent_frame, tangent_frames
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
 from idyn.sim import ContactProblem, Heightmap, Plane, StaticBox
 from idyn.sim.geometry import sphere_box, sphere_heightmap, sphere_plane
@@ -141,6 +141,39 @@ def test_contact_set_round_trip_and_typed_errors():
         ContactSet(["a"], [None], [[0, 0, 0]], [[0, 0, 1]], [-1.0])
     with pytest.raises(InvalidInputError):
         ContactSet(["a"], ["a"], [[0, 0, 0]], [[0, 0, 1]], 1.0)
+
+
+def test_framed_contacts_equal_the_validated_contact_set_bit_for_bit_and_reject_bad_rows():
+    rng = np.random.default_rng(3)
+    for m in range(6):
+        rows = np.column_stack((rng.normal(size=(m, 3)), rng.normal(size=(m, 3)) * rng.uniform(1e-3, 1e3, (m, 1)),
+                                rng.normal(scale=1e-3, size=m)))
+        rows[:m // 2, 3:6] = (0.0, 0.0, -2.0)                       # the shortest arc's special case
+        mu = rng.uniform(0, 2, m)
+        names = [f"foot{i}" for i in range(m)]
+        got, points, frames = framed_contacts(names, [None] * m, rows, mu)
+        want = ContactSet(names, [None] * m, rows[:, :3], rows[:, 3:6], mu, rows[:, 6]).contacts()
+        assert not points.flags.writeable and not frames.flags.writeable and frames.shape == (m, 3, 3)
+        for i, (a, b) in enumerate(zip(got, want)):
+            assert (a.body_a, a.body_b, a.mu, a.phi) == (b.body_a, b.body_b, b.mu, b.phi)
+            np.testing.assert_array_equal(a.point, b.point)
+            np.testing.assert_array_equal(a.frame(), b.frame())
+            np.testing.assert_array_equal(a.normal, b.normal)
+            np.testing.assert_array_equal(np.array(a.tangents), np.array(b.tangents))
+            assert a.frame() is not None and np.shares_memory(a.frame(), frames) and np.shares_memory(a.point, points)
+    good = [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+    for bad, error in (([0.0, np.nan, 0, 0, 0, 1, 0], NonFiniteError), ([0, 0, 0, 0, 0, 1, np.inf], NonFiniteError),
+                       ([0, 0, 0, 0, 0, 0, 0], InvalidInputError)):
+        with pytest.raises(error):
+            framed_contacts(["a", "b"], [None, None], [good, bad], [1.0, 1.0])
+    for mu in ([1.0, -1.0], [1.0, np.nan]):
+        with pytest.raises(InvalidInputError):
+            framed_contacts(["a", "b"], [None, None], [good, good], mu)
+    with pytest.raises(ShapeError):
+        framed_contacts(["a"], [None], [good, good], [1.0])
+    with pytest.raises(InvalidInputError):
+        framed_contacts(["a"], ["a"], [good], [1.0])
+    assert framed_contacts([], [], np.zeros((0, 7)), np.zeros(0))[0] == []
 
 
 def test_contact_set_frames_are_read_only_and_with_friction_changes_only_mu():

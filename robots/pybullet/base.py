@@ -21,7 +21,6 @@ on body A, and negated when the robot is body B.
 """
 from __future__ import annotations
 
-import math
 import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -37,6 +36,8 @@ from idyn.contact import Contact
 from idyn.errors import InvalidInputError, ModelLoadError
 from idyn.model import RobotModel
 from idyn.state import RobotState
+
+from ._testbed_kernel import ANY_LINK, attribute_rows
 
 #: Physics engine settings used by every testbed (see :func:`configure_engine`).
 SOLVER_ITERATIONS = 150
@@ -294,45 +295,40 @@ def _distance(cp: tuple) -> float:
     return cp[8]
 
 
-def contact_wrenches(client: int) -> list[tuple]:
-    """Every contact point as (body A, link A, body B, link B, point on B, force on A), newtons;
-    the point and the force as 3-tuples of floats.
-
-    The point on B is where B's surface is; a terrain or box contact point lies there.
-    """
-    return [(cp[1], cp[3], cp[2], cp[4], cp[6],
-             tuple(cp[9] * n + cp[10] * d1 + cp[12] * d2 for n, d1, d2 in zip(cp[7], cp[11], cp[13])))
-            for cp in pb.getContactPoints(physicsClientId=client)]
+def contact_point_rows(client: int) -> np.ndarray:
+    """Every PyBullet contact point as a row of :func:`._testbed_kernel.attribute_rows` (P, 19):
+    body A, link A, body B, link B, the point on B (where B's surface is: a terrain or box
+    contact point lies there), the normal, the normal force, the two lateral directions each
+    followed by its force (newtons)."""
+    return np.array([(cp[1], cp[3], cp[2], cp[4], *cp[6], *cp[7], cp[9], *cp[11], cp[10], *cp[13], cp[12])
+                     for cp in pb.getContactPoints(physicsClientId=client)], dtype=float).reshape(-1, 19)
 
 
-def attribute_forces(wrenches, contacts: list[Contact], owners: list[tuple[BodyLink, BodyLink]],
+def owner_pairs(owners: list[tuple[BodyLink, BodyLink]]) -> np.ndarray:
+    """(m, 4) integers [body A, link A, body B, link B] of PyBullet (A, B) pairs, a link None
+    as :data:`._testbed_kernel.ANY_LINK`."""
+    return np.array([(a.body, ANY_LINK if a.link is None else a.link, b.body, ANY_LINK if b.link is None else b.link)
+                     for a, b in owners], dtype=np.int64).reshape(-1, 4)
+
+
+def contact_stacks(contacts: list[Contact]) -> tuple[np.ndarray, np.ndarray]:
+    """The points (m, 3) and frames (m, 3, 3; rows n, s, t) of a list of contacts."""
+    return (np.array([c.point for c in contacts], dtype=float).reshape(-1, 3),
+            np.array([c.frame() for c in contacts], dtype=float).reshape(-1, 3, 3))
+
+
+def attribute_forces(rows: np.ndarray, points: np.ndarray, frames: np.ndarray, pairs: np.ndarray,
                      radius: float) -> np.ndarray:
-    """Sum PyBullet contact forces per Contact and express them as [normal, s, t] (n x 3).
+    """Sum PyBullet contact forces per contact and express them as [normal, s, t] (m x 3).
 
-    ``owners[i]`` gives the PyBullet (A, B) of ``contacts[i]``. A PyBullet point between the same
-    pair is assigned to the nearest such Contact if it lies within ``radius`` of its point.
+    ``rows``: :func:`contact_point_rows`; contact i is at ``points[i]`` with frame
+    ``frames[i]`` between the PyBullet pair ``pairs[i]`` (:func:`owner_pairs`). A PyBullet point
+    between the same pair is assigned to the nearest such contact if it lies within ``radius``
+    of its point. One compiled call (:func:`._testbed_kernel.attribute_rows`).
     """
-    forces = [[0.0, 0.0, 0.0] for _ in contacts]
-    points = [c.point.tolist() for c in contacts]
-    pairs = [(oa.body, oa.link, ob.body, ob.link) for oa, ob in owners]    # BodyLink.matches, inlined
-    for body_a, link_a, body_b, link_b, at, f in wrenches:
-        best, best_d = -1, radius
-        for i, (ba, la, bb, lb) in enumerate(pairs):
-            if body_a == ba and (la is None or link_a == la) and body_b == bb and (lb is None or link_b == lb):
-                sign = 1.0
-            elif body_b == ba and (la is None or link_b == la) and body_a == bb and (lb is None or link_a == lb):
-                sign = -1.0
-            else:
-                continue
-            d = math.dist(points[i], at)
-            if d <= best_d:
-                best, best_d, best_sign = i, d, sign
-        if best >= 0:
-            row = forces[best]
-            for k in range(3):
-                row[k] += best_sign * f[k]
-    frames = np.array([c.frame() for c in contacts]).reshape(-1, 3, 3)
-    return np.einsum("mij,mj->mi", frames, np.array(forces).reshape(-1, 3))
+    out = np.empty((pairs.shape[0], 3))
+    attribute_rows(rows, pairs, points, frames, float(radius), out)
+    return out
 
 
 # -------------------------------------------------------------------- testbed skeleton
@@ -352,8 +348,7 @@ class Testbed:
         self._state: RobotState | None = None
         self._tau: np.ndarray | None = None
         self._stepped = False        # contact forces exist only after a step since reset
-        self._contacts: list[Contact] = []
-        self._owners: list[tuple[BodyLink, BodyLink]] = []
+        self._remember([], owner_pairs([]), *contact_stacks([]))
 
     # subclasses call this after loading the robot
     def _start(self, robot: MultiBodyMap) -> None:
@@ -395,12 +390,16 @@ class Testbed:
         self._state = None
         self._tau = np.zeros(self.na)
 
-    def _sensed(self, contacts, owners, radius: float) -> np.ndarray:
-        if not contacts:
-            return np.zeros((0, 3))
-        if not self._stepped:
-            return np.zeros((len(contacts), 3))
-        return attribute_forces(contact_wrenches(self.client), contacts, owners, radius)
+    def _remember(self, contacts: list[Contact], pairs: np.ndarray, points: np.ndarray,
+                  frames: np.ndarray) -> None:
+        """Keep the last :meth:`contacts` list, its PyBullet pairs (:func:`owner_pairs`) and its
+        point and frame stacks (:func:`contact_stacks`) for :meth:`sensed_contact_forces`."""
+        self._contacts, self._pairs, self._points, self._frames = contacts, pairs, points, frames
+
+    def _sensed(self, points, frames, pairs, radius: float) -> np.ndarray:
+        if not self._stepped or not pairs.shape[0]:
+            return np.zeros((pairs.shape[0], 3))
+        return attribute_forces(contact_point_rows(self.client), points, frames, pairs, radius)
 
     def _normal_total(self, a: BodyLink, b: BodyLink) -> float:
         """Sum of PyBullet normal forces between everything matching ``a`` and ``b`` (N)."""

@@ -21,7 +21,8 @@ from idyn.contact import Contact
 from idyn.errors import InvalidInputError
 
 from ..manipulator import BOX_FRAME, GROUND_MU, manipulator
-from .base import BodyLink, MultiBodyMap, SphereProbe, Testbed, free_flyer_from_com, com_from_free_flyer
+from .base import (BodyLink, MultiBodyMap, SphereProbe, Testbed, com_from_free_flyer, contact_stacks,
+                   free_flyer_from_com, owner_pairs)
 from .terrain import Terrain, simulated_mu
 
 #: default margin (m) within which a fingertip or box corner is a contact candidate
@@ -110,13 +111,13 @@ class ManipulatorTestbed(Testbed):
             if p[2] <= margin:
                 out.append(Contact(BOX_FRAME, None, [p[0], p[1], 0.0], [0.0, 0.0, 1.0], GROUND_MU, p[2]))
                 owners.append((BodyLink(self.box), BodyLink(self.ground.body)))
-        self._contacts, self._owners = out, owners
+        self._remember(out, owner_pairs(owners), *contact_stacks(out))
         return list(out)
 
     def sensed_contact_forces(self) -> np.ndarray:
         """(n, 3) forces [normal, s, t] in N on body A of each contact of the last
         :meth:`contacts` list, from PyBullet's normal and friction forces of the last step."""
-        return self._sensed(self._contacts, self._owners, 0.02)
+        return self._sensed(self._points, self._frames, self._pairs, 0.02)
 
     def sensed_normal_total(self) -> float:
         """Sum of PyBullet normal forces between the fingertips and the box (N)."""

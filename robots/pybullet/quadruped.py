@@ -11,12 +11,12 @@ import numpy as np
 import pinocchio as pin
 import pybullet as pb
 
-from idyn.contact import Contact, ContactSet
-from idyn.errors import InvalidInputError, NonFiniteError
+from idyn.contact import Contact, framed_contacts
+from idyn.errors import InvalidInputError
 from idyn.state import RobotState
 
 from ..quadruped import resolve_quadruped
-from .base import GRAVITY, BodyLink, MultiBodyMap, SphereProbe, Testbed
+from .base import GRAVITY, BodyLink, MultiBodyMap, SphereProbe, Testbed, contact_stacks, owner_pairs
 from .terrain import Terrain
 
 #: default margin (m) within which a foot is a contact candidate
@@ -59,8 +59,10 @@ class QuadrupedTestbed(Testbed):
         self._probes = {r: SphereProbe(self.client, r) for r in {f.radius for f in self._feet}}
         self._foot_probes = [self._probes[f.radius] for f in self._feet]
         #: PyBullet (A, B) of each foot's contact, and the radius that attributes forces to it
-        self._foot_owners = [(BodyLink(self.robot.body, link), BodyLink(self.terrain.body))
-                             for link in self._foot_links]
+        self._foot_names = [f.link for f in self._feet]
+        self._foot_pairs = owner_pairs([(BodyLink(self.robot.body, link), BodyLink(self.terrain.body))
+                                        for link in self._foot_links])
+        self._found_feet: dict[tuple[int, ...], tuple[tuple[str, ...], np.ndarray]] = {}
         self._sensed_radius = 2.0 * max(f.radius for f in self._feet) + CONTACT_MARGIN
         self.reset()
 
@@ -105,11 +107,12 @@ class QuadrupedTestbed(Testbed):
             raise InvalidInputError(f"foot {self._feet[i].link} is not over the terrain")
         return cp.distance
 
-    def _foot_centres(self, q) -> np.ndarray:
-        """(4, 3) world centres of the foot spheres by one forward-kinematics pass."""
+    def _foot_centres(self, q) -> list[np.ndarray]:
+        """The world centres (3-vectors) of the foot spheres by one forward-kinematics pass."""
         pm = self.model.pinocchio_model
         pin.framesForwardKinematics(pm, self._data, q)
-        return np.array([self._data.oMf[fid].act(f.offset) for fid, f in zip(self._foot_ids, self._feet)])
+        oMf = self._data.oMf
+        return [oMf[fid].act(f.offset) for fid, f in zip(self._foot_ids, self._feet)]
 
     def _closest(self, i: int, q, margin: float, centres=None):
         foot = self._feet[i]
@@ -129,13 +132,24 @@ class QuadrupedTestbed(Testbed):
         if not (math.isfinite(margin) and margin >= 0):
             raise InvalidInputError(f"margin must be finite and >= 0, got {margin}")
         body = self.terrain.body
-        found = [(i, cp) for i, (probe, centre) in enumerate(zip(self._foot_probes,
-                                                                 self._foot_centres(self.state().q)))
-                 if (cp := probe.nearest(centre, body, margin)) is not None]
-        out = _foot_contacts([self._feet[i].link for i, _ in found], [cp for _, cp in found],
-                             self.terrain.friction_at)
-        self._contacts, self._owners = out, [self._foot_owners[i] for i, _ in found]
+        found, hits = [], []
+        for i, (probe, centre) in enumerate(zip(self._foot_probes, self._foot_centres(self.state().q))):
+            if (cp := probe.nearest(centre, body, margin)) is not None:
+                found.append(i)
+                hits.append(cp)
+        names, pairs = self._feet_of(tuple(found))
+        out, points, frames = _foot_contacts(names, hits, self.terrain.frictions)
+        self._remember(out, pairs, points, frames)
         return list(out)
+
+    def _feet_of(self, found: tuple[int, ...]) -> tuple[tuple[str, ...], np.ndarray]:
+        """The frame names and PyBullet pairs (:func:`owner_pairs`) of the feet ``found``,
+        remembered per set of feet (at most 16 for four feet)."""
+        feet = self._found_feet.get(found)
+        if feet is None:
+            feet = self._found_feet[found] = (tuple(self._foot_names[i] for i in found),
+                                              self._foot_pairs[list(found)])
+        return feet
 
     def sensed_contact_forces(self, contacts=None) -> np.ndarray:
         """(n, 3) forces [normal, s, t] in N on each foot from the terrain in the last step.
@@ -146,15 +160,14 @@ class QuadrupedTestbed(Testbed):
         where PyBullet reports no contact.
         """
         if contacts is None:
-            contacts, owners = self._contacts, self._owners
-        else:
-            contacts = list(contacts)
-            index = {f.link: i for i, f in enumerate(self._feet)}
-            unknown = [c.body_a for c in contacts if c.body_a not in index]
-            if unknown:
-                raise InvalidInputError(f"contacts on unknown feet {unknown}")
-            owners = [self._foot_owners[index[c.body_a]] for c in contacts]
-        return self._sensed(contacts, owners, self._sensed_radius)
+            return self._sensed(self._points, self._frames, self._pairs, self._sensed_radius)
+        contacts = list(contacts)
+        index = {name: i for i, name in enumerate(self._foot_names)}
+        unknown = [c.body_a for c in contacts if c.body_a not in index]
+        if unknown:
+            raise InvalidInputError(f"contacts on unknown feet {unknown}")
+        return self._sensed(*contact_stacks(contacts), self._foot_pairs[[index[c.body_a] for c in contacts]],
+                            self._sensed_radius)
 
     def sensed_normal_total(self) -> float:
         """Sum of all PyBullet normal forces between the robot and the terrain (N)."""
@@ -177,21 +190,11 @@ class QuadrupedTestbed(Testbed):
             self._update_foot_friction(self.state().q)
 
 
-def _foot_contacts(links: list[str], points: list[tuple], friction_at) -> list[Contact]:
+def _foot_contacts(links: list[str], hits: list[tuple], frictions) -> tuple[list[Contact], np.ndarray, np.ndarray]:
     """Terrain contacts of the feet ``links`` from PyBullet's closest-point tuples (6: point on
-    the terrain, 7: normal towards the foot, 8: signed gap), validated as one batch.
-
-    The raw PyBullet numbers are checked here once (finite, non-zero normals) and normalised as
-    :class:`idyn.ContactSet` does; the per-contact checks of its constructor would repeat that
-    check for arrays built right here (50 us of a 1 ms control step)."""
-    m = len(links)
-    raw = np.array([(*cp[6], *cp[7], cp[8]) for cp in points], dtype=float).reshape(m, 7)
-    if not np.isfinite(raw).all():
-        raise NonFiniteError(f"PyBullet reported a non-finite contact for the feet {links}")
-    normals = np.ascontiguousarray(raw[:, 3:6])
-    norms = np.sqrt(np.einsum("ij,ij->i", normals, normals))
-    if (norms < 1e-12).any():
-        raise InvalidInputError(f"PyBullet reported a zero contact normal for the feet {links}")
-    mu = np.array([friction_at(cp[6]) for cp in points], dtype=float)
-    return ContactSet._trusted(links, (None,) * m, np.ascontiguousarray(raw[:, :3]),
-                               normals / norms[:, None], mu, raw[:, 6].copy()).contacts()
+    the terrain, 7: normal towards the foot, 8: signed gap), with their point and frame stacks:
+    validated, normalised and framed as one batch (:func:`idyn.contact.framed_contacts`, the
+    numbers of :class:`idyn.ContactSet`). ``frictions(points)``: the terrain's coefficients at
+    the (m, 3) points."""
+    rows = np.array([(*cp[6], *cp[7], cp[8]) for cp in hits], dtype=float).reshape(-1, 7)
+    return framed_contacts(links, (None,) * len(links), rows, frictions(rows[:, :3]))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pybullet as pb
 
-from idyn.errors import InvalidInputError
+from idyn.errors import InvalidInputError, NonFiniteError
 
 from ..terrain import (COMPLIANT_CONTACTS, COMPLIANT_SINK, ROUGH_RESOLUTION, ROUGH_SIZE,  # noqa: F401
                        TERRAINS, rough_friction, rough_heightmap, simulated_mu)
@@ -89,6 +89,16 @@ class Terrain:
         ix = int(np.clip((point[0] + ROUGH_SIZE / 2) // ROUGH_RESOLUTION, 0, n - 1))
         iy = int(np.clip((point[1] + ROUGH_SIZE / 2) // ROUGH_RESOLUTION, 0, n - 1))
         return float(self.cell_mu[iy, ix])
+
+    def frictions(self, points: np.ndarray) -> np.ndarray:
+        """:meth:`friction_at` of each of the (m, 3) world ``points`` (per step: every foot)."""
+        if self.cell_mu is None:
+            return np.full(points.shape[0], self.mu)
+        if not np.isfinite(points).all():
+            raise NonFiniteError("PyBullet reported a non-finite contact point")
+        cells = np.clip((points[:, :2] + ROUGH_SIZE / 2) // ROUGH_RESOLUTION, 0, self.cell_mu.shape[0] - 1)
+        ix, iy = cells.astype(np.intp).T
+        return self.cell_mu[iy, ix]
 
     def height_at(self, x: float, y: float) -> float:
         """Terrain height at (x, y) by a vertical ray through any bodies above it."""
