@@ -190,8 +190,8 @@ class MultiBodyMap:
         if self.floating:
             pos, orn = pb.getBasePositionAndOrientation(self.body, physicsClientId=c)
             lin, ang = pb.getBaseVelocity(self.body, physicsClientId=c)
-            q[:7], v[:6] = free_flyer_from_com(_se3(pos, orn), np.array(lin), np.array(ang),
-                                               self.base_inertial, self._base_inertial_inverse)
+            free_flyer_from_com(pin.XYZQUATToSE3(pos + orn), lin, ang, self.base_inertial,
+                                self._base_inertial_inverse, out=(q, v))
         return q, v
 
     def write(self, q, v) -> None:
@@ -219,15 +219,21 @@ def _cross(a, b) -> np.ndarray:
     return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
-def free_flyer_from_com(com: pin.SE3, lin, ang, inertial: pin.SE3,
-                        inertial_inverse: pin.SE3 | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Pinocchio free-flyer (q[:7], v[:6]) from PyBullet's COM pose and world COM velocity
-    (``inertial_inverse``: ``inertial.inverse()``, if the caller keeps it)."""
+def free_flyer_from_com(com: pin.SE3, lin, ang, inertial: pin.SE3, inertial_inverse: pin.SE3 | None = None,
+                        out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pinocchio free-flyer (q[:7], v[:6]) from PyBullet's COM pose and world COM velocity (3-vectors
+    or PyBullet's 3-tuples; ``inertial_inverse``: ``inertial.inverse()``, if the caller keeps it).
+    With ``out = (q, v)`` they are written into ``q[:7]`` and ``v[:6]`` (a whole state's arrays),
+    which are returned."""
     base = com * (inertial.inverse() if inertial_inverse is None else inertial_inverse)
-    R = base.rotation
-    r = com.translation - base.translation
-    v_origin = lin - _cross(ang, r)
-    return pin.SE3ToXYZQUAT(base), np.concatenate((R.T.dot(v_origin), R.T.dot(ang)))
+    RT = base.rotation.T
+    v_origin = np.subtract(lin, _cross(ang, com.translation - base.translation))
+    if out is None:
+        return pin.SE3ToXYZQUAT(base), np.concatenate((RT.dot(v_origin), RT.dot(ang)))
+    q, v = out
+    q[:7] = pin.SE3ToXYZQUAT(base)
+    v[:3], v[3:6] = RT.dot(v_origin), RT.dot(ang)
+    return q, v
 
 
 def com_from_free_flyer(q7, v6, inertial: pin.SE3) -> tuple[pin.SE3, np.ndarray, np.ndarray]:
