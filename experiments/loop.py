@@ -151,11 +151,11 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
         if observe is not None:
             observe(contacts, sensed)
         t8 = clock()
-        trace.record(t=state.t, q=state.q, v=state.v, q_des=desired.q, v_des=desired.v, tau=tau,
-                     pred_normal=float(np.sum(out.contact_forces[:, 0])) if len(active) else 0.0,
-                     sensed_normal=float(np.sum(sensed[:, 0])) if len(contacts) else 0.0,
-                     n_contacts=len(contacts), status=trace.status_code(str(out.info.get("status"))),
-                     solve_time=float(out.info.get("solve_time", np.nan)), com=com(state.q))
+        trace.record(state.t, state.q, state.v, desired.q, desired.v, tau,
+                     out.contact_forces[:, 0].sum() if len(active) else 0.0,
+                     sensed[:, 0].sum() if len(contacts) else 0.0, len(contacts),
+                     trace.status_code(str(out.info.get("status"))), out.info.get("solve_time", np.nan),
+                     com(state.q))
         if progress is not None:
             progress(k + 1, steps)
         done = stop is not None and stop(state)

@@ -12,6 +12,8 @@
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .trace import Trace
@@ -27,12 +29,17 @@ def _roll_pitch(quat_xyzw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return roll, pitch
 
 
-def fallen(q: np.ndarray, nominal_height: float, max_tilt: float = 1.0) -> np.ndarray:
+def fallen(q: np.ndarray, nominal_height: float, max_tilt: float = 1.0) -> np.ndarray | bool:
     """Has the robot fallen, per floating-base configuration: ``q`` is one (nq,) (a bool) or
     (n, nq) (n bools), so the closed loop tests its state without building a one-row array.
 
     SPEC section 6: base height below half its nominal value, or |roll| or |pitch| above
     ``max_tilt`` (rad)."""
+    if q.ndim == 1:         # the loop's test of every step: the same formulas on Python floats
+        z, (x, y, qz, w) = float(q[2]), q[3:7].tolist()
+        roll = math.atan2(2 * (w * x + y * qz), 1 - 2 * (x * x + y * y))
+        pitch = math.asin(min(max(2 * (w * y - qz * x), -1.0), 1.0))
+        return z < 0.5 * nominal_height or abs(roll) > max_tilt or abs(pitch) > max_tilt
     roll, pitch = _roll_pitch(q[..., 3:7])
     return (q[..., 2] < 0.5 * nominal_height) | (np.abs(roll) > max_tilt) | (np.abs(pitch) > max_tilt)
 

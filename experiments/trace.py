@@ -31,6 +31,10 @@ class Trace:
     status_names: list[str] = field(default_factory=list)
     n: int = 0
 
+    def __post_init__(self):
+        #: the arrays in :data:`FIELDS` order, which :meth:`record` fills
+        self._columns = tuple(self.arrays.get(k) for k in FIELDS)
+
     @classmethod
     def allocate(cls, steps: int, nq: int, nv: int, na: int, meta: dict | None = None) -> "Trace":
         sizes = {"nq": nq, "nv": nv, "na": na}
@@ -44,11 +48,13 @@ class Trace:
             self.status_names.append(name)
         return self.status_names.index(name)
 
-    def record(self, **values) -> None:
-        """Store one step; every key must be a field of :data:`FIELDS`."""
+    def record(self, t, q, v, q_des, v_des, tau, pred_normal, sensed_normal, n_contacts, status, solve_time,
+               com) -> None:
+        """Store one step: a value for every field of :data:`FIELDS` (in its order, or by name)."""
         k = self.n
-        for key, val in values.items():
-            self.arrays[key][k] = val
+        for array, value in zip(self._columns, (t, q, v, q_des, v_des, tau, pred_normal, sensed_normal, n_contacts,
+                                                status, solve_time, com)):
+            array[k] = value
         self.n = k + 1
 
     def __getattr__(self, key):
