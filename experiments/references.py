@@ -6,7 +6,10 @@
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pinocchio as pin
 
 from idyn.errors import InvalidInputError
 from planners import (ArmSinusoid, BalanceController, QuadrupedPlanner, TrotGait,
@@ -62,16 +65,25 @@ class QuadrupedReference:
         self.balance = (None if balance is False else
                         BalanceController(quadruped.model, **(balance if isinstance(balance, dict) else {})))
         self._feet = feet
-        self._leg_of = {link: leg for leg, link in feet.items()}
+        self._model = quadruped.model
+        #: foot link -> index of its leg in the planner's order
+        self._leg_index = {feet[leg]: i for i, leg in enumerate(self.planner.legs)}
 
     def reset(self) -> None:
         self.planner.reset()
         self.follower.reset()
 
     def desired(self, state, contacts):
-        down = {c.body_a for c in contacts if c.phi <= TOUCH_GAP}
-        touching = [self._feet[leg] in down for leg in self.planner.legs]
-        return self.planner.plan(state, self.follower.command(state), touching)
+        q, _ = self._model.check_state(state)
+        touching = self.planner.touching_flags
+        touching[:] = 0
+        leg_index = self._leg_index
+        for c in contacts:
+            if c.phi <= TOUCH_GAP and c.body_a in leg_index:
+                touching[leg_index[c.body_a]] = 1
+        R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
+        command = self.follower.twist_at(float(q[0]), float(q[1]), math.atan2(R[1, 0], R[0, 0]))
+        return self.planner.plan_checked(q, float(state.t), R, command, True)
 
     def active_contacts(self, contacts):
         """The contacts the controller models: those of feet in planned stance.
@@ -84,12 +96,13 @@ class QuadrupedReference:
         With ``contacts="all"`` every reported contact is modelled. Coefficients above
         ``friction_limit`` are lowered to it.
         """
+        cap = self.friction_limit
         if self.contact_selection == "all":
             active = list(contacts)
         else:
-            stance = self.planner.stance
-            active = [c for c in contacts if stance[self._leg_of[c.body_a]] and c.phi <= TOUCH_GAP]
-        cap = self.friction_limit
+            stance, leg_index = self.planner.stance_flags, self._leg_index
+            active = [c for c in contacts
+                      if c.phi <= TOUCH_GAP and c.body_a in leg_index and stance[leg_index[c.body_a]]]
         if cap is None:
             return active
         return [c if c.mu <= cap else c.with_friction(cap) for c in active]
@@ -97,8 +110,9 @@ class QuadrupedReference:
     def extra_torque(self, state, contacts):
         if self.balance is None:
             return None
-        stance = {self._feet[leg] for leg, down in self.planner.stance.items() if down}
-        return self.balance.compute(state, contacts, self.planner.base_goal(), stance).tau
+        stance, leg_index = self.planner.stance_flags, self._leg_index
+        used = [c for c in contacts if c.body_a in leg_index and stance[leg_index[c.body_a]]]
+        return self.balance.torque(state, used, self.planner.goal_rows())
 
 
 class ArmReference:

@@ -7,12 +7,15 @@ with the heading rotation written out; the base orientation, the goal's rotation
 rotation error (log3) still come from pinocchio, the rows of N from :func:`idyn.contact.jacobians_at`.
 The results agree with the numpy expressions to round-off, not bit for bit (OpenBLAS fuses its
 products into FMAs in its own order; 3000 replayed trot steps: torques within 7e-17 N m).
-Cached on disk (:mod:`idyn.jit`).
+:func:`balance_torque` is a whole step in one call: the wrench, the contact rows
+(:func:`idyn._contact_kernel.contact_rows`, the rows :func:`idyn.contact.jacobians_at` forms) and
+the forces. Cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 
 import math
 
+from idyn._contact_kernel import contact_rows
 from idyn.jit import cached_jit
 
 
@@ -66,3 +69,15 @@ def virtual_forces(N, w, base_v, actuated_v, c_n, tau):
         for i in range(N.shape[0]):
             t += N[i, actuated_v[j]] * c_n[i]
         tau[j] = -t
+
+
+@cached_jit
+def balance_torque(R, q, v, lin, ang, goal, e_r, kp, kv, J, support, ja, jb, two_bodies, frames, points,
+                   base_v, actuated_v, rows, w, c_n, tau):
+    """One balance step: the wrench :func:`pd_wrench` for the goal rows ``goal`` (position, rpy,
+    linear, angular) into ``w``; the contact rows [N; S; T] of the m contacts (body joints
+    ``ja``/``jb``, frames, points) from the world joint Jacobian ``J`` into ``rows`` (3m x nv);
+    and :func:`virtual_forces` of N into ``c_n`` and ``tau``."""
+    pd_wrench(R, q, v, lin, ang, goal[0], goal[1, 2], goal[2], goal[3], e_r, kp, kv, w)
+    contact_rows(J, support, ja, jb, two_bodies, frames, points, rows)
+    virtual_forces(rows[:ja.shape[0]], w, base_v, actuated_v, c_n, tau)

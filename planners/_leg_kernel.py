@@ -34,11 +34,28 @@ def leg_jacobians(Jw, leg_v, x, out):
 
 
 @cached_jit
+def gather_points(points, x):
+    """``x[l] = points[l]`` for a tuple of 3-vectors (pinocchio's foot placements, read in place)."""
+    for leg in range(len(points)):
+        for i in range(3):
+            x[leg, i] = points[leg][i]
+
+
+@cached_jit
+def foot_jacobians(Jw, leg_v, points, x, out):
+    """:func:`gather_points` into ``x``, then :func:`leg_jacobians` at those points into ``out``."""
+    gather_points(points, x)
+    leg_jacobians(Jw, leg_v, x, out)
+
+
+@cached_jit
 def surely_regular(J, threshold, out):
     """``out[l]`` True when the 3 x 3 leg Jacobian ``J[l]`` certainly has its smallest singular
     value above ``threshold``, from ``sigma_min >= |det J| / ||J||_F^2`` (``|det J| = s1 s2 s3 <=
     s1^2 sigma_min`` and ``s1 <= ||J||_F``), with a 1e-6 relative margin for round-off. False
-    means "not certain": the caller decides with the singular values themselves."""
+    means "not certain": the caller decides with the singular values themselves. Returns
+    whether every leg is certain."""
+    all_ok = True
     for leg in range(J.shape[0]):
         a = J[leg]
         det = (a[0, 0] * (a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1])
@@ -49,6 +66,8 @@ def surely_regular(J, threshold, out):
             for j in range(3):
                 frob += a[i, j] * a[i, j]
         out[leg] = abs(det) > threshold * (1.0 + 1e-6) * frob
+        all_ok = all_ok and out[leg]
+    return all_ok
 
 
 @cached_jit
@@ -116,3 +135,17 @@ def accelerations_into(J_inv, xdd, drift, out):
             for i in range(J_inv.shape[2]):
                 s += J_inv[leg, j, i] * (xdd[leg, i] - drift[leg, i])
             out[leg, j] = s
+
+
+@cached_jit
+def joint_targets(J_inv, xdd, drift, q_legs, qd, leg_actuated, qdd, out_q, out_v, out_a):
+    """:func:`accelerations_into` (qdd = J^-1 (xdd - Jdot qd), into ``qdd``) and the actuated
+    vectors of desired q, v, vdot: zero except the leg joints, at ``leg_actuated`` (L, n)."""
+    accelerations_into(J_inv, xdd, drift, qdd)
+    out_q[:] = 0.0
+    out_v[:] = 0.0
+    out_a[:] = 0.0
+    for leg in range(leg_actuated.shape[0]):
+        for j in range(leg_actuated.shape[1]):
+            k = leg_actuated[leg, j]
+            out_q[k], out_v[k], out_a[k] = q_legs[leg, j], qd[leg, j], qdd[leg, j]

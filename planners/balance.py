@@ -25,11 +25,10 @@ import numpy as np
 import pinocchio as pin
 
 from idyn import RobotModel, validation
-from idyn.contact import jacobians_at
 from idyn.errors import InvalidInputError
 from idyn.state import RobotState
 
-from ._balance_kernel import pd_wrench, virtual_forces
+from ._balance_kernel import balance_torque
 from .quadruped_planner import BaseGoal
 
 
@@ -70,19 +69,14 @@ class BalanceController:
         root = pm.joints[pm.getJointId("root_joint")]
         self._base_v = np.arange(root.idx_v, root.idx_v + 6)
         self._lin, self._ang = self._base_v[:3], self._base_v[3:]
-        self._workspace = model.workspace()      # the contact Jacobians' kinematics pass
+        self._data = pm.createData()              # the contact rows' kinematics pass
+        self._J = self._data.J                    # pinocchio's joint Jacobians (a live view)
+        self._wrench_out = np.empty(6)
 
     def wrench(self, state: RobotState, goal) -> np.ndarray:
         """The PD base wrench, in base axes (dual of pinocchio's base velocity)."""
-        return self._wrench(*self.model.check_state(state), _checked(goal))
-
-    def _wrench(self, q: np.ndarray, v: np.ndarray, goal: BaseGoal) -> np.ndarray:
-        R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
-        e_r = pin.log3(pin.rpy.rpyToMatrix(goal.rpy).dot(R.T))          # world-axes rotation error
-        out = np.empty(6)
-        pd_wrench(R, q, v, self._lin, self._ang, goal.position, float(goal.rpy[2]), goal.linear, goal.angular,
-                  e_r, self.kp, self.kv, out)
-        return out
+        q, v = self.model.check_state(state)
+        return self._step(q, v, [], _goal_rows(goal))[0].copy()
 
     def compute(self, state: RobotState, contacts, goal, stance_bodies=None) -> BalanceOutput:
         """Torques for the measured ``state``, the current ``contacts`` (``idyn.Contact``) and a
@@ -92,18 +86,47 @@ class BalanceController:
         contacts = contacts if isinstance(contacts, list) else list(contacts)
         used = [i for i, c in enumerate(contacts) if stance_bodies is None or c.body_a in stance_bodies]
         q, v = self.model.check_state(state)
-        w = self._wrench(q, v, _checked(goal))
-        if not used:
-            return BalanceOutput(np.zeros(self.model.na), np.zeros(0), np.array(used, dtype=int), w)
-        ws = self._workspace.compute_checked(q, dynamics=False)
-        N = jacobians_at(ws, [contacts[i] for i in used]).N
-        c_n, tau = np.empty(len(used)), np.empty(self.model.na)
-        virtual_forces(N, w, self._base_v, self.model.actuated_v, c_n, tau)
-        return BalanceOutput(tau, c_n, np.array(used, dtype=int), w)
+        w, c_n, tau = self._step(q, v, [contacts[i] for i in used], _goal_rows(goal))
+        return BalanceOutput(tau, c_n, np.array(used, dtype=int), w.copy())
+
+    def torque(self, state: RobotState, contacts: list, goal_rows: np.ndarray) -> np.ndarray:
+        """The joint torques of :meth:`compute` with every contact of the list ``contacts`` used,
+        for the goal as (4, 3) rows position, rpy, linear, angular (e.g.
+        :meth:`QuadrupedPlanner.goal_rows`, finite by construction): the closed loop's per-step
+        form."""
+        q, v = self.model.check_state(state)
+        return self._step(q, v, contacts, goal_rows)[2]
+
+    def _step(self, q: np.ndarray, v: np.ndarray, contacts: list, goal: np.ndarray):
+        """(wrench, normal forces, torques) for validated ``q``, ``v``, the used ``contacts`` and
+        the goal rows, in one compiled call after pinocchio's passes: the base rotation, the
+        rotation error log3(R_goal R^T) (world axes) and, with contacts, the joint Jacobians
+        that give their rows of N."""
+        model, m = self.model, len(contacts)
+        R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
+        e_r = pin.log3(pin.rpy.rpyToMatrix(goal[1]).dot(R.T))
+        c_n, tau = np.empty(m), np.empty(model.na)
+        if m:
+            pin.computeJointJacobians(model.pinocchio_model, self._data, q)
+            ja = model.body_joints([c.body_a for c in contacts])
+            two_bodies = any(c.body_b is not None for c in contacts)
+            jb = model.body_joints([c.body_b for c in contacts]) if two_bodies else ja
+            frames = np.array([c._frame for c in contacts])
+            points = np.array([c.point for c in contacts])
+        else:       # no contact: only the wrench (the rows' arguments are empty)
+            ja = jb = np.zeros(0, dtype=np.intp)
+            two_bodies, frames, points = False, np.zeros((0, 3, 3)), np.zeros((0, 3))
+        balance_torque(R, q, v, self._lin, self._ang, goal, e_r, self.kp, self.kv, self._J, model.support, ja, jb,
+                       two_bodies, frames, points, self._base_v, model.actuated_v, np.empty((3 * m, model.nv)),
+                       self._wrench_out, c_n, tau)
+        if not m:
+            tau[:] = 0.0
+        return self._wrench_out, c_n, tau
 
 
-def _checked(goal) -> BaseGoal:
-    """``goal`` as a validated :class:`BaseGoal` (the planner's own are trusted as they are)."""
-    if isinstance(goal, BaseGoal):
-        return goal
-    return BaseGoal(goal.position, goal.rpy, goal.linear, goal.angular)
+def _goal_rows(goal) -> np.ndarray:
+    """A goal (anything with ``position``, ``rpy``, ``linear``, ``angular``) as validated (4, 3)
+    rows."""
+    if not isinstance(goal, BaseGoal):
+        goal = BaseGoal(goal.position, goal.rpy, goal.linear, goal.angular)
+    return np.array([goal.position, goal.rpy, goal.linear, goal.angular])

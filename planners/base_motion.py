@@ -4,6 +4,10 @@ The locomotion planner takes a desired planar base velocity (x_dot, y_dot, theta
 robot's heading frame. :func:`predict` integrates it in closed form (constant twist: a circular
 arc), which is what the planner needs to place a swing foot where the base will be in the
 middle of the next stance phase.
+
+The scalar helpers (:func:`arc`, :func:`clamp`, :func:`wrap_angle`, :func:`hypot`) are compiled
+(:mod:`idyn.jit`): the planner's per-step loop calls them from its compiled step, and Python
+callers get the same numbers from the same code.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from idyn.errors import InvalidInputError
+from idyn.jit import cached_jit
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ def predict(pose: PlanarPose, command: BaseCommand, duration: float) -> PlanarPo
     return PlanarPose(*arc(pose.x, pose.y, pose.yaw, command.vx, command.vy, command.wz, duration))
 
 
+@cached_jit
 def arc(x: float, y: float, yaw: float, vx: float, vy: float, wz: float,
         duration: float) -> tuple[float, float, float]:
     """:func:`predict` on plain numbers: the pose (x, y, yaw) reached from (x, y, yaw) after
@@ -83,12 +89,76 @@ def rot_z(yaw: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
+@cached_jit
 def clamp(x: float, bound: float) -> float:
-    """``x`` limited to [-bound, bound]: np.clip's result for a scalar (NaN included), as a float
-    and without np.clip's array machinery."""
-    return float(min(max(x, -bound), bound))
+    """``x`` limited to [-bound, bound]: np.clip's result for a scalar (NaN included), i.e.
+    Python's ``min(max(x, -bound), bound)`` (each keeps its first argument unless the second
+    compares strictly beyond it)."""
+    low = -bound if -bound > x else x
+    return bound if bound < low else low
 
 
+@cached_jit
 def wrap_angle(a: float) -> float:
     """``a`` wrapped into [-pi, pi)."""
     return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+#: Veltkamp's splitting constant 2^27 + 1 (an exact product of two doubles in :func:`_two_product`)
+_SPLIT = 134217729.0
+_DBL_MIN = 2.2250738585072014e-308
+
+
+@cached_jit
+def _two_product(a: float, b: float) -> tuple[float, float]:
+    """``(a b, error)`` with ``a b + error`` exactly the product (Dekker's algorithm; no
+    overflow for the scaled operands of :func:`hypot`)."""
+    p = a * b
+    c = _SPLIT * a
+    a_hi = c - (c - a)
+    a_lo = a - a_hi
+    c = _SPLIT * b
+    b_hi = c - (c - b)
+    b_lo = b - b_hi
+    return p, ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+
+
+@cached_jit
+def _scaled_norm(x: float, y: float, largest: float) -> float:
+    """CPython's ``vector_norm`` for two finite non-negative coordinates, ``largest`` > 0 the
+    larger: both scaled by a power of two below 1, their squares summed exactly (compensated)
+    and the square root corrected once (correctly rounded)."""
+    scale = math.ldexp(1.0, -math.frexp(largest)[1])
+    total, frac1, frac2 = 1.0, 0.0, 0.0
+    for v in (x * scale, y * scale):
+        hi, lo = _two_product(v, v)
+        s = total + hi
+        frac1 += lo
+        frac2 += (total - s) + hi
+        total = s
+    h = math.sqrt(total - 1.0 + (frac1 + frac2))
+    hi, lo = _two_product(-h, h)
+    s = total + hi
+    frac1 += lo
+    frac2 += (total - s) + hi
+    h += (s - 1.0 + (frac1 + frac2)) / (2.0 * h)
+    return h / scale
+
+
+@cached_jit
+def hypot(x: float, y: float) -> float:
+    """``math.hypot(x, y)`` as CPython computes it (its correctly rounded ``vector_norm``), for
+    compiled code: numba's ``math.hypot`` is the C library's, which differs from Python's in
+    the last bit for about 0.1 % of arguments, and the compiled planner must give the numbers
+    its Python form gave."""
+    x, y = abs(x), abs(y)
+    if math.isinf(x) or math.isinf(y):
+        return math.inf
+    if math.isnan(x) or math.isnan(y):
+        return math.nan
+    largest = x if x >= y else y
+    if largest == 0.0:
+        return largest
+    if math.frexp(largest)[1] < -1023:       # subnormal: rescale first, as CPython does
+        return _DBL_MIN * _scaled_norm(x / _DBL_MIN, y / _DBL_MIN, largest / _DBL_MIN)
+    return _scaled_norm(x, y, largest)

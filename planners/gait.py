@@ -15,10 +15,33 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from idyn.errors import InvalidInputError
+from idyn.jit import cached_jit
 
 #: Phases closer than this to a gait event are rounded onto it, so that times such as
 #: k * 1 ms hit stance and swing boundaries deterministically despite floating-point division.
 _PHASE_EPS = 1e-9
+
+
+@cached_jit
+def cycles_since(phase: float, cycles: float, duty_factor: float) -> float:
+    """Cycles elapsed since the most recent touchdown of a leg with touchdown ``phase``, at
+    ``cycles`` (time / period) from the gait's start, in [0, 1); within :data:`_PHASE_EPS` of
+    the cycle's end or of liftoff (``duty_factor``) it is rounded onto that event."""
+    s = (cycles - phase) % 1.0
+    if s > 1.0 - _PHASE_EPS:
+        return 0.0
+    if abs(s - duty_factor) < _PHASE_EPS:
+        return duty_factor
+    return s
+
+
+@cached_jit
+def stance_flags(phases, period: float, duty_factor: float, t: float, out) -> None:
+    """``out[i]`` = leg ``i`` (touchdown phase ``phases[i]``) is in stance at time ``t``: the
+    per-step form of :meth:`Gait.stance` (the planner's compiled step calls it)."""
+    cycles = t / period
+    for i in range(phases.shape[0]):
+        out[i] = cycles_since(phases[i], cycles, duty_factor) < duty_factor
 
 
 @dataclass(frozen=True)
@@ -44,6 +67,7 @@ class Gait:
         if not (math.isfinite(self.step_height) and self.step_height >= 0):
             raise InvalidInputError(f"step height must be >= 0, got {self.step_height}")
         object.__setattr__(self, "touchdown", dict(self.touchdown))
+        object.__setattr__(self, "_phases", np.array(list(self.touchdown.values()), dtype=float))
 
     # ------------------------------------------------------------------ derived durations
     @property
@@ -59,14 +83,6 @@ class Gait:
         return (1.0 - self.duty_factor) * self.period
 
     # ------------------------------------------------------------------ phase queries
-    def _snap(self, s: float) -> float:
-        """Round a cycle fraction in [0, 1) onto 0 or the duty factor when within rounding error."""
-        if s > 1.0 - _PHASE_EPS:
-            return 0.0
-        if abs(s - self.duty_factor) < _PHASE_EPS:
-            return self.duty_factor
-        return s
-
     def progress(self, t: float) -> float:
         """Fraction of the current cycle elapsed at time ``t``, in [0, 1)."""
         s = (t / self.period) % 1.0
@@ -77,9 +93,8 @@ class Gait:
         return self._since(self._phase(leg), t / self.period)
 
     def _since(self, phase: float, cycles: float) -> float:
-        """Cycles elapsed since the most recent touchdown of a leg with touchdown ``phase``, at
-        ``cycles`` (time / period) from the gait's start, in [0, 1)."""
-        return self._snap((cycles - phase) % 1.0)
+        """:func:`cycles_since` with this gait's duty factor."""
+        return cycles_since(phase, cycles, self.duty_factor)
 
     def _phase(self, leg: str) -> float:
         try:
@@ -94,9 +109,10 @@ class Gait:
 
     def stance(self, t: float) -> np.ndarray:
         """Boolean stance flags of all legs (in :attr:`legs` order) at time ``t`` (:meth:`in_stance`
-        of each leg, without its per-leg lookups: the planner asks every control step)."""
-        cycles = t / self.period
-        return np.array([self._since(phase, cycles) < self.duty_factor for phase in self.touchdown.values()])
+        of each leg, in one compiled loop: the planner asks every control step)."""
+        out = np.empty(len(self._phases), dtype=bool)
+        stance_flags(self._phases, float(self.period), float(self.duty_factor), float(t), out)
+        return out
 
     def contact_schedule(self, times) -> np.ndarray:
         """Planned stance flags, shape (len(times), number of legs)."""

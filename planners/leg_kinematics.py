@@ -19,7 +19,7 @@ import pinocchio as pin
 from idyn import RobotModel
 from idyn.errors import InvalidInputError
 
-from ._leg_kernel import decreased, leg_jacobians, newton_steps, residuals, surely_regular
+from ._leg_kernel import decreased, foot_jacobians, gather_points, newton_steps, residuals, surely_regular
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -76,14 +76,22 @@ class LegKinematics:
                                                     pin.FrameType.OP_FRAME)))
         self._model = pm
         self._data = pm.createData()
+        # live views of pinocchio's results in self._data, which every pass overwrites in place:
+        # the world joint Jacobians and the planned foot points (read without a call)
+        self._Jw = self._data.J
+        self._points = tuple(self._data.oMf[f].translation for f in self._fids)
         self._damping = float(damping)
         root = pm.joints[pm.getJointId("root_joint")]
         self._base_v = np.arange(root.idx_v, root.idx_v + 6)
         self._q = pin.neutral(pm)                                  # base at the identity
         self._v = np.zeros(pm.nv)
         self._zero_a = np.zeros(pm.nv)
-        self._Jw = np.zeros((6, pm.nv))
         self._x = np.zeros((len(self.legs), 3))
+        L, n = self.leg_v.shape
+        #: the Newton iteration's work arrays: residuals, trial residuals, step, trial errors and
+        #: the active / decreased / stuck flags of the legs
+        self._newton = (np.empty((L, 3)), np.empty((L, 3)), np.empty((L, n)), np.empty(L),
+                        np.empty(L, dtype=bool), np.empty(L, dtype=bool), np.empty(L, dtype=bool))
         #: an inverse is exact when the leg's smallest singular value exceeds this (m)
         self._min_sigma = 10.0 * np.sqrt(self._damping)
 
@@ -95,8 +103,10 @@ class LegKinematics:
     def _foot_points(self) -> np.ndarray:
         """The planned foot points at the last kinematics pass: their frames' placements
         (each the parent joint's placement applied to the point, as SE3.act would)."""
-        model, data = self._model, self._data
-        return np.array([pin.updateFramePlacement(model, data, f).translation for f in self._fids])
+        pin.updateFramePlacements(self._model, self._data)
+        x = np.empty((len(self._points), 3))
+        gather_points(self._points, x)
+        return x
 
     def positions(self, q_legs) -> np.ndarray:
         """(L, 3) foot points in the base frame at leg angles ``q_legs`` (L, n)."""
@@ -110,10 +120,12 @@ class LegKinematics:
         serves every foot: the velocity of point p is v_O + omega x p. The pass is kept for
         :meth:`base_velocity`.
         """
-        self._Jw = pin.computeJointJacobians(self._model, self._data, self._set(q_legs))
-        x = self._foot_points()
+        model, data = self._model, self._data
+        pin.computeJointJacobians(model, data, self._set(q_legs))
+        pin.updateFramePlacements(model, data)
+        x = np.empty((len(self._points), 3))
         J = np.empty(self.leg_v.shape[:1] + (3,) + self.leg_v.shape[1:])
-        leg_jacobians(self._Jw, self.leg_v, x, J)
+        foot_jacobians(self._Jw, self.leg_v, self._points, x, J)
         self._x = x
         return x, J
 
@@ -149,9 +161,9 @@ class LegKinematics:
         if J.shape[2] != 3:
             return self._damped(J)
         ok = np.empty(J.shape[0], dtype=bool)
-        surely_regular(J, self._min_sigma, ok)
-        if not ok.all():
-            ok = ok | (np.linalg.svd(J, compute_uv=False)[:, -1] > self._min_sigma)
+        if surely_regular(J, self._min_sigma, ok):
+            return _inv(J)
+        ok = ok | (np.linalg.svd(J, compute_uv=False)[:, -1] > self._min_sigma)
         if ok.all():
             return _inv(J)
         out = self._damped(J)
@@ -178,11 +190,9 @@ class LegKinematics:
         targets = np.asarray(targets, dtype=float)
         q = np.array(q_init, dtype=float)
         x, J = self.jacobians(q)
-        L = x.shape[0]
-        r, r_try, step = np.empty_like(x), np.empty_like(x), np.empty_like(q)
-        err, e_try = np.empty(L), np.empty(L)
-        active, ok = np.empty(L, dtype=bool), np.empty(L, dtype=bool)
-        stuck = np.zeros(L, dtype=bool)             # legs whose line search found no decrease
+        r, r_try, step, e_try, active, ok, stuck = self._newton
+        err = np.empty(x.shape[0])
+        stuck[:] = False                            # legs whose line search found no decrease
         for _ in range(max_iters):
             if not residuals(targets, x, tol, stuck, r, err, active):
                 break

@@ -42,12 +42,15 @@ from idyn import RobotModel, validation
 from idyn.errors import InvalidInputError
 from idyn.state import Desired, RobotState
 
-from .base_motion import BaseCommand, PlanarPose, arc, clamp, rot_z, wrap_angle, yaw_of
+from . import _plan_kernel as kernel
+from .base_motion import BaseCommand, PlanarPose, rot_z, yaw_of
 from .gait import Gait, TrotGait
-from ._leg_kernel import accelerations_into, per_leg_into
-from ._motion_kernel import gait_frame_motion
+from ._leg_kernel import joint_targets, per_leg_into
 from .leg_kinematics import LegKinematics
 from .spline import ClampedCubicSpline
+
+#: knots of a swing spline: its four control points and the two virtual knots
+_SWING_KNOTS = 6
 
 
 @dataclass(frozen=True)
@@ -166,57 +169,79 @@ class QuadrupedPlanner:
         self.probe_speed, self.probe_depth = float(probe_speed), float(probe_depth)
         self.ik_tol, self.ik_max_iters = float(ik_tol), int(ik_max_iters)
         self._na = model.na
-        self.command = BaseCommand()
+        L, n = self.kin.leg_v.shape
+        self._ws = np.zeros(1, kernel.workspace_dtype(L, n, _SWING_KNOTS))
+        self._w = self._ws.view(np.recarray)[0]      # the same record, with attribute access
+        # views of the fields the per-step glue reads (attribute access on the record is slow)
+        self._view = {name: self._ws[name][0] for name in
+                      ("touching", "stance", "goal", "replan", "x_rel", "xd", "xdd", "q_guess", "q_legs",
+                       "qd_legs", "qdd_legs")}
+        self._touching = self._view["touching"]
+        self._measured = np.zeros((L, 3))
         self.reset()
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
-        """Forget the plan; the next :meth:`plan` call starts the gait at that call's time."""
-        L = len(self.legs)
-        self._t0 = None
-        self._t_prev = None
-        self._pose = None                 # gait pose (planar), its height and vertical speed
-        self._z = self._vz = 0.0
-        self._twist = (0.0, 0.0, 0.0)     # planned (vx, vy, wz), heading frame
-        self._twist_rate = (0.0, 0.0, 0.0)
-        self._linear = np.zeros(3)        # world velocity of the gait pose at the last plan()
-        self._stance = None               # stance flags in effect (planned or early touchdown)
-        self._scheduled = np.ones(L, dtype=bool)    # the gait's flags at the last step
-        self._early = np.zeros(L, dtype=bool)       # touched down before the planned time
-        self._probe = np.zeros(L)                   # depth searched below a late foothold (m)
-        self._settle = np.full(L, np.nan)           # height a late foothold moves to (m)
-        self._feet = np.zeros((L, 3))               # planned world foot points
-        self._splines: list[ClampedCubicSpline | None] = [None] * L
-        self._q_legs = self._q_stand_legs.copy()
-        self._qd_legs = np.zeros_like(self._q_legs)
-        self._qdd_legs = np.zeros_like(self._q_legs)
-        self.ik_error = np.zeros(L)
+        """Forget the plan; the next :meth:`plan` call starts the gait at that call's time. The
+        parameters (attributes) in effect for the next steps are the ones set at this call."""
+        w = self._w
+        command = w.command.copy()                                  # the command outlives a reset
+        self._ws[0] = np.zeros((), self._ws.dtype)
+        w.command[:] = command
+        inf = math.inf
+        w.max_acceleration = inf if self.max_acceleration is None else self.max_acceleration
+        w.max_yaw_acceleration = inf if self.max_yaw_acceleration is None else self.max_yaw_acceleration
+        for name in ("max_lead", "max_yaw_lead", "max_climb_rate", "touchdown_window", "probe_speed",
+                     "probe_depth"):
+            setattr(w, name, getattr(self, name))
+        w.height, w.period, w.duty_factor = self._height, self.gait.period, self.gait.duty_factor
+        w.phases[:] = [self.gait.touchdown[leg] for leg in self.legs]
+        w.t0 = w.t_prev = math.nan
+        w.settle[:] = math.nan                                      # height a late foothold moves to
+        w.scheduled[:] = 1
+        w.q_legs[:] = self._q_stand_legs
+        self._started = False
+        self.ik_error = np.zeros(len(self.legs))
+
+    @property
+    def command(self) -> BaseCommand:
+        """The commanded base twist in effect (set by :meth:`set_command` or :meth:`plan`)."""
+        return BaseCommand(*map(float, self._w.command))
 
     def set_command(self, command: BaseCommand) -> None:
         if not isinstance(command, BaseCommand):
             raise InvalidInputError(f"command must be a BaseCommand, got {type(command).__name__}")
-        self.command = command
+        self._w.command[:] = (command.vx, command.vy, command.wz)
 
     @property
     def stance(self) -> dict[str, bool]:
         """Stance flag of every leg at the last planned step: the gait's schedule, plus swing
         feet that touched down early."""
-        flags = self._stance if self._stance is not None else np.zeros(len(self.legs), bool)
+        flags = self._view["stance"] if self._started else np.zeros(len(self.legs), bool)
         return dict(zip(self.legs, map(bool, flags)))
+
+    @property
+    def stance_flags(self) -> np.ndarray:
+        """:attr:`stance` as int8 flags in :attr:`legs` order (a live view of the planner's
+        workspace, overwritten by the next step: the closed loop's per-step form)."""
+        return self._view["stance"]
 
     @property
     def foot_targets(self) -> np.ndarray:
         """(L, 3) planned world foot points at the last planned step (legs in :attr:`legs`)."""
-        return self._feet.copy()
+        return self._w.feet.copy()
 
     def base_goal(self) -> BaseGoal:
         """The gait pose: where the plan wants the base (level, at the nominal height), and its
         planned velocity."""
-        if self._pose is None:
+        if not self._started:
             raise InvalidInputError("base_goal() needs at least one plan() call")
-        return BaseGoal._trusted(np.array([self._pose.x, self._pose.y, self._z]),
-                                 np.array([0.0, 0.0, self._pose.yaw]), self._linear.copy(),
-                                 np.array([0.0, 0.0, self._twist[2]]))
+        return BaseGoal._trusted(*self.goal_rows().copy())
+
+    def goal_rows(self) -> np.ndarray:
+        """:meth:`base_goal` as the (4, 3) rows position, rpy, linear, angular (a live view of the
+        planner's workspace, overwritten by the next step)."""
+        return self._view["goal"]
 
     # ------------------------------------------------------------------ planning
     def plan(self, state: RobotState, command: BaseCommand | None = None, touching=None) -> Desired:
@@ -233,173 +258,78 @@ class QuadrupedPlanner:
             touching = np.asarray(touching, dtype=bool).ravel()
             if touching.size != len(self.legs):
                 raise InvalidInputError(f"touching needs {len(self.legs)} flags, got {touching.size}")
-        base_p = q[:3]
-        base_R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
-        measured = PlanarPose(float(base_p[0]), float(base_p[1]), yaw_of(base_R))
-        t = float(state.t)
-        if self._t0 is None:
-            self._start(t, q, base_p, base_R, measured)
-        dt = t - self._t_prev
-        if dt < 0:
-            raise InvalidInputError(f"time went backwards: {t} after {self._t_prev}; call reset()")
-        self._t_prev = t
-        tg = t - self._t0
-        self._advance_gait_pose(measured, dt)
-        pd, pdd = self._plan_feet(tg, dt, touching, q, base_p, base_R)
-
-        # -- foot points relative to the gait pose (level, moving with the planned twist)
-        L = len(self.legs)
-        x_rel, xd, xdd, V = np.empty((L, 3)), np.empty((L, 3)), np.empty((L, 3)), np.empty(3)
-        gait_frame_motion(self._feet, pd, pdd, np.array([self._pose.x, self._pose.y, self._z]), self._pose.yaw,
-                          self._twist, self._twist_rate, self._vz, V, x_rel, xd, xdd)
-        self._linear = V
-        # warm start: the last solution advanced by its rates and accelerations (second order), so
-        # the guess is usually within tolerance and at most one Newton step is needed
-        q_guess = self._q_legs + dt * (self._qd_legs + 0.5 * dt * self._qdd_legs)
-        q_legs, _, J, self.ik_error = self.kin.solve(
-            x_rel, q_guess, tol=self.ik_tol, max_iters=self.ik_max_iters)
-        J_inv = self.kin.inverse(J)
-        qd, qdd = np.empty_like(q_legs), np.empty_like(q_legs)
-        per_leg_into(J_inv, xd, qd)
-        accelerations_into(J_inv, xdd, self.kin.drift(q_legs, qd), qdd)
-        self._q_legs, self._qd_legs, self._qdd_legs = q_legs, qd, qdd
-
-        out_q = np.zeros(self._na)
-        out_v = np.zeros(self._na)
-        out_a = np.zeros(self._na)
-        idx = self.kin.leg_actuated
-        out_q[idx], out_v[idx], out_a[idx] = q_legs, qd, qdd
-        return Desired(out_q, out_v, out_a)
+            self._touching[:] = touching
+        R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
+        return self.plan_checked(q, float(state.t), R, self._w.command.copy(), touching is not None)
 
     __call__ = plan
 
+    def plan_checked(self, q: np.ndarray, t: float, R: np.ndarray, command: np.ndarray,
+                     touching: bool) -> Desired:
+        """:meth:`plan` for a validated configuration ``q`` at time ``t``, its base rotation
+        ``R`` and the twist ``command`` (vx, vy, wz), with the feet's contact flags already in
+        :attr:`touching_flags` when ``touching`` (the closed loop's per-step form: it has the
+        rotation and the flags at hand)."""
+        base_p = q[:3]
+        if not self._started:
+            self._start(t, q, base_p, R)
+        ws, measured = self._ws, self._measured
+        have_measured = False
+        status = kernel.plan_motion(ws, t, base_p, R, command, measured, have_measured, touching)
+        if status == kernel.TIME_WENT_BACKWARDS:
+            raise InvalidInputError(f"time went backwards: {t} after {self._w.t_prev}; call reset()")
+        try:
+            while status != kernel.DONE:
+                if status == kernel.NEED_SWINGS:
+                    for i in np.flatnonzero(self._view["replan"]):
+                        self._plan_swing(i)
+                else:
+                    measured[:] = base_p + self.kin.positions(q[self.kin.leg_q]) @ R.T
+                    have_measured = True
+                status = kernel.plan_motion(ws, t, base_p, R, command, measured, have_measured, touching)
+        except BaseException:
+            self._w.stage = 0          # the next step starts afresh, not inside this one
+            raise
+        return self._joint_targets()
+
+    @property
+    def touching_flags(self) -> np.ndarray:
+        """The feet's contact flags for :meth:`plan_checked` (int8, :attr:`legs` order; a live view
+        the caller writes before the step)."""
+        return self._touching
+
     # ------------------------------------------------------------------ internals
-    def _start(self, t, q, base_p, base_R, measured: PlanarPose) -> None:
+    def _joint_targets(self) -> Desired:
+        """Leg IK of the step's targets relative to the gait pose: q by Newton from the warm
+        start, qd = J^-1 xd, qdd = J^-1 (xdd - Jdot qd)."""
+        view = self._view
+        q_legs, _, J, self.ik_error = self.kin.solve(view["x_rel"], view["q_guess"], tol=self.ik_tol,
+                                                    max_iters=self.ik_max_iters)
+        J_inv = self.kin.inverse(J)
+        qd = view["qd_legs"]
+        view["q_legs"][:] = q_legs
+        per_leg_into(J_inv, view["xd"], qd)
+        out_q, out_v, out_a = np.empty(self._na), np.empty(self._na), np.empty(self._na)
+        joint_targets(J_inv, view["xdd"], self.kin.drift(q_legs, qd), q_legs, qd, self.kin.leg_actuated,
+                      view["qdd_legs"], out_q, out_v, out_a)
+        return Desired(out_q, out_v, out_a)
+
+    def _start(self, t, q, base_p, base_R) -> None:
         """First call: start the gait now, from the measured feet and base."""
-        self._t0 = self._t_prev = t
-        self._q_legs = q[self.kin.leg_q].copy()
-        self._feet = base_p + self.kin.positions(self._q_legs) @ base_R.T
-        self._pose = measured
-        self._z = float(np.mean(self._feet[:, 2])) + self._height
-        self._stance = np.ones(len(self.legs), dtype=bool)   # every foot starts on the ground
-
-    def _ramp(self, twist: tuple, dt: float) -> tuple[float, float, float]:
-        """The planned twist (vx, vy, wz) after ``dt`` s of following the command within the
-        acceleration limits (norm-limited in the plane, separately in yaw)."""
-        c = self.command
-        sx, sy, sw = c.vx - twist[0], c.vy - twist[1], c.wz - twist[2]
-        if self.max_acceleration is not None:
-            n, cap = math.hypot(sx, sy), self.max_acceleration * dt
-            if n > cap:
-                sx, sy = sx * (cap / n), sy * (cap / n)
-        if self.max_yaw_acceleration is not None:
-            cap = self.max_yaw_acceleration * dt
-            sw = min(max(sw, -cap), cap)
-        return twist[0] + sx, twist[1] + sy, twist[2] + sw
-
-    def _advance_gait_pose(self, measured: PlanarPose, dt: float) -> None:
-        """Ramp the planned twist toward the command and integrate it into the gait pose, kept
-        near the measured base; the height follows the footholds."""
-        if dt <= 0:      # first call: an unlimited ramp takes the command at once
-            self._twist = self._ramp(self._twist, 0.0)
-            return
-        pose, last = self._pose, self._twist
-        x, y, yaw = arc(pose.x, pose.y, pose.yaw, *last, dt)    # the twist planned last step
-        twist = self._ramp(last, dt)
-        self._twist_rate = tuple((new - old) / dt for new, old in zip(twist, last))
-        self._twist = twist
-        dx, dy = x - measured.x, y - measured.y
-        dist = math.hypot(dx, dy)
-        if dist > self.max_lead:
-            dx, dy = dx * self.max_lead / dist, dy * self.max_lead / dist
-        dyaw = clamp(wrap_angle(yaw - measured.yaw), self.max_yaw_lead)
-        self._pose = PlanarPose(measured.x + dx, measured.y + dy, measured.yaw + dyaw)
-        rest = self._foothold_height() + self._height - self._z
-        self._vz = clamp(rest / dt, self.max_climb_rate)
-        self._z += self._vz * dt
-
-    def _foothold_height(self) -> float:
-        """Mean height of the footholds: stance feet where they are held, swing feet where they
-        will land."""
-        z = [s.end_height if s is not None else f[2] for s, f in zip(self._splines, self._feet)]
-        return float(sum(z) / len(z))       # np.mean's sum, in the same order
-
-    def _plan_feet(self, tg, dt, touching, q, base_p, base_R) -> tuple[np.ndarray, np.ndarray]:
-        """World foot targets (into ``self._feet``), velocities and accelerations at gait time
-        ``tg``: stance feet hold their footholds, swing feet follow their splines."""
-        L = len(self.legs)
-        scheduled = self.gait.stance(tg)
-        pd = np.zeros((L, 3))
-        pdd = np.zeros((L, 3))
-        stance = scheduled.copy()
-        measured = None
-
-        def measured_foot(i: int) -> np.ndarray:
-            """Foot ``i``'s measured world position (all feet computed once, on first need)."""
-            nonlocal measured
-            if measured is None:
-                measured = base_p + self.kin.positions(q[self.kin.leg_q]) @ base_R.T
-            return measured[i]
-
-        for i, leg in enumerate(self.legs):
-            down = touching is None or bool(touching[i])
-            if scheduled[i]:
-                spline = self._splines[i]
-                if spline is not None:                 # planned touchdown
-                    self._feet[i] = spline.end_point
-                    self._splines[i] = None
-                    self._probe[i] = 0.0
-                    self._settle[i] = math.nan
-                self._early[i] = False
-                if down and self._probe[i] > 0.0:      # a late foot touched: hold it at that height,
-                    self._settle[i] = measured_foot(i)[2]  # reached at the probing speed (no jump)
-                    self._probe[i] = 0.0
-                if down and not math.isnan(self._settle[i]):
-                    gap = self._settle[i] - self._feet[i, 2]
-                    move = clamp(gap, self.probe_speed * dt)
-                    if move == gap:                    # arrives in this step
-                        self._settle[i] = math.nan
-                    self._feet[i, 2] += move
-                    pd[i, 2] = move / dt if dt > 0 else 0.0
-                if not down and self._probe[i] < self.probe_depth:   # late: reach down
-                    step = min(self.probe_speed * dt, self.probe_depth - self._probe[i])
-                    self._feet[i, 2] -= step
-                    self._probe[i] += step
-                    pd[i, 2] = -self.probe_speed
-                continue
-            if self._scheduled[i]:                     # liftoff: plan this swing
-                self._splines[i] = self._plan_swing(i, leg, tg)
-                self._early[i] = False
-            spline = self._splines[i]
-            if self._early[i]:
-                stance[i] = True
-                continue
-            if spline is None:                         # the gait started mid-swing
-                spline = self._splines[i] = self._plan_swing(i, leg, tg)
-            late = tg >= spline.t0 + self.touchdown_window * (spline.t1 - spline.t0)
-            if touching is not None and down and late:     # early touchdown: stance on contact
-                self._feet[i] = measured_foot(i)
-                self._splines[i] = None
-                self._early[i] = stance[i] = True
-                continue
-            spline.evaluate_into(tg, self._feet[i], pd[i], pdd[i])
-        self._scheduled = scheduled
-        self._stance = stance
-        return pd, pdd
+        w = self._w
+        w.t0 = w.t_prev = t
+        w.q_legs[:] = q[self.kin.leg_q]
+        w.feet[:] = base_p + self.kin.positions(w.q_legs) @ base_R.T
+        w.pose[:] = (float(base_p[0]), float(base_p[1]), yaw_of(base_R))
+        w.z = float(np.mean(w.feet[:, 2])) + self._height
+        w.stance[:] = 1                      # every foot starts on the ground
+        self._started = True
 
     def _predict_planned(self, duration: float) -> PlanarPose:
         """The gait pose after ``duration`` s of the planned twist ramping toward the command."""
-        pose, twist = self._pose, self._twist
-        x, y, yaw = pose.x, pose.y, pose.yaw
-        n = max(1, int(math.ceil(duration / 0.01)))
-        h = duration / n
-        for _ in range(n):
-            nxt = self._ramp(twist, h)
-            x, y, yaw = arc(x, y, yaw, *(0.5 * (a + b) for a, b in zip(twist, nxt)), h)
-            twist = nxt
-        return PlanarPose(x, y, yaw)
+        return PlanarPose(*kernel.predict_planned(self._ws, duration))
 
-    def _plan_swing(self, i: int, leg: str, tg: float) -> ClampedCubicSpline:
+    def _plan_swing(self, i: int) -> None:
         """Spline of a swing that starts now (or started before the planner did), in the world
         frame: the foot is at rest at both ends.
 
@@ -415,13 +345,19 @@ class QuadrupedPlanner:
         foot 1 mm too low hits at 0.21 m/s; the end conditions (world velocity and acceleration
         zero) are unchanged.
         """
+        w, leg = self._w, self.legs[i]
+        tg = w.tg
         liftoff, touchdown = self.gait.swing_window(leg, tg)
         mid_stance = self._predict_planned((touchdown - tg) + 0.5 * self.gait.stance_duration)
-        start = self._feet[i].copy()
+        start = w.feet[i].copy()
         goal = mid_stance.transform(self._nominal[i])
         goal[2] = start[2]                    # land at the height the foot left (no terrain map)
         up = np.array([0.0, 0.0, self.gait.step_height])
         points = np.array([start, start + up, goal + up + self.overstep * (goal - start), goal])
         times = liftoff + np.array([0.0, *self.swing_timing, 1.0]) * (touchdown - liftoff)
         zero = np.zeros(3)
-        return ClampedCubicSpline(times, points, zero, zero)
+        spline = ClampedCubicSpline(times, points, zero, zero)
+        for name, value in zip(("knots", "c0", "c1", "c2", "c3", "start", "start_rate", "end", "end_rate"),
+                               spline.pieces()):
+            w[name][i] = value
+        w.swinging[i], w.early[i] = 1, 0

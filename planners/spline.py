@@ -141,8 +141,13 @@ class ClampedCubicSpline:
         self.evaluate_into(t, x, xd, xdd)
         return x, xd, xdd
 
+    def pieces(self) -> tuple[np.ndarray, ...]:
+        """The read-only arrays of the curve, in the argument order of
+        :func:`planners._spline_kernel.evaluate_into`: knots (K), the per-segment coefficients
+        c0, c1, c2, c3 (K - 1, d), and the start point and rate and end point and rate (d each)."""
+        return (self._knots, self._c0, self._c1, self._c2, self._c3, *self._start, *self._end)
+
     def evaluate_into(self, t: float, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> None:
         """:meth:`__call__` written into the float arrays ``x``, ``xd``, ``xdd`` (d each; e.g. rows
         of the caller's arrays), without allocating."""
-        evaluate_into(self._knots, self._c0, self._c1, self._c2, self._c3, *self._start, *self._end,
-                      float(t), x, xd, xdd)
+        evaluate_into(*self.pieces(), float(t), x, xd, xdd)

@@ -15,6 +15,7 @@ import pinocchio as pin
 
 from idyn import validation
 from idyn.errors import InvalidInputError
+from idyn.jit import cached_jit
 from idyn.state import RobotState
 
 from .base_motion import BaseCommand, clamp, wrap_angle, yaw_of
@@ -59,15 +60,24 @@ class WaypointFollower:
                 raise InvalidInputError(f"{name} must be positive, got {value}")
         self.waypoints = pts.copy()
         self.waypoints.setflags(write=False)
-        self._points = [tuple(p) for p in pts.tolist()]    # the same numbers as Python floats
         self.tolerance, self.speed = float(tolerance), float(speed)
         self.heading_tolerance, self.max_turn_rate = float(heading_tolerance), float(max_turn_rate)
         self.gait_period, self.cycle = float(gait_period), bool(cycle)
         self.reset()
 
     def reset(self) -> None:
-        self.index = 0          #: index of the waypoint being approached
-        self.reached = 0        #: number of waypoints reached so far
+        self._progress = np.zeros(2, dtype=np.int64)    # index, reached
+        self._twist = np.zeros(3)
+
+    @property
+    def index(self) -> int:
+        """Index of the waypoint being approached."""
+        return int(self._progress[0])
+
+    @property
+    def reached(self) -> int:
+        """Number of waypoints reached so far."""
+        return int(self._progress[1])
 
     @property
     def done(self) -> bool:
@@ -82,21 +92,40 @@ class WaypointFollower:
         q = validation.vector(state.q, None, "state.q")
         if q.size < 7:
             raise InvalidInputError("waypoint following needs a floating-base state (q[:7] = base pose)")
-        x, y = float(q[0]), float(q[1])
-        if self.done:
-            return BaseCommand()
-        for _ in range(len(self.waypoints)):     # bounded: every waypoint may be within reach
-            wx, wy = self._points[self.index]
-            if np.hypot(wx - x, wy - y) >= self.tolerance:
-                break
-            self.reached += 1
-            if self.done:
-                return BaseCommand()
-            self.index = (self.index + 1) % len(self.waypoints)
-        wx, wy = self._points[self.index]
         yaw = yaw_of(pin.Quaternion(q[3:7]).normalized().toRotationMatrix())
-        error = wrap_angle(math.atan2(wy - y, wx - x) - yaw)
-        rate = error / self.gait_period
-        if abs(error) < self.heading_tolerance:
-            return BaseCommand(vx=self.speed, wz=rate)
-        return BaseCommand(wz=clamp(rate, self.max_turn_rate))
+        return BaseCommand(*self.twist_at(float(q[0]), float(q[1]), yaw))
+
+    def twist_at(self, x: float, y: float, yaw: float) -> np.ndarray:
+        """:meth:`command` for the base at planar pose (``x``, ``y``, ``yaw``), as the array
+        (vx, vy, wz) (this follower's own, overwritten by the next call): the closed loop's
+        per-step form, which takes the heading from the base rotation it already has."""
+        waypoint_twist(self.waypoints, self.tolerance, self.speed, self.heading_tolerance, self.max_turn_rate,
+                       self.gait_period, self.cycle, x, y, yaw, self._progress, self._twist)
+        return self._twist
+
+
+@cached_jit
+def waypoint_twist(points, tolerance, speed, heading_tolerance, max_turn_rate, gait_period, cycle,
+                   x, y, yaw, progress, out):
+    """The follower's rule (module docstring) for the base at (``x``, ``y``, ``yaw``): advance
+    ``progress`` = (index, reached) past reached waypoints and write the twist (vx, vy, wz) into
+    ``out`` (zero once a non-cycling follower is done)."""
+    n = points.shape[0]
+    out[0] = out[1] = out[2] = 0.0
+    if not cycle and progress[1] >= n:
+        return
+    for _ in range(n):     # bounded: every waypoint may be within reach
+        k = progress[0]
+        if np.hypot(points[k, 0] - x, points[k, 1] - y) >= tolerance:
+            break
+        progress[1] += 1
+        if not cycle and progress[1] >= n:
+            return
+        progress[0] = (k + 1) % n
+    k = progress[0]
+    error = wrap_angle(math.atan2(points[k, 1] - y, points[k, 0] - x) - yaw)
+    rate = error / gait_period
+    if abs(error) < heading_tolerance:
+        out[0], out[2] = speed, rate
+    else:
+        out[2] = clamp(rate, max_turn_rate)

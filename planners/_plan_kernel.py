@@ -1,0 +1,236 @@
+"""Compiled control step of :class:`planners.quadruped_planner.QuadrupedPlanner`.
+
+Every 1 ms the planner ramps its twist toward the command, integrates the gait pose, asks the
+gait which feet are in stance, moves each foot (held, probing, settling or on its swing spline)
+and expresses the targets relative to the gait pose. As Python on small numpy arrays this was
+some seventy calls and ~80 us per step; here it is one compiled call on the planner's
+workspace, a numpy record (:func:`workspace_dtype`) that holds the plan's whole state. The two
+things it cannot do itself are handed back to Python, which calls it again to resume:
+
+* planning a swing spline at liftoff (a dense solve, :class:`planners.spline.ClampedCubicSpline`),
+  status :data:`NEED_SWINGS` with the legs flagged in ``replan``;
+* the measured foot positions (a pinocchio pass), wanted only when a late foot touches or a
+  swing foot touches down early, status :data:`NEED_MEASURED`.
+
+Every operation is the Python planner's, in its order, on the same IEEE doubles (Python's
+``math.hypot`` through :func:`planners.base_motion.hypot`), so the plan is the same bit for bit.
+Cached on disk (:mod:`idyn.jit`).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from idyn.jit import cached_jit
+
+from ._motion_kernel import gait_frame_motion
+from ._spline_kernel import evaluate_into
+from .base_motion import arc, clamp, hypot, wrap_angle
+from .gait import stance_flags
+
+#: statuses of :func:`plan_motion`
+DONE, NEED_SWINGS, NEED_MEASURED, TIME_WENT_BACKWARDS = 0, 1, 2, 3
+
+
+def workspace_dtype(legs: int, joints: int, knots: int) -> np.dtype:
+    """The record of one planner's state and step outputs, for ``legs`` legs of ``joints``
+    joints and swing splines of ``knots`` knots (flags are int8: numba has no nested bools)."""
+    L, n, K = legs, joints, knots
+    return np.dtype([
+        # parameters (written by QuadrupedPlanner.reset)
+        ("max_acceleration", "f8"), ("max_yaw_acceleration", "f8"), ("max_lead", "f8"),
+        ("max_yaw_lead", "f8"), ("max_climb_rate", "f8"), ("touchdown_window", "f8"),
+        ("probe_speed", "f8"), ("probe_depth", "f8"), ("height", "f8"), ("period", "f8"),
+        ("duty_factor", "f8"), ("phases", "f8", (L,)),
+        # the plan: gait start and last time (NaN before the first step), gait pose, twist
+        ("t0", "f8"), ("t_prev", "f8"), ("pose", "f8", (3,)), ("z", "f8"), ("vz", "f8"),
+        ("command", "f8", (3,)), ("twist", "f8", (3,)), ("twist_rate", "f8", (3,)),
+        ("dt", "f8"), ("tg", "f8"), ("stage", "i8"), ("next_leg", "i8"),
+        # per leg: flags, probing, footholds and swing splines
+        ("scheduled", "i1", (L,)), ("now", "i1", (L,)), ("stance", "i1", (L,)), ("early", "i1", (L,)),
+        ("swinging", "i1", (L,)), ("replan", "i1", (L,)), ("touching", "i1", (L,)),
+        ("probe", "f8", (L,)), ("settle", "f8", (L,)), ("feet", "f8", (L, 3)),
+        ("knots", "f8", (L, K)), ("c0", "f8", (L, K - 1, 3)), ("c1", "f8", (L, K - 1, 3)),
+        ("c2", "f8", (L, K - 1, 3)), ("c3", "f8", (L, K - 1, 3)), ("start", "f8", (L, 3)),
+        ("start_rate", "f8", (L, 3)), ("end", "f8", (L, 3)), ("end_rate", "f8", (L, 3)),
+        # step outputs: world foot rates, targets relative to the gait pose, base goal, joints
+        ("pd", "f8", (L, 3)), ("pdd", "f8", (L, 3)), ("x_rel", "f8", (L, 3)), ("xd", "f8", (L, 3)),
+        ("xdd", "f8", (L, 3)), ("linear", "f8", (3,)), ("goal", "f8", (4, 3)),
+        ("q_legs", "f8", (L, n)), ("qd_legs", "f8", (L, n)), ("qdd_legs", "f8", (L, n)),
+        ("q_guess", "f8", (L, n)),
+    ])
+
+
+@cached_jit
+def ramp(w, vx, vy, wz, dt):
+    """The planned twist (vx, vy, wz) after ``dt`` s of following ``w.command`` within the
+    acceleration limits (norm-limited in the plane, separately in yaw; an infinite limit is
+    none)."""
+    sx, sy, sw = w.command[0] - vx, w.command[1] - vy, w.command[2] - wz
+    n, cap = hypot(sx, sy), w.max_acceleration * dt
+    if n > cap:
+        sx, sy = sx * (cap / n), sy * (cap / n)
+    sw = clamp(sw, w.max_yaw_acceleration * dt)
+    return vx + sx, vy + sy, wz + sw
+
+
+@cached_jit
+def predict_planned(ws, duration):
+    """The gait pose (x, y, yaw) after ``duration`` s of the planned twist ramping toward the
+    command, in 10 ms midpoint steps."""
+    w = ws[0]
+    x, y, yaw = w.pose[0], w.pose[1], w.pose[2]
+    vx, vy, wz = w.twist[0], w.twist[1], w.twist[2]
+    n = max(1, int(math.ceil(duration / 0.01)))
+    h = duration / n
+    for _ in range(n):
+        nx, ny, nw = ramp(w, vx, vy, wz, h)
+        x, y, yaw = arc(x, y, yaw, 0.5 * (vx + nx), 0.5 * (vy + ny), 0.5 * (wz + nw), h)
+        vx, vy, wz = nx, ny, nw
+    return x, y, yaw
+
+
+@cached_jit
+def _advance_gait_pose(w, mx, my, myaw, dt):
+    """Ramp the planned twist toward the command and integrate it into the gait pose, kept
+    within ``max_lead`` / ``max_yaw_lead`` of the measured pose (mx, my, myaw); the height
+    follows the footholds at most at ``max_climb_rate``."""
+    if dt <= 0:      # first call
+        w.twist[0], w.twist[1], w.twist[2] = ramp(w, w.twist[0], w.twist[1], w.twist[2], 0.0)
+        return
+    vx, vy, wz = w.twist[0], w.twist[1], w.twist[2]
+    x, y, yaw = arc(w.pose[0], w.pose[1], w.pose[2], vx, vy, wz, dt)    # the twist planned last step
+    nx, ny, nw = ramp(w, vx, vy, wz, dt)
+    w.twist_rate[0], w.twist_rate[1], w.twist_rate[2] = (nx - vx) / dt, (ny - vy) / dt, (nw - wz) / dt
+    w.twist[0], w.twist[1], w.twist[2] = nx, ny, nw
+    dx, dy = x - mx, y - my
+    dist = hypot(dx, dy)
+    if dist > w.max_lead:
+        dx, dy = dx * w.max_lead / dist, dy * w.max_lead / dist
+    dyaw = clamp(wrap_angle(yaw - myaw), w.max_yaw_lead)
+    w.pose[0], w.pose[1], w.pose[2] = mx + dx, my + dy, myaw + dyaw
+    total = 0.0      # mean height of the footholds: held feet where they are, swing feet where they land
+    for i in range(w.feet.shape[0]):
+        total += w.end[i, 2] if w.swinging[i] else w.feet[i, 2]
+    rest = total / w.feet.shape[0] + w.height - w.z
+    w.vz = clamp(rest / dt, w.max_climb_rate)
+    w.z += w.vz * dt
+
+
+@cached_jit
+def _begin(w, t, mx, my, myaw, touching_given):
+    """The step's gait pose and schedule; flags the legs that lift off (or swing without a
+    spline) in ``replan``. Returns the status."""
+    dt = t - w.t_prev
+    if dt < 0:
+        return TIME_WENT_BACKWARDS
+    w.t_prev, w.dt, w.tg = t, dt, t - w.t0
+    _advance_gait_pose(w, mx, my, myaw, dt)
+    stance_flags(w.phases, w.period, w.duty_factor, w.tg, w.now)
+    replan = False
+    for i in range(w.feet.shape[0]):
+        w.stance[i] = w.now[i]
+        if not touching_given:
+            w.touching[i] = 1
+        for k in range(3):
+            w.pd[i, k] = w.pdd[i, k] = 0.0
+        w.replan[i] = not w.now[i] and (w.scheduled[i] or (not w.early[i] and not w.swinging[i]))
+        if w.replan[i]:
+            replan = True
+    return NEED_SWINGS if replan else DONE
+
+
+@cached_jit
+def _move_feet(w, measured, have_measured, touching_given):
+    """World foot targets (``feet``), velocities and accelerations (``pd``, ``pdd``) from leg
+    ``next_leg`` on: stance feet hold their footholds (reaching down while late, settling at the
+    probing speed once touched), swing feet follow their splines until an early touchdown.
+    Returns :data:`NEED_MEASURED` (``next_leg`` set) when ``measured`` is wanted and not given."""
+    dt, tg = w.dt, w.tg
+    for i in range(w.next_leg, w.feet.shape[0]):
+        down = w.touching[i] != 0
+        if w.now[i]:
+            if w.swinging[i]:                                   # planned touchdown
+                w.feet[i, :] = w.end[i, :]
+                w.swinging[i] = 0
+                w.probe[i] = 0.0
+                w.settle[i] = math.nan
+            w.early[i] = 0
+            if down and w.probe[i] > 0.0:                       # a late foot touched: hold it there,
+                if not have_measured:                           # reached at the probing speed
+                    w.next_leg = i
+                    return NEED_MEASURED
+                w.settle[i] = measured[i, 2]
+                w.probe[i] = 0.0
+            if down and not math.isnan(w.settle[i]):
+                gap = w.settle[i] - w.feet[i, 2]
+                move = clamp(gap, w.probe_speed * dt)
+                if move == gap:                                 # arrives in this step
+                    w.settle[i] = math.nan
+                w.feet[i, 2] += move
+                w.pd[i, 2] = move / dt if dt > 0 else 0.0
+            if not down and w.probe[i] < w.probe_depth:         # late: reach down
+                step, room = w.probe_speed * dt, w.probe_depth - w.probe[i]
+                step = room if room < step else step
+                w.feet[i, 2] -= step
+                w.probe[i] += step
+                w.pd[i, 2] = -w.probe_speed
+            continue
+        if w.early[i]:
+            w.stance[i] = 1
+            continue
+        late = tg >= w.knots[i, 0] + w.touchdown_window * (w.knots[i, -1] - w.knots[i, 0])
+        if touching_given and down and late:                    # early touchdown: stance on contact
+            if not have_measured:
+                w.next_leg = i
+                return NEED_MEASURED
+            w.feet[i, :] = measured[i, :]
+            w.swinging[i] = 0
+            w.early[i] = w.stance[i] = 1
+            continue
+        evaluate_into(w.knots[i], w.c0[i], w.c1[i], w.c2[i], w.c3[i], w.start[i], w.start_rate[i],
+                      w.end[i], w.end_rate[i], tg, w.feet[i], w.pd[i], w.pdd[i])
+    return DONE
+
+
+@cached_jit
+def _finish(w):
+    """The step's outputs: targets relative to the gait pose, the base goal (position, rpy,
+    linear and angular velocity) and the IK's warm start, the last solution advanced by its
+    rates and accelerations (second order)."""
+    w.scheduled[:] = w.now
+    origin = np.array([w.pose[0], w.pose[1], w.z])
+    gait_frame_motion(w.feet, w.pd, w.pdd, origin, w.pose[2], (w.twist[0], w.twist[1], w.twist[2]),
+                      (w.twist_rate[0], w.twist_rate[1], w.twist_rate[2]), w.vz, w.linear, w.x_rel, w.xd, w.xdd)
+    w.goal[0, :] = origin
+    w.goal[1, 0], w.goal[1, 1], w.goal[1, 2] = 0.0, 0.0, w.pose[2]
+    w.goal[2, :] = w.linear
+    w.goal[3, 0], w.goal[3, 1], w.goal[3, 2] = 0.0, 0.0, w.twist[2]
+    h = 0.5 * w.dt
+    for i in range(w.q_legs.shape[0]):
+        for j in range(w.q_legs.shape[1]):
+            w.q_guess[i, j] = w.q_legs[i, j] + w.dt * (w.qd_legs[i, j] + h * w.qdd_legs[i, j])
+
+
+@cached_jit
+def plan_motion(ws, t, base_p, R, command, measured, have_measured, touching_given):
+    """One control step of the planner's motion at time ``t`` for the measured base position
+    ``base_p`` and rotation ``R`` and the commanded twist ``command`` (vx, vy, wz); resumes
+    where the last call returned when ``ws[0].stage`` is 1. Returns :data:`DONE` (``x_rel``,
+    ``xd``, ``xdd``, ``goal`` and ``q_guess`` written), :data:`NEED_SWINGS`,
+    :data:`NEED_MEASURED` or :data:`TIME_WENT_BACKWARDS` (nothing changed)."""
+    w = ws[0]
+    if w.stage == 0:
+        w.command[:] = command
+        status = _begin(w, t, base_p[0], base_p[1], math.atan2(R[1, 0], R[0, 0]), touching_given)
+        if status == TIME_WENT_BACKWARDS:
+            return status
+        w.stage, w.next_leg = 1, 0
+        if status == NEED_SWINGS:
+            return status
+    status = _move_feet(w, measured, have_measured, touching_given)
+    if status == DONE:
+        _finish(w)
+        w.stage = 0
+    return status
