@@ -206,8 +206,9 @@ class MultiBodyMap:
                                                physicsClientId=c)
             pb.resetBaseVelocity(self.body, lin.tolist(), ang.tolist(), physicsClientId=c)
 
-    def apply_torques(self, tau: np.ndarray) -> None:
-        pb.setJointMotorControlArray(self.body, self.joints, pb.TORQUE_CONTROL, forces=tau.tolist(),
+    def apply_torques(self, tau: list[float]) -> None:
+        """Motor torques ``tau`` (floats, pinocchio actuated order) for the next steps."""
+        pb.setJointMotorControlArray(self.body, self.joints, pb.TORQUE_CONTROL, forces=tau,
                                      physicsClientId=self.client)
 
     def check_tau(self, tau) -> np.ndarray:
@@ -278,7 +279,7 @@ class SphereProbe:
         """:meth:`closest` as PyBullet's raw contact-point tuple (index 6: point on ``body``, 7:
         normal towards the sphere, 8: signed distance), without array conversions."""
         pts = pb.getClosestPoints(-1, body, float(margin), collisionShapeA=self.shape,
-                                  collisionShapePositionA=list(map(float, centre)),
+                                  collisionShapePositionA=np.asarray(centre, dtype=float).tolist(),
                                   physicsClientId=self.client)
         if len(pts) < 2:
             return pts[0] if pts else None
@@ -352,14 +353,14 @@ class Testbed:
         configure_engine(self.client, self.dt)
         self.t = 0.0
         self._state: RobotState | None = None
-        self._tau: np.ndarray | None = None
+        self._tau: list[float] | None = None
         self._stepped = False        # contact forces exist only after a step since reset
         self._remember([], owner_pairs([]), *contact_stacks([]))
 
     # subclasses call this after loading the robot
     def _start(self, robot: MultiBodyMap) -> None:
         self.robot = robot
-        self._tau = np.zeros(len(robot.joints))
+        self._tau = [0.0] * len(robot.joints)
 
     @property
     def na(self) -> int:
@@ -367,7 +368,7 @@ class Testbed:
 
     def apply(self, tau) -> None:
         """Set the actuated joint torques (pinocchio actuated order), held until changed."""
-        self._tau = self.robot.check_tau(tau).copy()
+        self._tau = self.robot.check_tau(tau).tolist()   # a copy, in the form PyBullet reads
 
     def step(self) -> None:
         """Advance the simulation by dt with the held torques."""
@@ -394,7 +395,7 @@ class Testbed:
         self.t = 0.0
         self._stepped = False
         self._state = None
-        self._tau = np.zeros(self.na)
+        self._tau = [0.0] * self.na
 
     def _remember(self, contacts: list[Contact], pairs: np.ndarray, points: np.ndarray,
                   frames: np.ndarray) -> None:
