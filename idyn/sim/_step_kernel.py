@@ -389,3 +389,119 @@ def dissipation_qp(W, u, phi, dt, mu, rows, sign, cones, H, c, A_in, b_in):
     first = A_in.shape[0] - nb
     for k in range(nb):
         A_in[first + k, cones[k]] = mu[cones[k]]
+
+
+@cached_jit
+def qp_active_guess(H, c, A, b, eps, active, tol, x):
+    """The minimiser ``x`` of ``1/2 x^T (H + eps I) x + c^T x`` subject to ``A x >= b`` if the
+    rows ``active`` (independent) are the active ones. Active bound rows (``x_j >= 0``: one
+    nonzero entry, 1, and b = 0) fix their variables at zero; the other variables F and active
+    rows O solve the KKT system
+
+        [H_FF + eps I, -A_OF^T; A_OF, 0] [x_F; y_O] = [-c_F; b_O]
+
+    (LAPACK gesv; well conditioned where the bounds pin H's null directions, unlike H + eps I
+    alone), and a fixed variable's bound multiplier is its row of the stationarity,
+    ``y_j = ((H + eps I) x + c - A_O^T y_O)_j``. Returns whether (x, y) passes the KKT
+    conditions it does not hold by construction: multipliers ``y >= -tol (1 + max|y|)`` and every
+    row ``A_i x - b_i >= -tol ((1 + max|x|)(1 + max_j |A_ij|) + |b_i|)`` (the row scale of
+    :func:`idyn._qp_kernel.feasible`). With H + eps I positive definite that x is the QP's
+    unique minimiser, to these tolerances."""
+    n = c.shape[0]
+    fixed = np.zeros(n, dtype=np.bool_)
+    other = np.empty(active.shape[0], dtype=np.intp)
+    ko = 0
+    for a in range(active.shape[0]):
+        row = active[a]
+        nonzero, col = 0, 0
+        for j in range(n):
+            if A[row, j] != 0.0:
+                nonzero += 1
+                col = j
+        if nonzero == 1 and A[row, col] == 1.0 and b[row] == 0.0:
+            fixed[col] = True
+        else:
+            other[ko] = row
+            ko += 1
+    free = np.flatnonzero(~fixed)
+    nf = free.shape[0]
+    K = np.zeros((nf + ko, nf + ko))
+    rhs = np.empty(nf + ko)
+    for p in range(nf):
+        rhs[p] = -c[free[p]]
+        for q in range(nf):
+            K[p, q] = H[free[p], free[q]]
+        K[p, p] += eps
+    for o in range(ko):
+        rhs[nf + o] = b[other[o]]
+        for p in range(nf):
+            K[nf + o, p] = A[other[o], free[p]]
+            K[p, nf + o] = -A[other[o], free[p]]
+    try:
+        sol = np.linalg.solve(K, rhs)
+    except Exception:       # numpy's LinAlgError: singular KKT matrix
+        return False
+    x[:] = 0.0
+    for p in range(nf):
+        x[free[p]] = sol[p]
+    y = np.zeros(n + ko)            # bound multipliers by variable, then those of the rows O
+    for o in range(ko):
+        y[n + o] = sol[nf + o]
+    for j in range(n):
+        if fixed[j]:
+            g = c[j]
+            for q in range(n):
+                g += H[j, q] * x[q]
+            for o in range(ko):
+                g -= A[other[o], j] * y[n + o]
+            y[j] = g
+    y_max = 0.0
+    for i in range(y.shape[0]):
+        y_max = max(y_max, abs(y[i]))
+    for i in range(y.shape[0]):
+        if not y[i] >= -tol * (1.0 + y_max):      # also rejects NaN
+            return False
+    x_max = 0.0
+    for i in range(n):
+        x_max = max(x_max, abs(x[i]))
+    for row in range(A.shape[0]):
+        s = -b[row]
+        a_max = 0.0
+        for j in range(n):
+            s += A[row, j] * x[j]
+            a_max = max(a_max, abs(A[row, j]))
+        if not s >= -tol * ((1.0 + x_max) * (1.0 + a_max) + abs(b[row])):
+            return False
+    return True
+
+
+@cached_jit
+def tight_rows(A, b, x, tol, out):
+    """Rows of ``A x >= b`` that ``x`` holds with equality, to ``tol`` relative to the row scale
+    of :func:`qp_active_guess`, and that are independent of the tight rows before them
+    (Gram-Schmidt; a residual norm above 1e-9 of the row's): their indices into ``out``, their
+    count returned. The active set :func:`qp_active_guess` tries on the next step."""
+    n = x.shape[0]
+    x_max = 0.0
+    for i in range(n):
+        x_max = max(x_max, abs(x[i]))
+    basis = np.empty((min(A.shape[0], n), n))
+    count = 0
+    for row in range(A.shape[0]):
+        s = -b[row]
+        a_max = 0.0
+        for j in range(n):
+            s += A[row, j] * x[j]
+            a_max = max(a_max, abs(A[row, j]))
+        if abs(s) > tol * ((1.0 + x_max) * (1.0 + a_max) + abs(b[row])) or count == basis.shape[0]:
+            continue
+        v = A[row].copy()
+        norm0 = math.sqrt(np.dot(v, v))
+        for q in range(count):
+            v -= np.dot(basis[q], v) * basis[q]
+        norm = math.sqrt(np.dot(v, v))
+        if norm > 1e-9 * norm0:
+            basis[count] = v / norm
+            out[count] = row
+            count += 1
+    return count
