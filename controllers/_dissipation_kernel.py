@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from idyn.jit import cached_jit
+from idyn.lcp.lemke import cold_checked
 
 
 @cached_jit
@@ -125,3 +126,48 @@ def with_bounds(G, g, A, b):
         b[i] = -g[i]
     for j in range(k):
         A[mg + j, j] = 1.0
+
+
+@cached_jit
+def clip_to_cone(z, mu):
+    """Stage II's impulses made exact, in place: ``z`` clipped at zero (as ``np.maximum(z, 0.0)``:
+    NaN kept, ``-0.0`` made ``+0.0``) and each finite-friction contact's pyramid components
+    ``[f_S+; f_S-; f_T+; f_T-]`` scaled by ``mu f_N / sum`` where their sum exceeds ``mu f_N``
+    (eq. 101; an empty ``mu``: no cone rows, clipping only).  The QP solver meets its
+    constraints only to about 1e-9 of the problem's scale (measured: 9.4e-10 N s of friction on
+    a mu = 0 contact, 1e-6 N, after Stage II), and a model's cone is a hard constraint;
+    corrections are of that round-off size, and the torques are computed from these impulses."""
+    m = mu.shape[0]
+    for i in range(z.shape[0]):
+        if not (z[i] > 0.0 or np.isnan(z[i])):
+            z[i] = 0.0
+    for i in range(m):
+        if not np.isfinite(mu[i]):
+            continue
+        total = ((z[m + i] + z[2 * m + i]) + z[3 * m + i]) + z[4 * m + i]
+        limit = mu[i] * z[i]
+        if total > limit:
+            ratio = limit / total
+            for e in range(1, 5):
+                z[e * m + i] *= ratio
+
+
+@cached_jit
+def stage_one_lemke(H, G, c, g, tol, Mlcp, qlcp, z):
+    """Stage I's KKT LCP ``([c; g], [[H, -G^T], [G, 0]])`` (footnote 1) written into ``Mlcp``,
+    ``qlcp`` (outputs) and solved by Lemke's method in the same call
+    (:func:`idyn.lcp.lemke.cold_checked`: ``z`` and its verdict); returns ``(passed, pivots)``."""
+    k, nc = H.shape[0], G.shape[0]
+    for i in range(k):
+        for j in range(k):
+            Mlcp[i, j] = H[i, j]
+        for r in range(nc):
+            Mlcp[i, k + r] = -G[r, i]
+        qlcp[i] = c[i]
+    for r in range(nc):
+        for j in range(k):
+            Mlcp[k + r, j] = G[r, j]
+        for j in range(nc):
+            Mlcp[k + r, k + j] = 0.0
+        qlcp[k + r] = g[r]
+    return cold_checked(Mlcp, qlcp, 1e-12, tol, z)

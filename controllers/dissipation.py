@@ -130,6 +130,7 @@ import numpy as np
 
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp.regularized import regularized_checked
+from idyn.lcp.residuals import DEFAULT_TOL
 from idyn.qp import BACKENDS, solve_built
 from idyn.separation import closing_speed
 from idyn.separation import price_separation as core_price_separation
@@ -286,12 +287,12 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
     """Stage I optimum ``z0`` (any one of them) and solver info."""
     k, nc = prob.k, prob.G.shape[0]
     if method == "lemke" and not prob.E.shape[0]:
-        Mlcp = np.zeros((k + nc, k + nc))                 # [[H, -G^T], [G, 0]]
-        Mlcp[:k, :k] = prob.H
-        Mlcp[:k, k:] = -prob.G.T
-        Mlcp[k:, :k] = prob.G
+        Mlcp, qlcp, z = np.empty((k + nc, k + nc)), np.empty(k + nc), np.empty(k + nc)
+        passed, pivots = kernel.stage_one_lemke(prob.H, prob.G, prob.c, prob.g, DEFAULT_TOL, Mlcp, qlcp, z)
+        if passed:   # the common case, one compiled call; otherwise polish and regularise
+            return z[:k], {"stage1_status": "solved", "pivots": pivots, "regularization": 0.0}
         try:
-            res = regularized_checked(Mlcp, np.concatenate((prob.c, prob.g)))
+            res = regularized_checked(Mlcp, qlcp)
         except np.linalg.LinAlgError:  # a solver must report, not raise; fall through to the QP
             res = None
         if res is not None and res.solved:
@@ -341,8 +342,9 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
             "stage2_iterations": qp.iterations}
     if not qp.solved:
         return z0, info  # Stage I's answer is still a valid contact model solution
-    z = np.maximum(z0 + W @ qp.x, 0.0)
-    return (_within_cone(z, step.jac.mu) if prob.cone.shape[0] else z), info
+    z = z0 + W @ qp.x
+    kernel.clip_to_cone(z, step.jac.mu if prob.cone.shape[0] else _NO_CONE)   # z >= 0, in the cones
+    return z, info
 
 
 def _level_row(prob: StageOne, W: np.ndarray) -> np.ndarray:
@@ -359,21 +361,8 @@ def _level_row(prob: StageOne, W: np.ndarray) -> np.ndarray:
     return (row / scale)[None]
 
 
-def _within_cone(z: np.ndarray, mu: np.ndarray) -> np.ndarray:
-    """``z`` with each finite-friction contact's pyramid components scaled into its cone
-    ``mu f_N >= 1^T f_F`` (eq. 101), in place: the QP solver meets its constraints only to about
-    1e-9 of the problem's scale (measured: 9.4e-10 N s of friction on a mu = 0 contact, 1e-6 N,
-    after Stage II), and a model's cone is a hard constraint.  Corrections are of that round-off
-    size; the torques are then computed from these impulses."""
-    m = mu.size
-    friction = z[m:].reshape(4, m)                       # view: [f_S+; f_S-; f_T+; f_T-]
-    total = friction.sum(axis=0)
-    finite = np.isfinite(mu)
-    limit = np.where(finite, mu, 0.0) * z[:m]           # (inf * 0 would warn; those rows are skipped)
-    over = finite & (total > limit)
-    if over.any():
-        friction[:, over] *= limit[over] / total[over]
-    return z
+#: no friction bound (``mu`` of no contact): :func:`kernel.clip_to_cone` only clips
+_NO_CONE = np.zeros(0)
 
 
 def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> tuple[np.ndarray, dict]:

@@ -8,9 +8,26 @@ cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
+import quadprog
+from numba import types
+from numba.core.extending import get_cython_function_address
 
 from .jit import cached_jit as _jit
+from .jit import external
+
+_P, _I32 = types.voidptr, types.int32
+#: LAPACK's Cholesky factorisation, the routine ``scipy.linalg.lapack.dpotrf`` calls
+_dpotrf = external("idyn_scipy_dpotrf", get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf"),
+                   types.void(_P, _P, _P, _P, _P))
+#: quadprog's Goldfarb-Idnani solver, the routine ``quadprog.solve_qp`` wraps (same arguments)
+_qpgen2 = external("idyn_quadprog_qpgen2", ctypes.cast(ctypes.CDLL(quadprog.__file__).qpgen2_, ctypes.c_void_p).value,
+                   types.int32(_P, _P, _I32, _P, _P, _P, _P, _P, _I32, _I32, _P, _P, _P, _P, _I32))
+
+#: :func:`first_attempt`'s codes (the statuses of :class:`idyn.qp.QPStatus`, and not tried)
+SOLVED, INFEASIBLE, FAILED, NOT_TRIED = 0, 1, 2, 3
 
 
 @_jit
@@ -75,3 +92,94 @@ def objective(H, c, x):
             s += H[i, j] * x[j]
         total += x[i] * (0.5 * s + c[i])
     return total
+
+
+@_jit
+def _python_max(a, b):
+    """Python's ``max(a, b)``: ``b`` only if it compares greater (a NaN in ``a`` stays)."""
+    return b if b > a else a
+
+
+@_jit
+def positive_definite(H, tol):
+    """``idyn.qp._positive_definite``: LAPACK's ``dpotrf`` (lower, on a Fortran-ordered copy,
+    as scipy's wrapper passes it) succeeds and the squared pivots ``d`` satisfy
+    ``min(d) > tol * max(max(d), 1e-300)`` with Python's ``min``/``max`` semantics."""
+    n = H.shape[0]
+    F = np.empty((n, n))                    # F[j, i] is element (i, j) in Fortran order
+    for i in range(n):
+        for j in range(n):
+            F[j, i] = H[i, j]
+    uplo = np.full(1, 76, np.uint8)         # 'L'
+    size, info = np.full(1, n, np.int32), np.zeros(1, np.int32)
+    _dpotrf(uplo.ctypes, size.ctypes, F.ctypes, size.ctypes, info.ctypes)
+    if info[0] != 0:
+        return False
+    if n == 0:
+        return 1.0 > tol * 1e-300
+    dmin = dmax = F[0, 0] * F[0, 0]
+    for i in range(1, n):
+        d = F[i, i] * F[i, i]
+        if d < dmin:
+            dmin = d
+        if d > dmax:
+            dmax = d
+    return dmin > tol * _python_max(dmax, 1e-300)
+
+
+@_jit
+def quadprog_solve(H, c, Ae, be, Ai, bi, x, iters):
+    """``quadprog.solve_qp(H, -c, [Ae; Ai]^T, [be; bi], len(be))`` (or ``solve_qp(H, -c)``
+    without rows) as that wrapper calls ``qpgen2_``: the same copies in Fortran order and
+    zeroed work arrays, so the same ``x`` (output) bit for bit.  Returns qpgen2's code: 0
+    solved, 1 inconsistent constraints, 2 ``H`` not positive definite; ``iters[0]``: its
+    iteration count."""
+    n, p = H.shape[0], Ae.shape[0]
+    m = p + Ai.shape[0]
+    rows = max(m, 1)                        # without rows: C = 0 (n x 1), b = -1
+    G = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            G[j, i] = H[i, j]
+    a = np.empty(n)
+    for i in range(n):
+        a[i] = -c[i]
+        x[i] = 0.0
+    C, b = np.zeros((rows, n)), np.full(rows, -1.0)    # C[r] is column r of the n x m matrix
+    for r in range(m):
+        for j in range(n):
+            C[r, j] = Ae[r, j] if r < p else Ai[r - p, j]
+        b[r] = be[r] if r < p else bi[r - p]
+    lagr, crval = np.zeros(rows), np.zeros(1)
+    iact, nact, it = np.zeros(rows, np.int32), np.zeros(1, np.int32), np.zeros(2, np.int32)
+    k = min(n, rows)
+    work = np.zeros(2 * n + 2 * rows + k * (k + 5) // 2)
+    code = _qpgen2(G.ctypes, a.ctypes, n, x.ctypes, lagr.ctypes, crval.ctypes, C.ctypes, b.ctypes, rows,
+                   p if m else 0, iact.ctypes, nact.ctypes, it.ctypes, work.ctypes, 0)
+    iters[0] = it[0]
+    return code
+
+
+@_jit
+def first_attempt(H, c, Ae_kept, be_kept, Ai, bi, Ae, be, tol, try_quadprog, Hs, x, out):
+    """The first attempt of :func:`idyn.qp.solve_built`, compiled: ``Hs`` (output) the
+    symmetrised ``H`` (:func:`symmetrized`), and, with ``try_quadprog`` and ``Hs`` positive
+    definite (:func:`positive_definite`, tolerance 1e-12), quadprog on the kept equality rows
+    and the inequality rows into ``x``, checked by :func:`feasible` against every row.  Returns
+    :data:`SOLVED`, :data:`INFEASIBLE`, :data:`FAILED` or :data:`NOT_TRIED`;
+    ``out = [ridge scale, iterations (0 unless quadprog returned an x), objective]``."""
+    out[0] = symmetrized(H, Hs)
+    out[1] = 0.0
+    if not (try_quadprog and positive_definite(Hs, 1e-12)):
+        return NOT_TRIED
+    iters = np.zeros(1, np.int64)
+    code = quadprog_solve(Hs, c, Ae_kept, be_kept, Ai, bi, x, iters)
+    if code == 1:
+        return INFEASIBLE
+    if code != 0:
+        return FAILED
+    out[1] = iters[0]
+    if not feasible(x, Ae, be, Ai, bi, tol):
+        return INFEASIBLE
+    out[2] = objective(Hs, c, x)
+    return SOLVED

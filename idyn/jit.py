@@ -12,7 +12,8 @@ on every process start instead of failing the import.
 """
 from __future__ import annotations
 
-from numba import njit
+import llvmlite.binding as llvm
+from numba import njit, types
 
 
 def cached_jit(fn=None, **opts):
@@ -23,3 +24,13 @@ def cached_jit(fn=None, **opts):
         return njit(cache=True, **opts)(fn)
     except RuntimeError:  # "cannot cache function ...: no locator available"
         return njit(**opts)(fn)
+
+
+def external(symbol: str, address: int, signature):
+    """A C function at ``address`` (a LAPACK routine of scipy's ``cython_lapack``, quadprog's
+    ``qpgen2_``) callable from compiled loops, cache included: it is registered with LLVM under
+    ``symbol`` (one name per routine, stable across processes) and declared by name, so cached
+    machine code links to this process's address when it is loaded.  The very routine the
+    Python wrapper calls, so the same numbers; pointers are passed as ``array.ctypes``."""
+    llvm.add_symbol(symbol, address)
+    return types.ExternalFunction(symbol, signature)

@@ -23,8 +23,13 @@ semi-definite ``H``).  The adapter adds what a control loop needs around them:
   (``QPResult.regularization``, ``QPResult.backend``), mirroring
   :func:`idyn.lcp.lemke_regularized`.
 * **Feasibility check**: an answer is accepted only if every row is within ``feasibility_tol``
-  of its constraint relative to ``(1 + max|x|)(1 + max_j |a_ij|) + |b_i|`` (compiled with the
-  symmetrisation and the objective: :mod:`idyn._qp_kernel`).
+  of its constraint relative to ``(1 + max|x|)(1 + max_j |a_ij|) + |b_i|``.
+* **One compiled call** in the common case: the symmetrisation, the positive-definiteness test
+  (LAPACK's Cholesky with tiny pivots counted as singular: a semi-definite ``H`` often passes a
+  plain Cholesky by rounding, and quadprog then returns a feasible but visibly suboptimal
+  point), quadprog's own routine, the feasibility check and the objective are
+  :func:`idyn._qp_kernel.first_attempt` (the wrappers' Python overhead was most of a control
+  step's QP time); the fallbacks run in Python.
 * **Status, not exceptions**: a failed solve returns ``QPResult`` with ``status`` INFEASIBLE or
   FAILED and ``x`` filled with NaN; the caller falls back.
 """
@@ -35,7 +40,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import quadprog
-from scipy.linalg import lapack
 
 from . import _qp_kernel as kernel
 from . import validation
@@ -54,6 +58,9 @@ class QPStatus(enum.Enum):
     SOLVED = "solved"
     INFEASIBLE = "infeasible"
     FAILED = "failed"
+
+
+_CODES = {kernel.SOLVED: QPStatus.SOLVED, kernel.INFEASIBLE: QPStatus.INFEASIBLE, kernel.FAILED: QPStatus.FAILED}
 
 
 @dataclass(frozen=True)
@@ -150,15 +157,21 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     dropped = Ae.shape[0] - Ae_kept.shape[0]
     if n == 0:
         return QPResult(np.zeros(0), QPStatus.SOLVED, backend, objective=0.0, dropped_equalities=dropped)
-    Hs = np.empty((n, n))
-    scale = kernel.symmetrized(_c(H), Hs)            # Hs = (H + H^T) / 2; max(max|H_ii|, 1)
+    Hs, x, out, c = np.empty((n, n)), np.empty(n), np.empty(3), _c(c)
+    # symmetrisation and the first attempt (quadprog without ridge on a positive definite H)
+    code = kernel.first_attempt(_c(H), c, _c(Ae_kept), _c(be_kept), Ai, bi, Ae, be, feasibility_tol,
+                                backend == "quadprog", Hs, x, out)
     H = Hs
-    schedule = [(backend, 0.0)] if backend == "cvxopt" or _positive_definite(H) else []
+    if code == kernel.SOLVED:
+        return QPResult(x, QPStatus.SOLVED, backend, 0.0, out[2], int(out[1]), dropped)
+    scale, iters = out[0], int(out[1])
+    tried = code != kernel.NOT_TRIED
+    status, x, eps, used = _CODES[code] if tried else QPStatus.FAILED, None, 0.0, backend
+    verdicts = {status} if tried else set()
+    schedule = [(backend, 0.0)] if backend == "cvxopt" else []
     if regularize:
         schedule += [(backend, s * scale) for s in REGULARIZATION_SCHEDULE] if backend == "quadprog" else []
         schedule += [("cvxopt", 0.0)] if backend == "quadprog" else []
-    status, x, iters, eps, used = QPStatus.FAILED, None, 0, 0.0, backend
-    verdicts = set()
     for used, eps in schedule:
         solver = _quadprog if used == "quadprog" else _cvxopt
         status, x, iters = solver(_ridge(H, eps) if eps else H, c, Ae_kept, be_kept, Ai, bi)
@@ -172,7 +185,7 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     if status is not QPStatus.SOLVED:
         status = QPStatus.INFEASIBLE if QPStatus.INFEASIBLE in verdicts else status
         return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
-    return QPResult(x, status, used, eps, kernel.objective(H, _c(c), x), iters, dropped)
+    return QPResult(x, status, used, eps, kernel.objective(H, c, x), iters, dropped)
 
 
 def _c(a: np.ndarray) -> np.ndarray:
@@ -185,19 +198,6 @@ def _ridge(H: np.ndarray, eps: float) -> np.ndarray:
     out = H.copy()
     out.flat[::H.shape[0] + 1] += eps
     return out
-
-
-def _positive_definite(H, tol: float = 1e-12) -> bool:
-    """Cholesky succeeds with pivots not negligibly small: quadprog would then be accurate.
-
-    A semi-definite ``H`` often passes a plain Cholesky by rounding, and quadprog then returns
-    a feasible but visibly suboptimal point, so tiny pivots count as singular.
-    """
-    L, info = lapack.dpotrf(H, lower=1)
-    if info != 0:
-        return False
-    d = (L.diagonal() ** 2).tolist()     # finite: potrf succeeded on a finite H
-    return min(d, default=1.0) > tol * max(max(d, default=0.0), 1e-300)
 
 
 def _quadprog(H, c, Ae, be, Ai, bi):

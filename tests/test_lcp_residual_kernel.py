@@ -57,3 +57,41 @@ def test_lemke_answer_read_as_numpy_would(n, seed, kind):
         assert np.array_equal(res.z, np.maximum(res.z, 0.0)) and not np.signbit(res.z).any()
         assert res.w.tobytes() == (q if q.min() >= 0.0 else M @ res.z + q).tobytes()
         assert res.basis.dtype == np.intp and np.array_equal(res.basis, np.flatnonzero(res.z > 0.0))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 2**32 - 1), st.sampled_from(["psd", "friction", "degenerate"]))
+def test_cold_checked_equals_checked_lemke(n, seed, kind):
+    """The compiled cold solve with its verdict (Stage I's common path) answers as
+    checked_lemke does: the same z bit for bit when it passes, and a pass exactly when
+    checked_lemke returns SOLVED without polishing; its BLAS product equals numpy's."""
+    from idyn.lcp.lemke import checked_lemke, cold_checked
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, max(1, n // 3) if kind == "degenerate" else n))
+    M = A @ A.T
+    if kind == "friction":                   # a KKT-like skew block, as Stage I's LCP
+        M[: n // 2, n // 2:] -= M[n // 2:, : n // 2].T.copy()
+    q = rng.standard_normal(n)
+    z = np.empty(n)
+    passed, pivots = cold_checked(M, q, 1e-12, DEFAULT_TOL, z)
+    res = checked_lemke(M, q)
+    if passed:
+        assert res.solved and pivots == res.pivots and np.array_equal(z, res.z)
+        assert np.array_equal(z, np.maximum(z, 0.0))
+    else:
+        assert not res.solved or res.pivots == pivots   # failed, or solved only after polishing
+
+
+def test_compiled_gemv_equals_numpy():
+    """numba's np.dot (scipy's BLAS) and numpy's @ give the same bits on Stage I's sizes (the
+    verdict of cold_checked relies on it)."""
+    from numba import njit
+
+    @njit
+    def product(M, z, q):
+        return np.dot(M, z) + q
+
+    rng = np.random.default_rng(7)
+    for n in list(range(1, 48)) * 20:
+        M, z, q = rng.standard_normal((n, n)), np.maximum(rng.standard_normal(n), 0.0), rng.standard_normal(n)
+        assert np.array_equal(product(M, z, q), M @ z + q)

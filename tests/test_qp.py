@@ -98,3 +98,38 @@ def test_compiled_feasibility_check_is_the_row_bound(seed, n, meq, mineq):
     assert _qp_kernel.feasible(x, Ae, be, Ai, bi, tol) == bool(ok_eq.all() and ok_in.all())
     x[0] = np.nan
     assert not _qp_kernel.feasible(x, Ae, be, Ai, bi, tol)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 3), st.integers(0, 16), st.integers(0, 2**32 - 1),
+       st.sampled_from(["pd", "semidefinite", "ridge"]))
+def test_compiled_first_attempt_equals_the_wrappers(n, p, r, seed, kind):
+    """idyn._qp_kernel.first_attempt calls quadprog's own routine and LAPACK's Cholesky as their
+    Python wrappers do: the same x bit for bit, the same verdicts (positive definiteness with
+    tiny pivots singular, quadprog's error codes, the feasibility check)."""
+    from scipy.linalg import lapack
+    import quadprog
+    from idyn import _qp_kernel as kernel
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, max(1, n - 2) if kind != "pd" else n))
+    H = A @ A.T + (1e-9 * np.eye(n) if kind == "ridge" else 0.0)
+    c = rng.standard_normal(n)
+    Ae, be = rng.standard_normal((p, n)), rng.standard_normal(p)
+    Ai, bi = rng.standard_normal((r, n)), rng.standard_normal(r) - 1.0
+    Hs, x, out = np.empty((n, n)), np.empty(n), np.empty(3)
+    code = kernel.first_attempt(H, c, Ae, be, Ai, bi, Ae, be, 1e-7, True, Hs, x, out)
+    assert np.array_equal(Hs, 0.5 * (H + H.T))
+    L, info = lapack.dpotrf(Hs, lower=1)
+    d = (L.diagonal() ** 2).tolist()
+    pd = info == 0 and min(d) > 1e-12 * max(max(d), 1e-300)
+    assert (code != kernel.NOT_TRIED) == pd
+    if not pd:
+        return
+    try:
+        C = np.concatenate((Ae, Ai)).T
+        ref = quadprog.solve_qp(Hs, -c, C, np.concatenate((be, bi)), p) if C.shape[1] else quadprog.solve_qp(Hs, -c)
+    except ValueError:
+        assert code in (kernel.INFEASIBLE, kernel.FAILED)
+        return
+    assert np.array_equal(x, ref[0]) and out[1] == ref[3][0]
+    assert (code == kernel.SOLVED) == kernel.feasible(ref[0], Ae, be, Ai, bi, 1e-7)

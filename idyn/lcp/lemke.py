@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
+from ..jit import cached_jit
 from ._lemke_kernel import AT_START, MAX_PIVOTS, RAY, SINGULAR, SOLVED, lemke_path
 from .inputs import check_indices, check_lcp
 from .residuals import DEFAULT_TOL, exact_pass
@@ -83,6 +84,28 @@ def checked_lemke(M: np.ndarray, q: np.ndarray, *, warm_start=None, max_pivots: 
         cold = _solve(M, q, None, limit, pivot_tol, tol)
         return _with_pivots(cold, cold.pivots + res.pivots)
     return _solve(M, q, None, limit, pivot_tol, tol)
+
+
+@cached_jit
+def cold_checked(M, q, pivot_tol, tol, z):
+    """:func:`checked_lemke` without warm start, up to its verdict, as one compiled call for a
+    caller that only needs an answer that passes (Stage I of the QP controllers, every control
+    step): ``z`` (output) the clipped basic solution, ``w = M z + q`` checked by
+    :func:`idyn.lcp.residuals.exact_pass` (``np.dot`` here calls the same BLAS ``dgemv`` as
+    numpy's ``@``, bit for bit: ``tests/test_lcp_residual_kernel.py``).  Returns
+    ``(passed, pivots)``; ``passed`` is False whenever :func:`checked_lemke` would not return
+    SOLVED straight from the path, and the caller then runs it (or
+    :func:`idyn.lcp.regularized.regularized_checked`), which polishes and reports the status."""
+    n = q.shape[0]
+    Binv, xb, d = np.empty((n, n)), np.empty(n), np.empty(n)
+    basic, support = np.empty(n, np.int64), np.empty(n, np.intp)
+    code, pivots, _ = lemke_path(M, q, d, Binv, xb, basic, max(100, 50 * n), pivot_tol, True, z, support)
+    if code == AT_START:
+        z[:] = 0.0
+        return True, 0
+    if code != SOLVED:
+        return False, pivots
+    return exact_pass(M, q, z, np.dot(M, z) + q, tol), pivots
 
 
 def _with_pivots(res: LCPResult, pivots: int) -> LCPResult:

@@ -1,0 +1,62 @@
+"""The compiled common paths of the QP controllers (controllers._dissipation_kernel) against the
+Python forms they replace, on real LINKS problems: Stage I's LCP solved in one call answers as
+the regularised Lemke wrapper does, and Stage II's clip into the cones equals the numpy form."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from controllers import _dissipation_kernel as kernel
+from controllers.dissipation import build_stage_one
+from idyn.lcp.regularized import regularized_checked
+from idyn.lcp.residuals import DEFAULT_TOL, lcp_residuals
+from test_controllers_separation import sliding_stance
+
+
+def _within_cone(z: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """Stage II's former numpy clip into the cones (eq. 101)."""
+    z = np.maximum(z, 0.0)
+    m = mu.size
+    friction = z[m:].reshape(4, m)
+    total = friction.sum(axis=0)
+    finite = np.isfinite(mu)
+    limit = np.where(finite, mu, 0.0) * z[:m]
+    over = finite & (total > limit)
+    friction[:, over] *= limit[over] / total[over]
+    return z
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 8), st.integers(0, 2**32 - 1))
+def test_clip_to_cone_equals_the_numpy_form(m, seed):
+    rng = np.random.default_rng(seed)
+    mu = rng.choice([0.0, 0.1, 0.5, 1.0, np.inf], m)
+    z = rng.standard_normal(5 * m) * rng.choice([1e-12, 1.0, 1e3], 5 * m)
+    z[rng.random(5 * m) < 0.1] = -0.0
+    expected = _within_cone(z.copy(), mu)
+    kernel.clip_to_cone(z, mu)
+    assert np.array_equal(z, expected) and not np.signbit(z).any()
+
+
+@settings(max_examples=25, deadline=None)
+@given(speed=st.floats(0.0, 0.6), heading=st.floats(-np.pi, np.pi), mu=st.sampled_from([0.0, 0.1, 0.5, 2.0]))
+def test_stage_one_lemke_on_links_equals_the_regularised_wrapper(speed, heading, mu):
+    """LINKS on four sliding (or held) feet: the one-call Stage I LCP is the KKT system of the
+    StageOne data, and where it passes its z is regularized_checked's z bit for bit and solves
+    the LCP (residuals from the Python check)."""
+    import controllers
+    model, state, desired, contacts, _ = sliding_stance(speed, heading, mu)
+    ctrl = controllers.make("qp-coulomb", model, feedback=False)
+    q, v, contacts = ctrl._check(state, desired, contacts)
+    step = ctrl.dynamics.update(q, v, desired.vdot, contacts)
+    prob = build_stage_one(step, True)
+    k, nc = prob.k, prob.G.shape[0]
+    M, qv, z = np.empty((k + nc, k + nc)), np.empty(k + nc), np.empty(k + nc)
+    passed, pivots = kernel.stage_one_lemke(prob.H, prob.G, prob.c, prob.g, DEFAULT_TOL, M, qv, z)
+    assert np.array_equal(M[:k, :k], prob.H) and np.array_equal(M[:k, k:], -prob.G.T)
+    assert np.array_equal(M[k:, :k], prob.G) and not M[k:, k:].any()
+    assert np.array_equal(qv, np.concatenate((prob.c, prob.g)))
+    res = regularized_checked(M, qv)
+    if passed:
+        assert res.solved and res.regularization == 0.0 and res.pivots == pivots
+        assert np.array_equal(z, res.z) and lcp_residuals(M, qv, z).ok()
