@@ -18,6 +18,19 @@ first row block is the unactuated dynamics, the second the actuated rows that de
 by :func:`idyn.lcp.lemke_regularized` (Lemke, lexicographic, with the regularisation fallback of
 Sec. 8.2).  Contacts with ``mu = inf`` use ``mu_inf`` (100, as SPEC section 6 simulates it).
 
+One pyramid builder?  The reduced LCP is, in exact arithmetic, the friction-pyramid LCP of
+:mod:`idyn.friction_pyramid` (which the touchdown impact and idyn.sim's ``ap-lcp`` share) for
+the inverse-dynamics Delassus matrix ``J_u M_uu^-1 J_u^T`` and ``u = J_u p + J_a qd_des``.  It
+is not built there, measured on the 2 s PyBullet trot (rigid-high, 1970 solves at 8c9ec24):
+the MLCP reduction forms ``D A^-1 C`` over the 5m pyramid rows with the LU of eq. 59's ``A``,
+and its ``Q`` equals the builder's in none of the 1970 solves (to 6e-16 relative, ``r`` to
+1.5e-14), so the trot, chaotic, would change from the first such step.  The answers agree:
+Lemke on the builder's equilibrated LCP gave the same impulses to 1e-9 relative in 1915
+solves, and in the other 55 both answers are zero to 4e-17 N s (unloaded contacts).  And the MLCP is
+needed anyway: ``mindiff`` (Algorithm 3) enumerates the MLCP's solutions and picks by its
+unconstrained part ``x = [v+_u; dt tau]``, which the reduction returns with ``Q``.  So
+lcp-coulomb keeps the paper's MLCP of eq. 59.
+
 Every LCP answer is checked in physical units (non-interpenetration and complementarity at
 the predicted velocity); an answer that fails even after regularisation is replaced by the
 prediction of the one-stage complementarity-free model (``info["fallback"]``).
