@@ -11,24 +11,45 @@ from __future__ import annotations
 import numpy as np
 
 from idyn.jit import cached_jit
+from idyn.lcp._lemke_kernel import first_max
 from idyn.lcp.lemke import cold_checked
+
+#: relative tolerance of the rank decisions (rows that impulses cannot move, nullspace of Y)
+RANK_TOL = 1e-10
 
 
 @cached_jit
-def stage_one_rows(Y, Vt, rank, c0, project, gn0, phi, dt, c, Gn, gn):
-    """The linear term ``c`` (``c0`` projected onto the row space ``Vt[:rank]`` of ``Y`` when
-    ``project``), the non-penetration rows ``Gn = Y_N^T Y`` (``Y``'s first ``m`` columns are the
-    normals) with ``gn = gn0 + phi/dt`` (outputs); returns the range of ``Gn``'s row norms."""
+def stage_one_rows(Y, sv, Vt, c0, pyramid, project, free, phi, dt, cone, c, G, g):
+    """Stage I's data from the SVD ``(sv, Vt)`` of ``Y`` (outputs ``c``, ``G``, ``g``): the rank
+    ``sum(sv > RANK_TOL max(sv_0, 1e-300))`` (returned), the linear term ``c`` (``c0``, or with
+    ``pyramid`` the pyramid layout ``[x_N, x_S, -x_S, x_T, -x_T]`` of ``free = [N; S; T] v+(0)``,
+    projected onto the row space ``Vt[:rank]`` of ``Y`` when ``project``), the non-penetration
+    rows ``G[:m] = Y_N^T Y`` (``Y``'s first ``m`` columns are the normals) with
+    ``g[:m] = free_N + phi/dt``, then the ``cone`` rows with ``g = 0``.  Returns
+    ``(rank, smallest, largest)``, the last two the range of the non-penetration rows' norms."""
     nu, k = Y.shape
     m = phi.shape[0]
+    rank = 0
+    if sv.shape[0]:
+        threshold = RANK_TOL * first_max(sv[0], 1e-300)
+        for r in range(sv.shape[0]):
+            if sv[r] > threshold:
+                rank += 1
+    x = np.empty(k)
+    if pyramid:
+        for i in range(m):
+            x[i], x[m + i], x[3 * m + i] = free[i], free[m + i], free[2 * m + i]
+            x[2 * m + i], x[4 * m + i] = -free[m + i], -free[2 * m + i]
+    else:
+        x[:] = c0
     for j in range(k):
-        c[j] = c0[j]
+        c[j] = x[j]
     if project:
         t = np.zeros(rank)
         for r in range(rank):
             s = 0.0
             for j in range(k):
-                s += Vt[r, j] * c0[j]
+                s += Vt[r, j] * x[j]
             t[r] = s
         for j in range(k):
             s = 0.0
@@ -42,12 +63,16 @@ def stage_one_rows(Y, Vt, rank, c0, project, gn0, phi, dt, c, Gn, gn):
             s = 0.0
             for t in range(nu):
                 s += Y[t, i] * Y[t, j]
-            Gn[i, j] = s
+            G[i, j] = s
             norm2 += s * s
-        gn[i] = gn0[i] + phi[i] / dt
+        g[i] = free[i] + phi[i] / dt
         norm = np.sqrt(norm2)
         nmin, nmax = min(nmin, norm), max(nmax, norm)
-    return nmin, nmax
+    for r in range(cone.shape[0]):
+        for j in range(k):
+            G[m + r, j] = cone[r, j]
+        g[m + r] = 0.0
+    return rank, nmin, nmax
 
 
 @cached_jit

@@ -141,8 +141,8 @@ from . import _dissipation_kernel as kernel
 if TYPE_CHECKING:   # dynamics imports this module's cone rows (touchdown impact)
     from .dynamics import Step
 
-#: relative tolerance of the rank decisions (rows that impulses cannot move, nullspace of Y)
-RANK_TOL = 1e-10
+RANK_TOL = kernel.RANK_TOL
+_NO_VALUES = np.zeros(0)
 
 
 @dataclass
@@ -219,31 +219,28 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     Y = step.whiten(R[:, step.u].T)                          # L^-1 R_u^T
     # ker(H) = ker(Y) and its complement, the row space of Y = range(R_u) (the contact velocities
     # impulses move), from one SVD of Y: one rank decision for Stage II and the projection of c
-    if Y.shape[0]:
-        sv, Vt = _full_svd(Y)                                 # sv descending
-        rank = int(np.count_nonzero(sv > RANK_TOL * max(float(sv[0]), 1e-300)))
-    else:
-        Vt, rank = np.eye(R.shape[0]), 0
+    sv, Vt = _full_svd(Y) if Y.shape[0] else (_NO_VALUES, np.eye(R.shape[0]))   # sv descending
     free = step.free_velocity                                # [N; S; T] v+ at z = 0
     if objective == "contact-work":
-        c = _pyramid(free, m)                                # R v+ at z = 0, projected below onto
-    elif objective == "kinetic-energy":                      # range(R_u): impulses move it
-        c = R[:, step.u] @ (step.p + step.solve_A(step.B @ step.qd))
+        c0 = free                                            # R v+ at z = 0 (pyramid layout in the
+    elif objective == "kinetic-energy":                      # kernel), projected onto range(R_u)
+        c0 = R[:, step.u] @ (step.p + step.solve_A(step.B @ step.qd))
     else:
         raise InvalidInputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    # Gn = N_u A^-1 R_u^T (R's first m rows are N), gn = N v+(0) + phi/dt, with Gn's row norms
+    # G = [Gn; cone]: Gn = N_u A^-1 R_u^T (R's first m rows are N), gn = N v+(0) + phi/dt
     k = R.shape[0]
-    c0, c, Gn, gn = c, np.empty(k), np.empty((m, k)), np.empty(m)
-    smallest, largest = kernel.stage_one_rows(Y, Vt, rank, c0, objective == "contact-work", free, step.jac.phi,
-                                              step.dt, c, Gn, gn)
+    cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, k))
+    c, G, g = np.empty(k), np.empty((m + cone.shape[0], k)), np.empty(m + cone.shape[0])
+    rank, smallest, largest = kernel.stage_one_rows(Y, sv, Vt, c0, objective == "contact-work",
+                                                    objective == "contact-work", free, step.jac.phi, step.dt,
+                                                    cone, c, G, g)
     threshold = RANK_TOL * max(largest, 1.0)
-    cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, R.shape[0]))
     dead = 0
     if not smallest > threshold:                             # some row no impulse can change
+        Gn, gn = G[:m], g[:m]
         live = np.sqrt(np.einsum("ij,ij->i", Gn, Gn)) > threshold
         dead = int(np.count_nonzero(~live & (gn < 0)))
-        Gn, gn = Gn[live], gn[live]
-    G, g = (np.concatenate((Gn, cone)), np.concatenate((gn, np.zeros(cone.shape[0])))) if cone.shape[0] else (Gn, gn)
+        G, g = np.concatenate((Gn[live], cone)), np.concatenate((gn[live], np.zeros(cone.shape[0])))
     prob = StageOne(R, Y, Y.T @ Y, Vt[rank:].T, c, G, g, cone, dead)
     if gap_rate:                                             # the contacts with cone rows
         bounded = np.isfinite(step.jac.mu) if coulomb else np.zeros(m, dtype=bool)
@@ -274,13 +271,6 @@ try:   # numpy's LAPACK gufunc behind np.linalg.svd(..., full_matrices=True)
     from numpy.linalg._umath_linalg import svd_f as _svd_gufunc
 except ImportError:
     _svd_gufunc = None
-
-
-def _pyramid(x: np.ndarray, m: int) -> np.ndarray:
-    """``[x_N, x_S, -x_S, x_T, -x_T]`` along the last axis from ``[x_N, x_S, x_T]`` (m each): a
-    quantity linear in the rows of ``[N; S; T]`` expressed for the pyramid rows of ``R``."""
-    neg = -x[..., m:]
-    return np.concatenate((x[..., :2 * m], neg[..., :m], x[..., 2 * m:], neg[..., m:]), axis=-1)
 
 
 def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:

@@ -60,3 +60,19 @@ def test_stage_one_lemke_on_links_equals_the_regularised_wrapper(speed, heading,
     if passed:
         assert res.solved and res.regularization == 0.0 and res.pivots == pivots
         assert np.array_equal(z, res.z) and lcp_residuals(M, qv, z).ok()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 8), st.integers(0, 2**32 - 1))
+def test_separating_loads_equals_the_numpy_form(m, seed):
+    """idyn.separation's compiled mask against its former numpy form, with gaps around
+    CONTACT_GAP, unloaded and NaN impulses."""
+    from idyn.contact import CONTACT_GAP
+    from idyn.separation import LOADED_FRACTION, separating_loads
+    rng = np.random.default_rng(seed)
+    phi = rng.choice([-1e-5, 0.0, CONTACT_GAP, 2 * CONTACT_GAP, 1e-3], m)
+    impulse = rng.choice([0.0, 1e-12, 1e-3, 1.0, np.nan], m, p=[0.3, 0.1, 0.2, 0.35, 0.05])
+    speed = rng.standard_normal(m) * rng.choice([1e-4, 1e-2, 1.0], m)
+    loaded = impulse > LOADED_FRACTION * max(float(impulse.max()), 1e-300)
+    expected = (phi <= CONTACT_GAP) & loaded & (phi + 1e-3 * speed > CONTACT_GAP)
+    assert np.array_equal(separating_loads(phi, 1e-3, impulse, speed), expected)
