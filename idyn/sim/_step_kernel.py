@@ -32,6 +32,7 @@ from .._pyramid_kernel import equilibrate, gather, pyramid_impulses, pyramid_lcp
 from .._triangular import gram_solve
 from ..jit import cached_jit
 from ..lcp.residuals import residuals_pass
+from ..separation import _separating
 
 
 @cached_jit
@@ -505,3 +506,41 @@ def tight_rows(A, b, x, tol, out):
             out[count] = row
             count += 1
     return count
+
+
+@cached_jit
+def dissipation_try(W, u, phi, dt, mu, rows, sign, cones, extra_c, ridge, active, tol, price, edged, R, H, c, A_in,
+                    b_in, x, impulses):
+    """:class:`idyn.sim.contact_models.MaximalDissipation`'s step as far as it goes without
+    quadprog, in one call: the QP (:func:`dissipation_qp`, ``extra_c`` added to the normal rows
+    of ``c`` unless empty), its ridge ``eps = ridge max(max_i |H_ii|, 1)`` (that of
+    :func:`idyn.qp.solve_built`'s first attempt for ``ridge`` its first relative value), and if
+    ``active`` is not empty, :func:`qp_active_guess` (into ``x``), the separation check of the contacts ``price`` (:func:`idyn.separation.separating_loads`) and the
+    impulses. Returns ``eps`` and a code: 0 no accepted guess (H, c, A_in, b_in hold the QP);
+    1 solved, ``impulses`` filled; 2 ``x`` solves the QP but a contact of ``price`` separates
+    loaded (to be priced)."""
+    m = phi.shape[0]
+    dissipation_qp(W, u, phi, dt, mu, rows, sign, cones, H, c, A_in, b_in)
+    for i in range(extra_c.shape[0]):
+        c[i] += extra_c[i]
+    largest = 0.0
+    for i in range(H.shape[0]):
+        largest = max(largest, abs(H[i, i]))
+    eps = ridge * max(largest, 1.0)
+    if active.shape[0] == 0 or not qp_active_guess(H, c, A_in, b_in, eps, active, tol, x):
+        return eps, 0
+    if price.shape[0]:
+        speed = np.empty(m)
+        for i in range(m):
+            s = u[i]
+            for j in range(x.shape[0]):
+                s += A_in[i, j] * x[j]
+            speed[i] = s
+        separating = np.empty(m, dtype=np.bool_)
+        _separating(phi, dt, x[:m], speed, separating)
+        for i in range(m):
+            if separating[i] and price[i]:
+                return eps, 2
+    pyramid_impulses(x, np.ones(x.shape[0]), m, edged, W, u, R, np.zeros(0, dtype=np.intp), np.zeros((0, 0)),
+                     impulses)
+    return eps, 1

@@ -62,7 +62,7 @@ from ..lcp.residuals import DEFAULT_TOL
 from .._pyramid_kernel import pyramid_impulses
 from ..qp import REGULARIZATION_SCHEDULE, solve_built
 from ..separation import closing_speed, price_separation, separating_loads
-from ._step_kernel import (dissipation_qp, factor_contact_space, no_slip_rows, pyramid_lcp_try, qp_active_guess,
+from ._step_kernel import (dissipation_try, factor_contact_space, no_slip_rows, pyramid_lcp_try, qp_active_guess,
                            step_problem, tight_rows, update_sticky)
 
 
@@ -263,6 +263,8 @@ class AnitescuPotra(ContactModel):
 GUESS_TOL = 1e-9
 #: active sets the qp model keeps (one per layout and set of priced contacts)
 _WARM_LIMIT = 64
+#: no contact whose separation is priced (:func:`._step_kernel.dissipation_try`)
+_NO_PRICE = np.zeros(0, dtype=bool)
 #: no basis to try (:func:`._step_kernel.pyramid_lcp_guess`)
 _NO_BASIS = np.zeros(0, dtype=np.intp)
 _SOLVED = LCPStatus.SOLVED.value
@@ -409,15 +411,18 @@ class MaximalDissipation(ContactModel):
         # Hessian X^T W X and the normal rows of W X are signed gathers of W (one compiled call);
         # the arrays are built here, finite (the simulator checked the problem), so the QP's
         # input checks are skipped (solve_built)
-        n = 5 * m
-        H, c, A_in, b_in = np.empty((n, n)), np.empty(n), lay.A_in.copy(), np.zeros(lay.A_in.shape[0])
-        dissipation_qp(problem.W, problem.u_free, problem.phi, problem.dt, problem.mu, lay.rows, lay.sign,
-                       lay.cones, H, c, A_in, b_in)
-        if self.gap_rate:
-            c[:m] += closing_speed(problem.phi, problem.dt, bounded)
-        key = bounded.tobytes()
-        x, status, eps, iterations = self._solve_qp(H, c, A_in, b_in, (key, b""))
         weight, priceable = self._separation_price(bounded)
+        key = bounded.tobytes()
+        H, c, A_in, b_in = lay.H, lay.c, lay.A_in, lay.b_in
+        impulses = np.empty((m, 3))
+        eps, code = dissipation_try(problem.W, problem.u_free, problem.phi, problem.dt, problem.mu, lay.rows, lay.sign,
+                                    lay.cones, closing_speed(problem.phi, problem.dt, bounded) if self.gap_rate
+                                    else NO_COMPLIANCE, REGULARIZATION_SCHEDULE[0], self._active.get((key, b""), _NO_BASIS),
+                                    GUESS_TOL, _NO_PRICE if priceable is None else priceable, lay.edged, lay.R, H, c,
+                                    A_in, b_in, lay.x, impulses)
+        if code == 1:
+            return ContactSolution(impulses, _SOLVED, 0, eps, 0, 0)
+        x, status, iterations = (lay.x, _SOLVED, 0) if code == 2 else self._quadprog(H, c, A_in, b_in, (key, b""), eps)
         priced, u_N = np.zeros(m, dtype=bool), problem.u_free[:m]
         while priceable is not None:
             new = separating_loads(problem.phi, problem.dt, x[:m], A_in[:m] @ x + u_N) & priceable & ~priced
@@ -427,31 +432,37 @@ class MaximalDissipation(ContactModel):
             rows = np.flatnonzero(new)      # N_c v+ = A_in[c] x + u*_c: the non-penetration rows
             H, c = price_separation(H, c, A_in[rows], u_N[rows], weight)
             x, status, eps, iterations = self._solve_qp(H, c, A_in, b_in, (key, priced.tobytes()))
-        impulses = np.empty((m, 3))
         pyramid_impulses(x, lay.unit, m, lay.edged, problem.W, problem.u_free, lay.R, NO_ROWS, NO_FACTOR, impulses)
         return ContactSolution(impulses, status, 0, eps, iterations, int(np.count_nonzero(priced)))
 
     def _solve_qp(self, H, c, A_in, b_in, key) -> tuple[np.ndarray, str, float, int]:
-        """``(x, status, ridge, iterations)`` of the QP (zero impulses if it failed: the status
-        reports it), first from the active set of the last solve with this ``key`` (the layout
-        and the priced contacts; see the class docstring, "Warm start")."""
-        n = H.shape[0]
+        """``(x, status, ridge, iterations)`` of the QP, first from the active set of the last
+        solve with this ``key`` (the layout and the priced contacts; see the class docstring,
+        "Warm start"), else by :meth:`_quadprog`."""
         # solve_built's first attempt on this Hessian, singular by construction (the columns of
         # opposite pyramid edges are opposite): quadprog with the ridge eps I below
         eps = REGULARIZATION_SCHEDULE[0] * max(float(np.abs(np.diagonal(H)).max()), 1.0)
-        active, x = self._active.get(key), np.empty(n)
+        active, x = self._active.get(key), np.empty(H.shape[0])
         if active is not None and qp_active_guess(H, c, A_in, b_in, eps, active, GUESS_TOL, x):
             return x, _SOLVED, eps, 0
+        x, status, iterations = self._quadprog(H, c, A_in, b_in, key, eps)
+        return x, status, eps, iterations
+
+    def _quadprog(self, H, c, A_in, b_in, key, eps) -> tuple[np.ndarray, str, int]:
+        """``(x, status, iterations)`` of the QP by :func:`idyn.qp.solve_built` (zero impulses
+        if it failed: the status reports it); its active set is kept for ``key`` when it solved
+        the QP with the ridge ``eps`` the warm start uses."""
+        n = H.shape[0]
         res = solve_built(H, c, np.zeros((0, n)), np.zeros(0), A_in, b_in, backend=self.backend)
         self._active.pop(key, None)
         if not res.solved:
-            return np.zeros(n), res.status.value, res.regularization, res.iterations
+            return np.zeros(n), res.status.value, res.iterations
         if res.backend == "quadprog" and res.regularization == eps:    # the QP the guess solves
             rows = np.empty(A_in.shape[0], dtype=np.intp)
             if len(self._active) >= _WARM_LIMIT:
                 self._active.clear()
             self._active[key] = rows[:tight_rows(A_in, b_in, res.x, GUESS_TOL, rows)]
-        return res.x, res.status.value, res.regularization, res.iterations
+        return res.x, res.status.value, res.iterations
 
 
 class _QPLayout(Pyramid):
@@ -469,6 +480,10 @@ class _QPLayout(Pyramid):
             self.A_in[cone_rows, (k + 1) * m + cones] = -1.0
         self.cones = cones
         self.unit = np.ones(5 * m)       # the QP's x is not scaled
+        #: the step's work arrays (A_in's non-penetration rows and cone entries, H, c, the
+        #: non-penetration entries of b_in and x are written by each solve)
+        n = 5 * m
+        self.H, self.c, self.b_in, self.x = np.empty((n, n)), np.empty(n), np.zeros(self.A_in.shape[0]), np.empty(n)
 
 
 #: Model names in the order the CLI lists them.
