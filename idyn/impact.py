@@ -44,11 +44,12 @@ and our simulators simulate it (Sec. 7.5, SPEC section 6). The pyramid keeps the
 that an equality ``S v' = T v' = 0`` would lose: a contact that separates unloaded carries no
 friction.
 
-Solution. The LCP is equilibrated (:mod:`idyn.friction_pyramid` says how and why) and solved by our lexicographic Lemke with the regularisation fallback
-(:func:`idyn.lcp.lemke_regularized`: ``Q + eps I``, a small compliance, reported in
-:attr:`ImpactSolution.regularization`). If no attempt passes the residual check the solution
-carries its status and zero impulses; the callers then skip the impact phase and leave the
-contact to the step's own model (the time-stepping scheme). No answer is ever NaN.
+Solution. The LCP is equilibrated (:mod:`idyn.friction_pyramid` says how and why) and solved
+by our lexicographic Lemke with the regularisation fallback (:func:`idyn.lcp.lemke_regularized`:
+``Q + eps I``, a small compliance, reported in :attr:`ImpactSolution.regularization`). If no
+attempt passes the residual check the solution carries its status and zero impulses; the
+callers then skip the impact phase and leave the contact to the step's own model (the
+time-stepping scheme). No answer is ever NaN.
 """
 from __future__ import annotations
 

@@ -11,5 +11,6 @@ def test_bench_sim_times_every_case_against_pybullet(tmp_path):
     assert saved["pybullet"]["steps"] == 3 and saved["pybullet"]["median_us"] > 0
     for entry in saved["idyn"].values():
         assert entry["steps"] == 3 and entry["ratio_to_pybullet"] > 0 and entry["p90_ratio_to_pybullet"] > 0
+        assert 0 < entry["cpu_median_us"] <= entry["cpu_p90_us"] and entry["cpu_p90_ratio_to_pybullet"] > 0
     assert len(saved["load_average"]) == 2
     assert report["idyn"].keys() == saved["idyn"].keys()

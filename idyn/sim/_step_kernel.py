@@ -515,7 +515,8 @@ def dissipation_try(W, u, phi, dt, mu, rows, sign, cones, extra_c, ridge, active
     quadprog, in one call: the QP (:func:`dissipation_qp`, ``extra_c`` added to the normal rows
     of ``c`` unless empty), its ridge ``eps = ridge max(max_i |H_ii|, 1)`` (that of
     :func:`idyn.qp.solve_built`'s first attempt for ``ridge`` its first relative value), and if
-    ``active`` is not empty, :func:`qp_active_guess` (into ``x``), the separation check of the contacts ``price`` (:func:`idyn.separation.separating_loads`) and the
+    ``active`` is not empty, :func:`qp_active_guess` (into ``x``), the separation check of the
+    contacts ``price`` (:func:`idyn.separation.separating_loads`, its compiled pass) and the
     impulses. Returns ``eps`` and a code: 0 no accepted guess (H, c, A_in, b_in hold the QP);
     1 solved, ``impulses`` filled; 2 ``x`` solves the QP but a contact of ``price`` separates
     loaded (to be priced)."""

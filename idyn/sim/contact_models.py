@@ -218,9 +218,10 @@ class AnitescuPotra(ContactModel):
         the contacts that separate unloaded, restore the released ones that carry load); returns
         the solution and whether ``sticky`` changed.
 
-        The LCP is solved equilibrated (:mod:`idyn.friction_pyramid` says why). The previous step's basic set is tried first: in steady contact the set of positive
-        impulses does not change from step to step, so one solve of ``Q_aa z_a = -r_a`` usually
-        gives the exact solution. It is accepted only through the residuals every solver uses
+        The LCP is solved equilibrated (:mod:`idyn.friction_pyramid` says why). The previous
+        step's basic set is tried first: in steady contact the set of positive impulses does not
+        change from step to step, so one solve of ``Q_aa z_a = -r_a`` usually gives the exact
+        solution. It is accepted only through the residuals every solver uses
         (:func:`idyn.lcp.residuals.residuals_pass`, with w formed as Q z + r, so its equation
         error is zero), else Lemke's method runs from scratch. The accepted case is one compiled
         call (:func:`._step_kernel.pyramid_lcp_try`).
@@ -415,9 +416,9 @@ class MaximalDissipation(ContactModel):
         key = bounded.tobytes()
         H, c, A_in, b_in = lay.H, lay.c, lay.A_in, lay.b_in
         impulses = np.empty((m, 3))
+        gap = closing_speed(problem.phi, problem.dt, bounded) if self.gap_rate else NO_COMPLIANCE
         eps, code = dissipation_try(problem.W, problem.u_free, problem.phi, problem.dt, problem.mu, lay.rows, lay.sign,
-                                    lay.cones, closing_speed(problem.phi, problem.dt, bounded) if self.gap_rate
-                                    else NO_COMPLIANCE, REGULARIZATION_SCHEDULE[0], self._active.get((key, b""), _NO_BASIS),
+                                    lay.cones, gap, REGULARIZATION_SCHEDULE[0], self._active.get((key, b""), _NO_BASIS),
                                     GUESS_TOL, _NO_PRICE if priceable is None else priceable, lay.edged, lay.R, H, c,
                                     A_in, b_in, lay.x, impulses)
         if code == 1:
