@@ -131,6 +131,7 @@ import numpy as np
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp.regularized import regularized_checked
 from idyn.lcp.residuals import DEFAULT_TOL
+from idyn._qp_kernel import SOLVED
 from idyn.qp import BACKENDS, solve_built
 from idyn.separation import closing_speed
 from idyn.separation import price_separation as core_price_separation
@@ -322,14 +323,17 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
     nul = W.shape[1]
     if nul == 0:
         return z0, {"stage2_status": "determinate", "nullity": 0}
-    tau0, _ = step.resolve(prob.R.T.dot(z0))
     k = W.shape[0] + prob.cone.shape[0]
     H2, c2, A_in, b_in = np.empty((nul, nul)), np.empty(nul), np.empty((k, nul)), np.empty(k)
-    kernel.stage_two_terms(prob.R, step.a_index, W, z0, tau0, step.dt, ridge, prob.cone, H2, c2, A_in, b_in)
-    level = _level_row(prob, W)
-    qp = solve_built(H2, c2, level, np.zeros(level.shape[0]), A_in, b_in, backend=_backend(qp_backend))
-    info = {"stage2_status": qp.status.value, "nullity": int(W.shape[1]),
-            "stage2_iterations": qp.iterations}
+    level, z, out = _level_row(prob, W), np.empty(W.shape[0]), np.empty(3)
+    code = kernel.stage_two(prob.R, W, z0, ridge, prob.cone, step.jac.mu if prob.cone.shape[0] else _NO_CONE,
+                            level, _backend(qp_backend) == "quadprog", step.L, step.v, step.qd, step.dt_h_u,
+                            step.B_dva, step.Ma, step.h, step.dt, step.u_index, step.a_index,
+                            H2, c2, A_in, b_in, z, out)
+    if code == SOLVED:   # the common case: one compiled call
+        return z, {"stage2_status": "solved", "nullity": nul, "stage2_iterations": int(out[1])}
+    qp = solve_built(H2, c2, level, np.zeros(level.shape[0]), A_in, b_in, backend=qp_backend)
+    info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
     if not qp.solved:
         return z0, info  # Stage I's answer is still a valid contact model solution
     z = z0 + W @ qp.x

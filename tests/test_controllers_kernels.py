@@ -4,12 +4,17 @@ the regularised Lemke wrapper does, and Stage II's clip into the cones equals th
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
+import controllers
 from controllers import _dissipation_kernel as kernel
+from controllers import dissipation
 from controllers.dissipation import build_stage_one
+from idyn._qp_kernel import NOT_TRIED
 from idyn.lcp.regularized import regularized_checked
 from idyn.lcp.residuals import DEFAULT_TOL, lcp_residuals
+from test_controllers_gap_rate import at_gaps
 from test_controllers_separation import sliding_stance
 
 
@@ -44,7 +49,6 @@ def test_stage_one_lemke_on_links_equals_the_regularised_wrapper(speed, heading,
     """LINKS on four sliding (or held) feet: the one-call Stage I LCP is the KKT system of the
     StageOne data, and where it passes its z is regularized_checked's z bit for bit and solves
     the LCP (residuals from the Python check)."""
-    import controllers
     model, state, desired, contacts, _ = sliding_stance(speed, heading, mu)
     ctrl = controllers.make("qp-coulomb", model, feedback=False)
     q, v, contacts = ctrl._check(state, desired, contacts)
@@ -76,3 +80,23 @@ def test_separating_loads_equals_the_numpy_form(m, seed):
     loaded = impulse > LOADED_FRACTION * max(float(impulse.max()), 1e-300)
     expected = (phi <= CONTACT_GAP) & loaded & (phi + 1e-3 * speed > CONTACT_GAP)
     assert np.array_equal(separating_loads(phi, 1e-3, impulse, speed), expected)
+
+
+@settings(max_examples=15, deadline=None)
+@given(phi=st.lists(st.floats(0.0, 2e-4), min_size=4, max_size=4), mu=st.sampled_from([0.1, 0.5, np.inf]),
+       gap_rate=st.booleans())
+def test_stage_two_in_one_call_equals_the_python_path(phi, mu, gap_rate):
+    """Stage II's compiled common path (with gap_rate's eq. 108 row or without) gives the z, and
+    the info, of the Python path it falls back to (idyn.qp.solve_built on the same terms)."""
+    model, state, desired, contacts = at_gaps(phi, mu)[:4]
+    ctrl = controllers.make("qp-coulomb", model, feedback=False, gap_rate=gap_rate)
+    q, v, contacts = ctrl._check(state, desired, contacts)
+    step = ctrl.dynamics.update(q, v, desired.vdot, contacts)
+    prob = build_stage_one(step, True, gap_rate=gap_rate)
+    z0, _ = ctrl._stage_one(step, prob)
+    fast = dissipation.solve_stage_two(step, prob, z0, 1e-6, "quadprog")
+    compiled = dissipation.kernel.stage_two
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dissipation.kernel, "stage_two", lambda *args: compiled(*args) and NOT_TRIED)
+        slow = dissipation.solve_stage_two(step, prob, z0, 1e-6, "quadprog")
+    assert np.array_equal(fast[0], slow[0]) and fast[1] == slow[1]
