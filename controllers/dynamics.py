@@ -52,6 +52,7 @@ from idyn.errors import SolverError
 from idyn.lcp.find_indices import kept_mask
 from idyn.lcp.qr import column_pivots
 
+from . import _dynamics_kernel as kernel
 from . import _reduced_kernel as reduced_kernel
 from .impact import IMPACT_SPEED_TOL, passive_impact
 
@@ -63,11 +64,7 @@ TANGENT_DEPENDENCE_TOL = 1e-3
 
 def pyramid_forces(z: np.ndarray) -> np.ndarray:
     """(m, 3) [normal, s, t] from pyramid components ``[f_N; f_S+; f_S-; f_T+; f_T-]``."""
-    return z.reshape(5, -1).T.dot(_PYRAMID_TO_FRAME)
-
-
-#: [f_N, f_S+, f_S-, f_T+, f_T-] -> [normal, s, t]: sums with coefficients 1, -1, 0 are exact
-_PYRAMID_TO_FRAME = np.array([[1.0, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]])
+    return z.reshape(5, -1).T.dot(kernel.PYRAMID_TO_FRAME)
 
 
 @dataclass
@@ -191,6 +188,16 @@ class Step:
             out = out + self.impact
         return out
 
+    def pyramid_outputs(self, R: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(tau, v+, forces)`` for pyramid impulses ``z`` along the rows ``R`` of
+        :meth:`directions` (``pyramid=True``): :meth:`resolve` of ``R^T z`` and
+        :meth:`forces_from_impulses`, in one compiled call."""
+        tau, v_next, forces = np.empty(self.a_index.size), np.empty(self.v.size), np.empty((self.m, 3))
+        kernel.pyramid_outputs(R, z, self.L, self.v, self.qd, self.dt_h_u, self.B_dva, self.Ma, self.h, self.dt,
+                               self.u_index, self.a_index, _NO_IMPACT if self.impact is None else self.impact,
+                               tau, v_next, forces)
+        return tau, v_next, forces
+
     def normal_speeds(self, v_next: np.ndarray) -> np.ndarray:
         """``w_N = N v+ + phi/dt`` (eqs. 36, 54): non-negative when no contact closes further."""
         J = self.jac
@@ -268,19 +275,14 @@ class StepDynamics:
             self.last_impact_status = hit.status
             if hit.solved:
                 v_measured, v, self.last_impact = v, v_after, hit.impulses / dt
-        A, B = M[self._uu], M[self._ua]
-        L = _NO_BLOCK
-        if self.nu:
-            L, info = lapack.dpotrf(A, lower=1, clean=1)
-            if info != 0:
-                raise SolverError("the unactuated block of M is not positive definite")
         na, nu = self._a_index.size, self.nu
-        free = np.empty(na + 3 * nu)                                 # [qd_des, dt h_u, B dva, p]
-        reduced_kernel.free_motion(M, h, v, vdot_a, L, dt, self._u_index, self._a_index, free)
+        L, free = np.empty((nu, nu), order="F"), np.empty(na + 3 * nu)   # free: [qd_des, dt h_u, B dva, p]
+        if kernel.reduced_step(M, h, v, vdot_a, dt, self._u_index, self._a_index, L, free):
+            raise SolverError("the unactuated block of M is not positive definite")
         qd, dt_h_u, B_dva, p = free[:na], free[na:na + nu], free[na + nu:na + 2 * nu], free[na + 2 * nu:]
+        A, B = M[self._uu], M[self._ua]
         return Step(dt, u, a, M, A, B, M[a], h, L, v, qd, p, jac, v_measured, self.last_impact,
                     dt_h_u, B_dva, self._u_index, self._a_index)
 
 
-_NO_BLOCK = np.zeros((0, 0), order="F")   # L without unactuated coordinates
-_NO_BLOCK.setflags(write=False)
+_NO_IMPACT = np.zeros((0, 3))   # Step.impact without a touchdown impact

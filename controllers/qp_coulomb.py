@@ -96,8 +96,8 @@ class DissipationController(Controller):
 
     def _finish(self, step: Step, prob, z: np.ndarray, info: dict) -> Solution:
         """Torques and forces from the impulses ``z`` (eq. 79)."""
-        tau, v_next = step.resolve(prob.R.T @ z)
-        return Solution(tau, step.forces_from_impulses(z, pyramid=True), v_next, info)
+        tau, v_next, forces = step.pyramid_outputs(prob.R, z)
+        return Solution(tau, forces, v_next, info)
 
     def _impulses(self, step: Step, prob) -> tuple[np.ndarray, dict]:
         z, info = self._stage_one(step, prob)

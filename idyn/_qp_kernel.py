@@ -13,15 +13,12 @@ import ctypes
 import numpy as np
 import quadprog
 from numba import types
-from numba.core.extending import get_cython_function_address
 
+from ._lapack_kernel import cholesky_lower
 from .jit import cached_jit as _jit
 from .jit import external
 
 _P, _I32 = types.voidptr, types.int32
-#: LAPACK's Cholesky factorisation, the routine ``scipy.linalg.lapack.dpotrf`` calls
-_dpotrf = external("idyn_scipy_dpotrf", get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf"),
-                   types.void(_P, _P, _P, _P, _P))
 #: quadprog's Goldfarb-Idnani solver, the routine ``quadprog.solve_qp`` wraps (same arguments)
 _qpgen2 = external("idyn_quadprog_qpgen2", ctypes.cast(ctypes.CDLL(quadprog.__file__).qpgen2_, ctypes.c_void_p).value,
                    types.int32(_P, _P, _I32, _P, _P, _P, _P, _P, _I32, _I32, _P, _P, _P, _P, _I32))
@@ -102,18 +99,17 @@ def _python_max(a, b):
 
 @_jit
 def positive_definite(H, tol):
-    """``idyn.qp._positive_definite``: LAPACK's ``dpotrf`` (lower, on a Fortran-ordered copy,
-    as scipy's wrapper passes it) succeeds and the squared pivots ``d`` satisfy
-    ``min(d) > tol * max(max(d), 1e-300)`` with Python's ``min``/``max`` semantics."""
+    """Whether quadprog would be accurate on ``H``: LAPACK's Cholesky factorisation (lower, on a
+    Fortran-ordered copy, as ``scipy.linalg.lapack.dpotrf(H, lower=1)`` passes it) succeeds and
+    its squared pivots ``d`` satisfy ``min(d) > tol * max(max(d), 1e-300)`` (Python's ``min`` and
+    ``max``, the semantics of the former numpy form).  A semi-definite ``H`` often passes a plain
+    Cholesky by rounding, so tiny pivots count as singular."""
     n = H.shape[0]
-    F = np.empty((n, n))                    # F[j, i] is element (i, j) in Fortran order
+    F = np.empty((n, n)).T                  # Fortran order
     for i in range(n):
         for j in range(n):
-            F[j, i] = H[i, j]
-    uplo = np.full(1, 76, np.uint8)         # 'L'
-    size, info = np.full(1, n, np.int32), np.zeros(1, np.int32)
-    _dpotrf(uplo.ctypes, size.ctypes, F.ctypes, size.ctypes, info.ctypes)
-    if info[0] != 0:
+            F[i, j] = H[i, j]
+    if cholesky_lower(F) != 0:
         return False
     if n == 0:
         return 1.0 > tol * 1e-300

@@ -100,3 +100,33 @@ def test_stage_two_in_one_call_equals_the_python_path(phi, mu, gap_rate):
         patch.setattr(dissipation.kernel, "stage_two", lambda *args: compiled(*args) and NOT_TRIED)
         slow = dissipation.solve_stage_two(step, prob, z0, 1e-6, "quadprog")
     assert np.array_equal(fast[0], slow[0]) and fast[1] == slow[1]
+
+
+@settings(max_examples=20, deadline=None)
+@given(speed=st.floats(0.0, 0.6), heading=st.floats(-np.pi, np.pi), seed=st.integers(0, 2**32 - 1))
+def test_step_kernels_equal_the_scipy_and_numpy_forms(speed, heading, seed):
+    """On LINKS stances: the compiled reduced step (LAPACK's Cholesky as scipy's wrapper calls
+    it, the free motion) and the torque/force recovery of pyramid impulses equal, bit for bit,
+    the scipy/numpy forms they replace, with and without a touchdown impulse."""
+    from scipy.linalg import lapack
+    from controllers import _dynamics_kernel, _reduced_kernel
+    from controllers.dynamics import pyramid_forces
+    model, state, desired, contacts, _ = sliding_stance(speed, heading, 0.5)
+    ctrl = controllers.make("qp-coulomb", model, feedback=False)
+    q, v, contacts = ctrl._check(state, desired, contacts)
+    step = ctrl.dynamics.update(q, v, desired.vdot, contacts)
+    dyn = ctrl.dynamics
+    L, info = lapack.dpotrf(step.M[dyn._uu], lower=1, clean=1)
+    assert info == 0 and np.array_equal(step.L, L) and step.L.flags.f_contiguous
+    free = np.empty(step.qd.size + 3 * step.p.size)
+    _reduced_kernel.free_motion(step.M, step.h, step.v, desired.vdot, L, step.dt, dyn._u_index, dyn._a_index, free)
+    assert np.array_equal(np.concatenate((step.qd, step.dt_h_u, step.B_dva, step.p)), free)
+    R = step.directions(pyramid=True)
+    z = np.maximum(np.random.default_rng(seed).standard_normal(R.shape[0]), 0.0)
+    for impact in (None, np.random.default_rng(seed).standard_normal((step.m, 3))):
+        step.impact = impact
+        tau, v_next, forces = step.pyramid_outputs(R, z)
+        tau_ref, v_ref = step.resolve(R.T @ z)
+        assert np.array_equal(tau, tau_ref) and np.array_equal(v_next, v_ref)
+        assert np.array_equal(forces, step.forces_from_impulses(z, pyramid=True))
+        assert np.array_equal(pyramid_forces(z) / step.dt + (0.0 if impact is None else impact), forces)

@@ -1,0 +1,61 @@
+"""The per-step arithmetic of :mod:`controllers.dynamics` around its LAPACK and BLAS calls, compiled.
+
+A control step assembles its reduced dynamics and recovers torques and forces with a dozen small
+numpy and scipy calls (a Cholesky factorisation through scipy's wrapper, slices, products,
+reshapes), 1-3 us each in a control loop for a few microseconds of arithmetic.  These loops do
+the same arithmetic; LAPACK's ``dpotrf`` is the routine scipy's wrapper calls
+(:mod:`idyn._lapack_kernel`) and ``np.dot`` the BLAS ``dgemv`` numpy's ``@`` calls, so the numbers
+are the same bit for bit.  Into arrays the caller allocates (:mod:`controllers._reduced_kernel`
+says why); cached on disk (:mod:`idyn.jit`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from idyn._lapack_kernel import cholesky_lower
+from idyn.jit import cached_jit
+
+from ._reduced_kernel import free_motion, resolve
+
+#: [f_N, f_S+, f_S-, f_T+, f_T-] -> [normal, s, t]: sums with coefficients 1, -1, 0 are exact
+PYRAMID_TO_FRAME = np.array([[1.0, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]])
+PYRAMID_TO_FRAME.setflags(write=False)
+
+
+@cached_jit
+def reduced_step(M, h, v, vdot_a, dt, u, a, L, free):
+    """``L`` (output, Fortran-ordered) the lower Cholesky factor of ``A = M_uu`` with its upper
+    triangle zeroed (``scipy.linalg.lapack.dpotrf(A, lower=1, clean=1)``), then
+    :func:`controllers._reduced_kernel.free_motion` into ``free``; returns LAPACK's ``info``
+    (non-zero: ``A`` is not positive definite and ``free`` is not written)."""
+    nu = u.shape[0]
+    for j in range(nu):
+        for i in range(nu):
+            L[i, j] = M[u[i], u[j]]
+    info = cholesky_lower(L)
+    if info != 0:
+        return info
+    for j in range(nu):
+        for i in range(j):
+            L[i, j] = 0.0
+    free_motion(M, h, v, vdot_a, L, dt, u, a, free)
+    return 0
+
+
+@cached_jit
+def pyramid_outputs(R, z, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, impact, tau, v_next, forces):
+    """``tau``, ``v_next`` (eqs. 88-90 for the generalized impulse ``R^T z``,
+    :func:`controllers._reduced_kernel.resolve`) and the (m, 3) ``forces`` [normal, s, t] of the
+    pyramid impulses ``z = [f_N; f_S+; f_S-; f_T+; f_T-]`` over ``dt`` plus ``impact`` ((m, 3) or
+    (0, 3)): the sums of :func:`controllers.dynamics.pyramid_forces` with :data:`PYRAMID_TO_FRAME`,
+    whose products are exact, so any order of the sum gives its bits (NaN and inf spread as there)."""
+    resolve(np.dot(R.T, z), L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, tau, v_next)
+    m = forces.shape[0]
+    for i in range(m):
+        for j in range(3):
+            s = 0.0
+            for e in range(5):
+                s += z[e * m + i] * PYRAMID_TO_FRAME[e, j]
+            forces[i, j] = s / dt
+            if impact.shape[0]:
+                forces[i, j] += impact[i, j]

@@ -1,0 +1,30 @@
+"""LAPACK routines called from compiled loops: the very routines of scipy's ``cython_lapack`` that
+``scipy.linalg.lapack``'s wrappers call, so a compiled loop gets the wrappers' numbers bit for
+bit without their Python-level argument handling (2-3 us per call in a control loop).
+Registered by :func:`idyn.jit.external`, so the on-disk cache keeps working."""
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core.extending import get_cython_function_address
+
+from .jit import cached_jit, external
+
+_P = types.voidptr
+_dpotrf = external("idyn_scipy_dpotrf", get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf"),
+                   types.void(_P, _P, _P, _P, _P))
+
+
+@cached_jit
+def cholesky_lower(F):
+    """LAPACK ``dpotrf('L')`` on the Fortran-ordered square ``F`` in place (its lower triangle
+    becomes the Cholesky factor, the strict upper one is left as it was), as
+    ``scipy.linalg.lapack.dpotrf(A, lower=1)`` does on its Fortran copy of ``A``; returns
+    LAPACK's ``info`` (0: factorised; > 0: not positive definite)."""
+    n = F.shape[0]
+    if n == 0:
+        return 0
+    uplo = np.full(1, 76, np.uint8)         # 'L'
+    size, info = np.full(1, n, np.int32), np.zeros(1, np.int32)
+    _dpotrf(uplo.ctypes, size.ctypes, F.ctypes, size.ctypes, info.ctypes)
+    return info[0]
