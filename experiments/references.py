@@ -68,10 +68,12 @@ class QuadrupedReference:
         self._model = quadruped.model
         #: foot link -> index of its leg in the planner's order
         self._leg_index = {feet[leg]: i for i, leg in enumerate(self.planner.legs)}
+        self._rotation = (None, None, None)     # (q, its quaternion, base rotation) of the last desired()
 
     def reset(self) -> None:
         self.planner.reset()
         self.follower.reset()
+        self._rotation = (None, None, None)
 
     def desired(self, state, contacts):
         q, _ = self._model.check_state(state)
@@ -82,8 +84,15 @@ class QuadrupedReference:
             if c.phi <= TOUCH_GAP and c.body_a in leg_index:
                 touching[leg_index[c.body_a]] = 1
         R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
+        self._rotation = (q, q[3:7].tolist(), R)
         command = self.follower.twist_at(float(q[0]), float(q[1]), math.atan2(R[1, 0], R[0, 0]))
         return self.planner.plan_checked(q, float(state.t), R, command, True)
+
+    def _base_rotation(self, q):
+        """The base rotation :meth:`desired` formed this step, if ``q`` is still that state's
+        configuration (same array, same quaternion), else None."""
+        seen, quaternion, R = self._rotation
+        return R if q is seen and q[3:7].tolist() == quaternion else None
 
     def active_contacts(self, contacts):
         """The contacts the controller models: those of feet in planned stance.
@@ -112,7 +121,7 @@ class QuadrupedReference:
             return None
         stance, leg_index = self.planner.stance_flags, self._leg_index
         used = [c for c in contacts if c.body_a in leg_index and stance[leg_index[c.body_a]]]
-        return self.balance.torque(state, used, self.planner.goal_rows())
+        return self.balance.torque(state, used, self.planner.goal_rows(), self._base_rotation(state.q))
 
 
 class ArmReference:

@@ -127,13 +127,25 @@ def newton_steps(J_inv, r, active, step):
 
 
 @cached_jit
+def leg_rates(J_inv, xd, leg_v, qd, v):
+    """:func:`per_leg_into` (qd = J^-1 xd, into ``qd``), also written into the velocity vector
+    ``v`` at the legs' indices ``leg_v`` (L, n)."""
+    per_leg_into(J_inv, xd, qd)
+    for leg in range(leg_v.shape[0]):
+        for j in range(leg_v.shape[1]):
+            v[leg_v[leg, j]] = qd[leg, j]
+
+
+@cached_jit
 def accelerations_into(J_inv, xdd, drift, out):
-    """``out[l] = J_inv[l] (xdd[l] - drift[l])``: the joint accelerations qdd = J^-1 (xdd - Jdot qd)."""
+    """``out[l] = J_inv[l] (xdd[l] - drift[l])``: the joint accelerations qdd = J^-1 (xdd - Jdot qd)
+    (``drift``: (L, 3) or a tuple of L 3-vectors)."""
     for leg in range(J_inv.shape[0]):
+        d = drift[leg]
         for j in range(J_inv.shape[1]):
             s = 0.0
             for i in range(J_inv.shape[2]):
-                s += J_inv[leg, j, i] * (xdd[leg, i] - drift[leg, i])
+                s += J_inv[leg, j, i] * (xdd[leg, i] - d[i])
             out[leg, j] = s
 
 

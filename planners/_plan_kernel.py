@@ -35,7 +35,9 @@ DONE, NEED_SWINGS, NEED_MEASURED, TIME_WENT_BACKWARDS = 0, 1, 2, 3
 
 def workspace_dtype(legs: int, joints: int, knots: int) -> np.dtype:
     """The record of one planner's state and step outputs, for ``legs`` legs of ``joints``
-    joints and swing splines of ``knots`` knots (flags are int8: numba has no nested bools)."""
+    joints and swing splines of ``knots`` knots (flags are int8: numba has no nested bools).
+    Aligned: views of its fields go to compiled calls, and numba types an unaligned array
+    argument by its slow Python path (~3 us a call)."""
     L, n, K = legs, joints, knots
     return np.dtype([
         # parameters (written by QuadrupedPlanner.reset)
@@ -59,7 +61,7 @@ def workspace_dtype(legs: int, joints: int, knots: int) -> np.dtype:
         ("xdd", "f8", (L, 3)), ("linear", "f8", (3,)), ("goal", "f8", (4, 3)),
         ("q_legs", "f8", (L, n)), ("qd_legs", "f8", (L, n)), ("qdd_legs", "f8", (L, n)),
         ("q_guess", "f8", (L, n)),
-    ])
+    ], align=True)
 
 
 @cached_jit

@@ -70,6 +70,9 @@ class BalanceController:
         self._base_v = np.arange(root.idx_v, root.idx_v + 6)
         self._lin, self._ang = self._base_v[:3], self._base_v[3:]
         self._data = pm.createData()              # the contact rows' kinematics pass
+        # a writable copy of the model's (read-only) support masks: numba types a read-only
+        # array argument by its slow Python path (~3 us a call)
+        self._support = model.support.copy()
         self._J = self._data.J                    # pinocchio's joint Jacobians (a live view)
         self._wrench_out = np.empty(6)
 
@@ -89,21 +92,24 @@ class BalanceController:
         w, c_n, tau = self._step(q, v, [contacts[i] for i in used], _goal_rows(goal))
         return BalanceOutput(tau, c_n, np.array(used, dtype=int), w.copy())
 
-    def torque(self, state: RobotState, contacts: list, goal_rows: np.ndarray) -> np.ndarray:
+    def torque(self, state: RobotState, contacts: list, goal_rows: np.ndarray, R=None) -> np.ndarray:
         """The joint torques of :meth:`compute` with every contact of the list ``contacts`` used,
         for the goal as (4, 3) rows position, rpy, linear, angular (e.g.
         :meth:`QuadrupedPlanner.goal_rows`, finite by construction): the closed loop's per-step
-        form."""
+        form. ``R``: the base rotation of ``state.q`` as
+        ``pin.Quaternion(q[3:7]).normalized().toRotationMatrix()`` gives it, if the caller formed
+        it this step (else it is formed here)."""
         q, v = self.model.check_state(state)
-        return self._step(q, v, contacts, goal_rows)[2]
+        return self._step(q, v, contacts, goal_rows, R)[2]
 
-    def _step(self, q: np.ndarray, v: np.ndarray, contacts: list, goal: np.ndarray):
+    def _step(self, q: np.ndarray, v: np.ndarray, contacts: list, goal: np.ndarray, R=None):
         """(wrench, normal forces, torques) for validated ``q``, ``v``, the used ``contacts`` and
-        the goal rows, in one compiled call after pinocchio's passes: the base rotation, the
-        rotation error log3(R_goal R^T) (world axes) and, with contacts, the joint Jacobians
-        that give their rows of N."""
+        the goal rows, in one compiled call after pinocchio's passes: the base rotation (unless
+        given), the rotation error log3(R_goal R^T) (world axes) and, with contacts, the joint
+        Jacobians that give their rows of N."""
         model, m = self.model, len(contacts)
-        R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
+        if R is None:
+            R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
         e_r = pin.log3(pin.rpy.rpyToMatrix(goal[1]).dot(R.T))
         c_n, tau = np.empty(m), np.empty(model.na)
         if m:
@@ -116,7 +122,7 @@ class BalanceController:
         else:       # no contact: only the wrench (the rows' arguments are empty)
             ja = jb = np.zeros(0, dtype=np.intp)
             two_bodies, frames, points = False, np.zeros((0, 3, 3)), np.zeros((0, 3))
-        balance_torque(R, q, v, self._lin, self._ang, goal, e_r, self.kp, self.kv, self._J, model.support, ja, jb,
+        balance_torque(R, q, v, self._lin, self._ang, goal, e_r, self.kp, self.kv, self._J, self._support, ja, jb,
                        two_bodies, frames, points, self._base_v, model.actuated_v, np.empty((3 * m, model.nv)),
                        self._wrench_out, c_n, tau)
         if not m:

@@ -19,7 +19,8 @@ import pinocchio as pin
 from idyn import RobotModel
 from idyn.errors import InvalidInputError
 
-from ._leg_kernel import decreased, foot_jacobians, gather_points, newton_steps, residuals, surely_regular
+from ._leg_kernel import (decreased, foot_jacobians, gather_points, leg_rates, newton_steps, residuals,
+                          surely_regular)
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -140,10 +141,25 @@ class LegKinematics:
     def drift(self, q_legs, qd_legs) -> np.ndarray:
         """(L, 3) Jdot qd: the foot accelerations (base frame) at zero joint acceleration.
         (pinocchio forms each frame's placement from its joint's inside this call.)"""
+        self._set(q_legs)
         self._v[self.leg_v] = qd_legs
+        x = np.empty((len(self._fids), 3))
+        gather_points(self._drifts(), x)
+        return x
+
+    def rates_and_drifts(self, q_legs, J_inv, xd, qd) -> tuple:
+        """The joint rates qd = J^-1 xd of every leg (into ``qd``, (L, n)) and the feet's
+        :meth:`drift` at (``q_legs``, qd) as a tuple of L base-frame 3-vectors: the planner's
+        per-step pair after its IK, in one pinocchio pass."""
+        self._set(q_legs)
+        leg_rates(J_inv, xd, self.leg_v, qd, self._v)
+        return self._drifts()
+
+    def _drifts(self) -> tuple:
+        """Jdot qd of every foot at the configuration and joint rates in pinocchio's vectors."""
         model, data = self._model, self._data
-        pin.forwardKinematics(model, data, self._set(q_legs), self._v, self._zero_a)
-        return np.array([pin.getFrameClassicalAcceleration(model, data, f, LWA).linear for f in self._fids])
+        pin.forwardKinematics(model, data, self._q, self._v, self._zero_a)
+        return tuple(pin.getFrameClassicalAcceleration(model, data, f, LWA).linear for f in self._fids)
 
     def inverse(self, J) -> np.ndarray:
         """Per-leg inverses, shape (L, n, 3): exact for a well-conditioned square leg, damped

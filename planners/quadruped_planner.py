@@ -45,7 +45,7 @@ from idyn.state import Desired, RobotState
 from . import _plan_kernel as kernel
 from .base_motion import BaseCommand, PlanarPose, rot_z, yaw_of
 from .gait import Gait, TrotGait
-from ._leg_kernel import joint_targets, per_leg_into
+from ._leg_kernel import joint_targets
 from .leg_kinematics import LegKinematics
 from .spline import ClampedCubicSpline
 
@@ -308,10 +308,10 @@ class QuadrupedPlanner:
         J_inv = self.kin.inverse(J)
         qd = view["qd_legs"]
         view["q_legs"][:] = q_legs
-        per_leg_into(J_inv, view["xd"], qd)
+        drift = self.kin.rates_and_drifts(q_legs, J_inv, view["xd"], qd)
         out_q, out_v, out_a = np.empty(self._na), np.empty(self._na), np.empty(self._na)
-        joint_targets(J_inv, view["xdd"], self.kin.drift(q_legs, qd), q_legs, qd, self.kin.leg_actuated,
-                      view["qdd_legs"], out_q, out_v, out_a)
+        joint_targets(J_inv, view["xdd"], drift, q_legs, qd, self.kin.leg_actuated, view["qdd_legs"],
+                      out_q, out_v, out_a)
         return Desired(out_q, out_v, out_a)
 
     def _start(self, t, q, base_p, base_R) -> None:

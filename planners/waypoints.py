@@ -60,6 +60,7 @@ class WaypointFollower:
                 raise InvalidInputError(f"{name} must be positive, got {value}")
         self.waypoints = pts.copy()
         self.waypoints.setflags(write=False)
+        self._points = pts.copy()    # writable twin for the compiled rule (numba types read-only arrays slowly)
         self.tolerance, self.speed = float(tolerance), float(speed)
         self.heading_tolerance, self.max_turn_rate = float(heading_tolerance), float(max_turn_rate)
         self.gait_period, self.cycle = float(gait_period), bool(cycle)
@@ -99,7 +100,7 @@ class WaypointFollower:
         """:meth:`command` for the base at planar pose (``x``, ``y``, ``yaw``), as the array
         (vx, vy, wz) (this follower's own, overwritten by the next call): the closed loop's
         per-step form, which takes the heading from the base rotation it already has."""
-        waypoint_twist(self.waypoints, self.tolerance, self.speed, self.heading_tolerance, self.max_turn_rate,
+        waypoint_twist(self._points, self.tolerance, self.speed, self.heading_tolerance, self.max_turn_rate,
                        self.gait_period, self.cycle, x, y, yaw, self._progress, self._twist)
         return self._twist
 
