@@ -456,24 +456,37 @@ def qp_active_guess(H, c, A, b, eps, active, tol, x):
             for o in range(ko):
                 g -= A[other[o], j] * y[n + o]
             y[j] = g
-    y_max = 0.0
-    for i in range(y.shape[0]):
-        y_max = max(y_max, abs(y[i]))
+    y_max = _max_abs(y)
     for i in range(y.shape[0]):
         if not y[i] >= -tol * (1.0 + y_max):      # also rejects NaN
             return False
-    x_max = 0.0
-    for i in range(n):
-        x_max = max(x_max, abs(x[i]))
+    x_max = _max_abs(x)
     for row in range(A.shape[0]):
-        s = -b[row]
-        a_max = 0.0
-        for j in range(n):
-            s += A[row, j] * x[j]
-            a_max = max(a_max, abs(A[row, j]))
-        if not s >= -tol * ((1.0 + x_max) * (1.0 + a_max) + abs(b[row])):
+        slack, scale = _row_slack(A, b, x, row, x_max)
+        if not slack >= -tol * scale:
             return False
     return True
+
+
+@cached_jit
+def _max_abs(x):
+    """``max |x_i|`` (0 for no entries)."""
+    largest = 0.0
+    for i in range(x.shape[0]):
+        largest = max(largest, abs(x[i]))
+    return largest
+
+
+@cached_jit
+def _row_slack(A, b, x, row, x_max):
+    """``A_row x - b_row`` and the row's scale ``(1 + max|x|)(1 + max_j |A_row,j|) + |b_row|``
+    (that of :func:`idyn._qp_kernel.feasible`), ``x_max = max|x|``."""
+    slack = -b[row]
+    a_max = 0.0
+    for j in range(x.shape[0]):
+        slack += A[row, j] * x[j]
+        a_max = max(a_max, abs(A[row, j]))
+    return slack, (1.0 + x_max) * (1.0 + a_max) + abs(b[row])
 
 
 @cached_jit
@@ -483,18 +496,12 @@ def tight_rows(A, b, x, tol, out):
     (Gram-Schmidt; a residual norm above 1e-9 of the row's): their indices into ``out``, their
     count returned. The active set :func:`qp_active_guess` tries on the next step."""
     n = x.shape[0]
-    x_max = 0.0
-    for i in range(n):
-        x_max = max(x_max, abs(x[i]))
+    x_max = _max_abs(x)
     basis = np.empty((min(A.shape[0], n), n))
     count = 0
     for row in range(A.shape[0]):
-        s = -b[row]
-        a_max = 0.0
-        for j in range(n):
-            s += A[row, j] * x[j]
-            a_max = max(a_max, abs(A[row, j]))
-        if abs(s) > tol * ((1.0 + x_max) * (1.0 + a_max) + abs(b[row])) or count == basis.shape[0]:
+        slack, scale = _row_slack(A, b, x, row, x_max)
+        if abs(slack) > tol * scale or count == basis.shape[0]:
             continue
         v = A[row].copy()
         norm0 = math.sqrt(np.dot(v, v))

@@ -358,8 +358,12 @@ class MaximalDissipation(ContactModel):
     active set of the last solve (its tight rows, independent ones) is tried first: one KKT
     solve of the same ridge QP (:func:`._step_kernel.qp_active_guess`), accepted when its
     multipliers are >= 0 and every row holds, to :data:`GUESS_TOL` relative; with H + eps I
-    positive definite that is the unique minimiser quadprog computes, equal to its answer to
-    the solvers' round-off. Otherwise quadprog runs as before.
+    positive definite that is the unique minimiser quadprog computes. Otherwise quadprog runs
+    as before. Measured against quadprog on the same problems: standing LINKS, x to 1.5e-15
+    relative; a box on four corners (one more than it needs, W singular, its load split only by
+    the 1e-9 ridge), v+ and the total load to round-off (1e-13; 4e-10 sliding) and the corners'
+    split to 0.7-3.4e-7, the precision to which both solvers resolve that ridge
+    (tests/test_sim_qp_warm_start.py).
     """
 
     name = "qp"
