@@ -78,13 +78,13 @@ class SimTestbed:
             return out
         done = last.contact_set
         world_forces = np.einsum("mij,mi->mj", done.frames(), last.forces)
-        used = np.zeros(done.m, bool)
+        free = dict(enumerate(zip(done.body_a, done.body_b)))      # the step's contacts not yet matched
         for i, c in enumerate(contacts):
-            same = np.flatnonzero(~used & np.array([(a, b) == (c.body_a, c.body_b)
-                                                    for a, b in zip(done.body_a, done.body_b)]))
-            if same.size:
-                best = same[np.argmin(np.linalg.norm(done.points[same] - c.point, axis=1))]
-                used[best] = True
+            same = [j for j, pair in free.items() if pair == (c.body_a, c.body_b)]
+            if same:
+                best = same[0] if len(same) == 1 else \
+                    same[int(np.argmin(np.linalg.norm(done.points[same] - c.point, axis=1)))]
+                del free[best]
                 out[i] = c.frame() @ world_forces[best]
         return out
 
