@@ -75,6 +75,20 @@ class BalanceController:
         self._support = model.support.copy()
         self._J = self._data.J                    # pinocchio's joint Jacobians (a live view)
         self._wrench_out = np.empty(6)
+        self._joints = {}                         # body name -> index of the joint carrying it
+        self._grow(4)
+
+    def _grow(self, m: int) -> None:
+        """Work arrays for the data of ``m`` contacts: frames, points, joints of bodies A and B."""
+        self._frames, self._points = np.empty((m, 3, 3)), np.empty((m, 3))
+        self._ja, self._jb = np.empty(m, dtype=np.intp), np.empty(m, dtype=np.intp)
+
+    def _joint(self, body) -> int:
+        """Index of the joint that carries ``body`` (None: the world), cached by name."""
+        joint = self._joints.get(body)
+        if joint is None:
+            joint = self._joints[body] = int(self.model.body_joints([body])[0])
+        return joint
 
     def wrench(self, state: RobotState, goal) -> np.ndarray:
         """The PD base wrench, in base axes (dual of pinocchio's base velocity)."""
@@ -112,19 +126,19 @@ class BalanceController:
             R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
         e_r = pin.log3(pin.rpy.rpyToMatrix(goal[1]).dot(R.T))
         c_n, tau = np.empty(m), np.empty(model.na)
+        if m > self._frames.shape[0]:
+            self._grow(m)
+        frames, points, ja, jb = self._frames, self._points, self._ja, self._jb
+        two_bodies = False
+        for k, c in enumerate(contacts):        # the contacts' data into the work arrays
+            frames[k], points[k] = c._frame, c.point
+            ja[k], jb[k] = self._joint(c.body_a), self._joint(c.body_b)
+            two_bodies = two_bodies or c.body_b is not None
         if m:
             pin.computeJointJacobians(model.pinocchio_model, self._data, q)
-            ja = model.body_joints([c.body_a for c in contacts])
-            two_bodies = any(c.body_b is not None for c in contacts)
-            jb = model.body_joints([c.body_b for c in contacts]) if two_bodies else ja
-            frames = np.array([c._frame for c in contacts])
-            points = np.array([c.point for c in contacts])
-        else:       # no contact: only the wrench (the rows' arguments are empty)
-            ja = jb = np.zeros(0, dtype=np.intp)
-            two_bodies, frames, points = False, np.zeros((0, 3, 3)), np.zeros((0, 3))
-        balance_torque(R, q, v, self._lin, self._ang, goal, e_r, self.kp, self.kv, self._J, self._support, ja, jb,
-                       two_bodies, frames, points, self._base_v, model.actuated_v, np.empty((3 * m, model.nv)),
-                       self._wrench_out, c_n, tau)
+        balance_torque(R, q, v, self._lin, self._ang, goal, e_r, self.kp, self.kv, self._J, self._support,
+                       ja[:m], jb[:m], two_bodies, frames[:m], points[:m], self._base_v, model.actuated_v,
+                       np.empty((3 * m, model.nv)), self._wrench_out, c_n, tau)
         if not m:
             tau[:] = 0.0
         return self._wrench_out, c_n, tau

@@ -93,6 +93,7 @@ class LegKinematics:
         #: the active / decreased / stuck flags of the legs
         self._newton = (np.empty((L, 3)), np.empty((L, 3)), np.empty((L, n)), np.empty(L),
                         np.empty(L, dtype=bool), np.empty(L, dtype=bool), np.empty(L, dtype=bool))
+        self._regular = np.empty(L, dtype=bool)      # inverse()'s certainty flags
         #: an inverse is exact when the leg's smallest singular value exceeds this (m)
         self._min_sigma = 10.0 * np.sqrt(self._damping)
 
@@ -176,7 +177,7 @@ class LegKinematics:
         one is formed only for the others."""
         if J.shape[2] != 3:
             return self._damped(J)
-        ok = np.empty(J.shape[0], dtype=bool)
+        ok = self._regular if J.shape[0] == self._regular.shape[0] else np.empty(J.shape[0], dtype=bool)
         if surely_regular(J, self._min_sigma, ok):
             return _inv(J)
         ok = ok | (np.linalg.svd(J, compute_uv=False)[:, -1] > self._min_sigma)

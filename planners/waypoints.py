@@ -67,8 +67,12 @@ class WaypointFollower:
         self.reset()
 
     def reset(self) -> None:
+        """Start again from the first waypoint; the parameters (attributes) in effect for the
+        next commands are the ones set at this call."""
         self._progress = np.zeros(2, dtype=np.int64)    # index, reached
         self._twist = np.zeros(3)
+        self._rule = np.array([self.tolerance, self.speed, self.heading_tolerance, self.max_turn_rate,
+                               self.gait_period, self.cycle], dtype=float)
 
     @property
     def index(self) -> int:
@@ -100,17 +104,18 @@ class WaypointFollower:
         """:meth:`command` for the base at planar pose (``x``, ``y``, ``yaw``), as the array
         (vx, vy, wz) (this follower's own, overwritten by the next call): the closed loop's
         per-step form, which takes the heading from the base rotation it already has."""
-        waypoint_twist(self._points, self.tolerance, self.speed, self.heading_tolerance, self.max_turn_rate,
-                       self.gait_period, self.cycle, x, y, yaw, self._progress, self._twist)
+        waypoint_twist(self._points, self._rule, x, y, yaw, self._progress, self._twist)
         return self._twist
 
 
 @cached_jit
-def waypoint_twist(points, tolerance, speed, heading_tolerance, max_turn_rate, gait_period, cycle,
-                   x, y, yaw, progress, out):
+def waypoint_twist(points, rule, x, y, yaw, progress, out):
     """The follower's rule (module docstring) for the base at (``x``, ``y``, ``yaw``): advance
     ``progress`` = (index, reached) past reached waypoints and write the twist (vx, vy, wz) into
-    ``out`` (zero once a non-cycling follower is done)."""
+    ``out`` (zero once a non-cycling follower is done). ``rule`` holds tolerance, speed,
+    heading tolerance, turn-rate cap, gait period and the cycle flag (1.0 or 0.0)."""
+    tolerance, speed, heading_tolerance, max_turn_rate, gait_period = rule[0], rule[1], rule[2], rule[3], rule[4]
+    cycle = rule[5] != 0.0
     n = points.shape[0]
     out[0] = out[1] = out[2] = 0.0
     if not cycle and progress[1] >= n:
