@@ -4,12 +4,12 @@ Every control step the balance term forms a PD wrench from the base pose error a
 joint torques through the contact normals: about twenty numpy calls on 3-vectors and 3 x 3
 matrices plus two products with the rows of N, some 35 us. These loops do the same arithmetic
 with the heading rotation written out; the base orientation, the goal's rotation and the
-rotation error (log3) still come from pinocchio, the rows of N from :func:`idyn.contact.jacobians_at`.
-The results agree with the numpy expressions to round-off, not bit for bit (OpenBLAS fuses its
+rotation error (log3) still come from pinocchio, the joint Jacobians the rows of N are formed
+from too. The results agree with the numpy expressions to round-off, not bit for bit (OpenBLAS fuses its
 products into FMAs in its own order; 3000 replayed trot steps: torques within 7e-17 N m).
 :func:`balance_torque` is a whole step in one call: the wrench, the contact rows
-(:func:`idyn._contact_kernel.contact_rows`, the rows :func:`idyn.contact.jacobians_at` forms) and
-the forces. Cached on disk (:mod:`idyn.jit`).
+(:func:`idyn._contact_kernel.contact_rows`, the compiled loop behind
+:func:`idyn.contact.jacobians_at`, so the same numbers) and the forces. Cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 

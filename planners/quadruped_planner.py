@@ -26,6 +26,13 @@ The planner also integrates the commanded twist into a *gait pose* (the planned 
 :meth:`QuadrupedPlanner.base_goal` reports it for the balance term
 (:class:`~planners.balance.BalanceController`).
 
+The planner's state lives in one workspace record (immutable model + reusable workspace): each
+control step is one compiled call (:func:`planners._plan_kernel.plan_motion`, which hands back
+only for a swing spline's solve and the measured feet), the leg IK's pinocchio passes and
+LAPACK inverses, and two compiled loops for the joint rates and accelerations.
+:meth:`QuadrupedPlanner.plan_checked` is the closed loop's entry, with the base rotation and the
+contact flags it already has.
+
 Nothing here is specific to one robot: the model, the foot frames, the leg joints and the
 standing configuration are constructor arguments (``experiments`` connects a
 ``robots.Quadruped`` to them).
