@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from idyn._qp_kernel import SOLVED, first_attempt
+from idyn._qp_kernel import SOLVED, quadprog_attempts
 from idyn.jit import cached_jit
 from idyn.lcp._lemke_kernel import first_max
 from idyn.lcp.lemke import cold_checked
@@ -202,16 +202,16 @@ def stage_one_lemke(H, G, c, g, tol, Mlcp, qlcp, z):
 
 
 @cached_jit
-def stage_two(R, W, z0, ridge, cone, mu, level, try_quadprog, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a,
-              H2, c2, A_in, b_in, z, out):
+def stage_two(R, W, z0, ridge, cone, mu, level, try_quadprog, schedule, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u,
+              a, H2, c2, A_in, b_in, z, out):
     """Stage II (eqs. 102-112) in one call: ``tau0`` of ``z0`` (eqs. 88-90,
     :func:`controllers._reduced_kernel.resolve` with the step's arrays), the terms of
     :func:`stage_two_terms` (outputs ``H2, c2, A_in, b_in``), the QP with the ``level``
-    equality (0 or 1 row of unit scale, independent) by :func:`idyn._qp_kernel.first_attempt`
-    when ``try_quadprog``, and on success ``z = z0 + W w`` clipped into the cones
+    equality (0 or 1 row of unit scale, independent) by quadprog with the ridge ``schedule``
+    (:func:`idyn._qp_kernel.quadprog_attempts`) when ``try_quadprog``, and on success ``z = z0 + W w`` clipped into the cones
     (:func:`clip_to_cone`, ``mu`` empty: no cone).  The products ``R^T z0`` and ``W w`` are
     ``np.dot``, the BLAS routine numpy's ``@`` calls (bit for bit; ``tests/test_lcp_residual_kernel.py``).
-    Returns the first attempt's code (:data:`idyn._qp_kernel.SOLVED` ...): on any other the
+    Returns their code (:data:`idyn._qp_kernel.SOLVED` ...): on any other the
     caller runs :func:`idyn.qp.solve_built` on ``H2, c2, A_in, b_in``.  ``out`` as there."""
     k = W.shape[0]
     tau0, v_next = np.empty(a.shape[0]), np.empty(v.shape[0])
@@ -219,7 +219,7 @@ def stage_two(R, W, z0, ridge, cone, mu, level, try_quadprog, L, v, qd, dt_h_u, 
     stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone, H2, c2, A_in, b_in)
     be = np.zeros(level.shape[0])
     Hs, x = np.empty(H2.shape), np.empty(H2.shape[0])
-    code = first_attempt(H2, c2, level, be, A_in, b_in, level, be, 1e-7, try_quadprog, Hs, x, out)
+    code = quadprog_attempts(H2, c2, level, be, A_in, b_in, level, be, 1e-7, try_quadprog, schedule, Hs, x, out)
     if code == SOLVED:
         w = np.dot(W, x)
         for i in range(k):

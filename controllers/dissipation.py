@@ -133,6 +133,7 @@ from idyn.lcp.regularized import regularized_checked
 from idyn.lcp.residuals import DEFAULT_TOL
 from idyn._qp_kernel import SOLVED
 from idyn.qp import BACKENDS, solve_built
+from idyn.qp import REGULARIZATION_SCHEDULE as QP_REGULARIZATION
 from idyn.separation import closing_speed
 from idyn.separation import price_separation as core_price_separation
 from idyn.separation import separating_loads as core_separating_loads
@@ -325,9 +326,9 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
         return z0, {"stage2_status": "determinate", "nullity": 0}
     k = W.shape[0] + prob.cone.shape[0]
     H2, c2, A_in, b_in = np.empty((nul, nul)), np.empty(nul), np.empty((k, nul)), np.empty(k)
-    level, z, out = _level_row(prob, W), np.empty(W.shape[0]), np.empty(3)
+    level, z, out = _level_row(prob, W), np.empty(W.shape[0]), np.empty(5)
     code = kernel.stage_two(prob.R, W, z0, ridge, prob.cone, step.jac.mu if prob.cone.shape[0] else _NO_CONE,
-                            level, _backend(qp_backend) == "quadprog", step.L, step.v, step.qd, step.dt_h_u,
+                            level, _backend(qp_backend) == "quadprog", _RIDGES, step.L, step.v, step.qd, step.dt_h_u,
                             step.B_dva, step.Ma, step.h, step.dt, step.u_index, step.a_index,
                             H2, c2, A_in, b_in, z, out)
     if code == SOLVED:   # the common case: one compiled call
@@ -355,6 +356,8 @@ def _level_row(prob: StageOne, W: np.ndarray) -> np.ndarray:
     return (row / scale)[None]
 
 
+#: idyn.qp's ridge schedule, for the compiled Stage II
+_RIDGES = np.array(QP_REGULARIZATION)
 #: no friction bound (``mu`` of no contact): :func:`kernel.clip_to_cone` only clips
 _NO_CONE = np.zeros(0)
 

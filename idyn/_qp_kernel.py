@@ -23,7 +23,7 @@ _P, _I32 = types.voidptr, types.int32
 _qpgen2 = external("idyn_quadprog_qpgen2", ctypes.cast(ctypes.CDLL(quadprog.__file__).qpgen2_, ctypes.c_void_p).value,
                    types.int32(_P, _P, _I32, _P, _P, _P, _P, _P, _I32, _I32, _P, _P, _P, _P, _I32))
 
-#: :func:`first_attempt`'s codes (the statuses of :class:`idyn.qp.QPStatus`, and not tried)
+#: :func:`quadprog_attempts`' codes (the statuses of :class:`idyn.qp.QPStatus`, and not tried)
 SOLVED, INFEASIBLE, FAILED, NOT_TRIED = 0, 1, 2, 3
 
 
@@ -157,25 +157,46 @@ def quadprog_solve(H, c, Ae, be, Ai, bi, x, iters):
 
 
 @_jit
-def first_attempt(H, c, Ae_kept, be_kept, Ai, bi, Ae, be, tol, try_quadprog, Hs, x, out):
-    """The first attempt of :func:`idyn.qp.solve_built`, compiled: ``Hs`` (output) the
-    symmetrised ``H`` (:func:`symmetrized`), and, with ``try_quadprog`` and ``Hs`` positive
-    definite (:func:`positive_definite`, tolerance 1e-12), quadprog on the kept equality rows
-    and the inequality rows into ``x``, checked by :func:`feasible` against every row.  Returns
-    :data:`SOLVED`, :data:`INFEASIBLE`, :data:`FAILED` or :data:`NOT_TRIED`;
-    ``out = [ridge scale, iterations (0 unless quadprog returned an x), objective]``."""
-    out[0] = symmetrized(H, Hs)
-    out[1] = 0.0
-    if not (try_quadprog and positive_definite(Hs, 1e-12)):
+def quadprog_attempts(H, c, Ae_kept, be_kept, Ai, bi, Ae, be, tol, try_quadprog, schedule, Hs, x, out):
+    """The quadprog attempts of :func:`idyn.qp.solve_built`, compiled: ``Hs`` (output) the
+    symmetrised ``H`` (:func:`symmetrized`), then, with ``try_quadprog``, quadprog on the kept
+    equality rows and the inequality rows into ``x``, each answer checked by :func:`feasible`
+    against every row: first on ``Hs`` itself if it is positive definite
+    (:func:`positive_definite`, tolerance 1e-12), then on ``Hs + s scale I`` for ``s`` in
+    ``schedule`` (empty: no ridge fallback), until one is accepted.  Returns :data:`SOLVED`,
+    or the last attempt's :data:`INFEASIBLE` / :data:`FAILED`, or :data:`NOT_TRIED`;
+    ``out = [ridge scale, iterations, objective (of Hs), ridge used, verdicts]`` with the
+    iterations of the last attempt (0 unless quadprog returned an x) and ``verdicts`` bit 1 set
+    when an attempt was INFEASIBLE, bit 2 when one FAILED."""
+    scale = symmetrized(H, Hs)
+    out[0], out[1], out[3], out[4] = scale, 0.0, 0.0, 0.0
+    if not try_quadprog:
         return NOT_TRIED
+    n = Hs.shape[0]
+    code, verdicts = NOT_TRIED, 0
+    Hr = np.empty((n, n))
     iters = np.zeros(1, np.int64)
-    code = quadprog_solve(Hs, c, Ae_kept, be_kept, Ai, bi, x, iters)
-    if code == 1:
-        return INFEASIBLE
-    if code != 0:
-        return FAILED
-    out[1] = iters[0]
-    if not feasible(x, Ae, be, Ai, bi, tol):
-        return INFEASIBLE
-    out[2] = objective(Hs, c, x)
-    return SOLVED
+    for attempt in range(-1, schedule.shape[0]):
+        if attempt < 0:
+            if not positive_definite(Hs, 1e-12):
+                continue
+            eps = 0.0
+            Hr[:, :] = Hs
+        else:
+            eps = schedule[attempt] * scale
+            Hr[:, :] = Hs
+            for i in range(n):
+                Hr[i, i] += eps
+        out[1], out[3] = 0.0, eps
+        code = quadprog_solve(Hr, c, Ae_kept, be_kept, Ai, bi, x, iters)
+        if code == 0:
+            out[1] = iters[0]
+            code = SOLVED if feasible(x, Ae, be, Ai, bi, tol) else INFEASIBLE
+        elif code != 1:
+            code = FAILED
+        if code == SOLVED:
+            out[2] = objective(Hs, c, x)
+            return SOLVED
+        verdicts |= 1 if code == INFEASIBLE else 2
+        out[4] = verdicts
+    return code

@@ -24,12 +24,12 @@ semi-definite ``H``).  The adapter adds what a control loop needs around them:
   :func:`idyn.lcp.lemke_regularized`.
 * **Feasibility check**: an answer is accepted only if every row is within ``feasibility_tol``
   of its constraint relative to ``(1 + max|x|)(1 + max_j |a_ij|) + |b_i|``.
-* **One compiled call** in the common case: the symmetrisation, the positive-definiteness test
-  (LAPACK's Cholesky with tiny pivots counted as singular: a semi-definite ``H`` often passes a
-  plain Cholesky by rounding, and quadprog then returns a feasible but visibly suboptimal
-  point), quadprog's own routine, the feasibility check and the objective are
-  :func:`idyn._qp_kernel.first_attempt` (the wrappers' Python overhead was most of a control
-  step's QP time); the fallbacks run in Python.
+* **One compiled call** for everything but cvxopt: the symmetrisation, the positive-definiteness
+  test (LAPACK's Cholesky with tiny pivots counted as singular: a semi-definite ``H`` often passes
+  a plain Cholesky by rounding, and quadprog then returns a feasible but visibly suboptimal
+  point), quadprog's own routine with the ridge schedule, the feasibility checks and the
+  objective are :func:`idyn._qp_kernel.quadprog_attempts` (the wrappers' Python overhead was
+  most of a control step's QP time).
 * **Status, not exceptions**: a failed solve returns ``QPResult`` with ``status`` INFEASIBLE or
   FAILED and ``x`` filled with NaN; the caller falls back.
 """
@@ -39,7 +39,6 @@ import enum
 from dataclasses import dataclass
 
 import numpy as np
-import quadprog
 
 from . import _qp_kernel as kernel
 from . import validation
@@ -60,6 +59,7 @@ class QPStatus(enum.Enum):
     FAILED = "failed"
 
 
+_SCHEDULE = np.array(REGULARIZATION_SCHEDULE)
 _CODES = {kernel.SOLVED: QPStatus.SOLVED, kernel.INFEASIBLE: QPStatus.INFEASIBLE, kernel.FAILED: QPStatus.FAILED}
 
 
@@ -157,63 +157,33 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     dropped = Ae.shape[0] - Ae_kept.shape[0]
     if n == 0:
         return QPResult(np.zeros(0), QPStatus.SOLVED, backend, objective=0.0, dropped_equalities=dropped)
-    Hs, x, out, c = np.empty((n, n)), np.empty(n), np.empty(3), _c(c)
-    # symmetrisation and the first attempt (quadprog without ridge on a positive definite H)
-    code = kernel.first_attempt(_c(H), c, _c(Ae_kept), _c(be_kept), Ai, bi, Ae, be, feasibility_tol,
-                                backend == "quadprog", Hs, x, out)
+    Hs, x, out, c = np.empty((n, n)), np.empty(n), np.empty(5), _c(c)
+    # symmetrisation and quadprog's attempts, without ridge if H is positive definite, then with
+    code = kernel.quadprog_attempts(_c(H), c, _c(Ae_kept), _c(be_kept), Ai, bi, Ae, be, feasibility_tol,
+                                    backend == "quadprog", _SCHEDULE if regularize else _SCHEDULE[:0], Hs, x, out)
     H = Hs
     if code == kernel.SOLVED:
-        return QPResult(x, QPStatus.SOLVED, backend, 0.0, out[2], int(out[1]), dropped)
-    scale, iters = out[0], int(out[1])
-    tried = code != kernel.NOT_TRIED
-    status, x, eps, used = _CODES[code] if tried else QPStatus.FAILED, None, 0.0, backend
-    verdicts = {status} if tried else set()
-    schedule = [(backend, 0.0)] if backend == "cvxopt" else []
-    if regularize:
-        schedule += [(backend, s * scale) for s in REGULARIZATION_SCHEDULE] if backend == "quadprog" else []
-        schedule += [("cvxopt", 0.0)] if backend == "quadprog" else []
-    for used, eps in schedule:
-        solver = _quadprog if used == "quadprog" else _cvxopt
-        status, x, iters = solver(_ridge(H, eps) if eps else H, c, Ae_kept, be_kept, Ai, bi)
+        return QPResult(x, QPStatus.SOLVED, backend, out[3], out[2], int(out[1]), dropped)
+    status = _CODES.get(code, QPStatus.FAILED)
+    verdicts = {s for bit, s in ((1, QPStatus.INFEASIBLE), (2, QPStatus.FAILED)) if int(out[4]) & bit}
+    used, eps, iters = backend, out[3], int(out[1])
+    if backend == "cvxopt" or regularize:    # the backend asked for, or quadprog's last fallback
+        used, eps = "cvxopt", 0.0            # (it accepts a semi-definite H)
+        status, x, iters = _cvxopt(H, c, Ae_kept, be_kept, Ai, bi)
         if status is QPStatus.SOLVED and not kernel.feasible(x, Ae, be, Ai, bi, feasibility_tol):
             status = QPStatus.INFEASIBLE
         verdicts.add(status)
         # INFEASIBLE is not trusted on its own: with a nearly singular H the dual active-set
         # method breaks down with that message, so the better-conditioned attempts still run
         if status is QPStatus.SOLVED:
-            break
-    if status is not QPStatus.SOLVED:
-        status = QPStatus.INFEASIBLE if QPStatus.INFEASIBLE in verdicts else status
-        return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
-    return QPResult(x, status, used, eps, kernel.objective(H, c, x), iters, dropped)
+            return QPResult(x, status, used, eps, kernel.objective(H, c, x), iters, dropped)
+    status = QPStatus.INFEASIBLE if QPStatus.INFEASIBLE in verdicts else status
+    return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
 
 
 def _c(a: np.ndarray) -> np.ndarray:
     """``a`` C-contiguous (the compiled loops are specialised for that layout)."""
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
-
-
-def _ridge(H: np.ndarray, eps: float) -> np.ndarray:
-    """``H + eps I`` (a copy)."""
-    out = H.copy()
-    out.flat[::H.shape[0] + 1] += eps
-    return out
-
-
-def _quadprog(H, c, Ae, be, Ai, bi):
-    C = np.concatenate((Ae, Ai)).T if Ae.shape[0] else Ai.T
-    b = np.concatenate((be, bi)) if Ae.shape[0] else bi
-    try:
-        if C.shape[1]:
-            x, _, _, iters, _, _ = quadprog.solve_qp(H, -c, C, b, Ae.shape[0])
-        else:
-            x, _, _, iters, _, _ = quadprog.solve_qp(H, -c)
-    except ValueError as exc:
-        msg = str(exc)
-        if "inconsistent" in msg or "no solution" in msg:
-            return QPStatus.INFEASIBLE, None, 0
-        return QPStatus.FAILED, None, 0  # "matrix G is not positive definite"
-    return QPStatus.SOLVED, x, int(iters[0])
 
 
 def _cvxopt(H, c, Ae, be, Ai, bi):

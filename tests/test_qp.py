@@ -104,9 +104,10 @@ def test_compiled_feasibility_check_is_the_row_bound(seed, n, meq, mineq):
 @given(st.integers(1, 12), st.integers(0, 3), st.integers(0, 16), st.integers(0, 2**32 - 1),
        st.sampled_from(["pd", "semidefinite", "ridge"]))
 def test_compiled_first_attempt_equals_the_wrappers(n, p, r, seed, kind):
-    """idyn._qp_kernel.first_attempt calls quadprog's own routine and LAPACK's Cholesky as their
-    Python wrappers do: the same x bit for bit, the same verdicts (positive definiteness with
-    tiny pivots singular, quadprog's error codes, the feasibility check)."""
+    """idyn._qp_kernel.quadprog_attempts (without ridge schedule: the first attempt) calls
+    quadprog's own routine and LAPACK's Cholesky as their Python wrappers do: the same x bit for
+    bit, the same verdicts (positive definiteness with tiny pivots singular, quadprog's error
+    codes, the feasibility check)."""
     from scipy.linalg import lapack
     import quadprog
     from idyn import _qp_kernel as kernel
@@ -116,8 +117,8 @@ def test_compiled_first_attempt_equals_the_wrappers(n, p, r, seed, kind):
     c = rng.standard_normal(n)
     Ae, be = rng.standard_normal((p, n)), rng.standard_normal(p)
     Ai, bi = rng.standard_normal((r, n)), rng.standard_normal(r) - 1.0
-    Hs, x, out = np.empty((n, n)), np.empty(n), np.empty(3)
-    code = kernel.first_attempt(H, c, Ae, be, Ai, bi, Ae, be, 1e-7, True, Hs, x, out)
+    Hs, x, out = np.empty((n, n)), np.empty(n), np.empty(5)
+    code = kernel.quadprog_attempts(H, c, Ae, be, Ai, bi, Ae, be, 1e-7, True, np.zeros(0), Hs, x, out)
     assert np.array_equal(Hs, 0.5 * (H + H.T))
     L, info = lapack.dpotrf(Hs, lower=1)
     d = (L.diagonal() ** 2).tolist()
@@ -133,3 +134,58 @@ def test_compiled_first_attempt_equals_the_wrappers(n, p, r, seed, kind):
         return
     assert np.array_equal(x, ref[0]) and out[1] == ref[3][0]
     assert (code == kernel.SOLVED) == kernel.feasible(ref[0], Ae, be, Ai, bi, 1e-7)
+
+
+def _python_schedule(H, c, Ae, be, Ai, bi, tol=1e-7):
+    """The former Python form of idyn.qp.solve_built's quadprog attempts (positive definite H
+    first, then the ridge schedule; cvxopt not included): (status, x, eps, iterations)."""
+    from scipy.linalg import lapack
+    import quadprog
+    from idyn import _qp_kernel as kernel
+    from idyn.qp import REGULARIZATION_SCHEDULE
+    n = H.shape[0]
+    Hs = 0.5 * (H + H.T)
+    scale = max(1.0, float(np.abs(np.diag(Hs)).max()))
+    L, info = lapack.dpotrf(Hs, lower=1)
+    d = (L.diagonal() ** 2).tolist()
+    pd = info == 0 and min(d) > 1e-12 * max(max(d), 1e-300)
+    last = ("failed", None, 0.0, 0)
+    for eps in ([0.0] if pd else []) + [s * scale for s in REGULARIZATION_SCHEDULE]:
+        Hr = Hs + eps * np.eye(n) if eps else Hs
+        C = np.concatenate((Ae, Ai)).T
+        try:
+            out = quadprog.solve_qp(Hr, -c, C, np.concatenate((be, bi)), Ae.shape[0]) if C.shape[1] \
+                else quadprog.solve_qp(Hr, -c)
+        except ValueError as exc:
+            last = ("infeasible" if "inconsistent" in str(exc) else "failed", None, eps, 0)
+            continue
+        ok = kernel.feasible(out[0], Ae, be, Ai, bi, tol)
+        last = ("solved" if ok else "infeasible", out[0], eps, int(out[3][0]))
+        if ok:
+            break
+    return last
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 10), st.integers(0, 2), st.integers(0, 14), st.integers(0, 2**32 - 1),
+       st.sampled_from(["pd", "semidefinite", "tight"]))
+def test_solve_built_schedule_equals_the_python_form(n, p, r, seed, kind):
+    """solve_built's compiled quadprog attempts take the decisions, and give the x bit for bit,
+    of the former Python loop: semi-definite Hessians go straight to the ridge schedule, nearly
+    conflicting rows make attempts infeasible."""
+    from idyn.qp import solve_built
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, n if kind == "pd" else max(1, n - 2)))
+    H = A @ A.T
+    c = rng.standard_normal(n)
+    Ae, be = rng.standard_normal((p, n)), rng.standard_normal(p)
+    Ai, bi = rng.standard_normal((r, n)), rng.standard_normal(r)
+    if kind == "tight" and r >= 2:          # two nearly opposite rows: a sliver of feasible set
+        Ai[1], bi[1] = -Ai[0] * (1 + 1e-9), -bi[0] - 1e-9
+    status, x, eps, iters = _python_schedule(H, c, Ae, be, Ai, bi)
+    res = solve_built(H, c, Ae, be, Ai, bi, backend="quadprog")
+    if status == "solved":
+        assert res.solved and res.backend == "quadprog" and np.array_equal(res.x, x)
+        assert res.regularization == eps and res.iterations == iters
+    else:
+        assert res.backend == "cvxopt"       # quadprog exhausted: the last fallback ran
