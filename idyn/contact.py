@@ -237,8 +237,8 @@ def framed_contacts(body_a, body_b, rows, mu) -> tuple[list[Contact], np.ndarray
     frames, points = np.empty((m, 3, 3)), np.empty((m, 3))
     code = framed_rows(rows, mu, frames, points)
     if code:
-        error, message = _ROW_ERRORS[code]
-        raise error(message)
+        error, message = _ROW_ERRORS[code % 4]
+        raise error(f"{message}; got row {rows[code // 4].tolist()}, mu {mu[code // 4]} for {body_a[code // 4]}")
     frames.setflags(write=False)
     points.setflags(write=False)
     contacts = [Contact._trusted(a, b, p, f[0], mu_i, phi_i, (f[1], f[2]), f) for a, b, p, f, mu_i, phi_i in
