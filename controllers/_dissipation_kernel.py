@@ -14,6 +14,7 @@ from idyn._qp_kernel import SOLVED, quadprog_attempts
 from idyn.jit import cached_jit
 from idyn.lcp._lemke_kernel import first_max
 from idyn.lcp.lemke import cold_checked
+from idyn.separation import separating_into
 
 from ._reduced_kernel import resolve
 
@@ -226,3 +227,29 @@ def stage_two(R, W, z0, ridge, cone, mu, level, try_quadprog, schedule, L, v, qd
             z[i] = z0[i] + w[i]
         clip_to_cone(z, mu)
     return code
+
+
+@cached_jit
+def new_separations(Y, z, free, phi, dt, priced, new):
+    """The contacts :func:`idyn.separation.separating_loads` flags in Stage I's answer ``z`` that
+    are not ``priced`` yet, as indices ``new[:count]`` (output; ``count`` returned), with
+    ``N v+ = Y_N^T (Y z) + N v+(0)`` (``free[:m]``) by the BLAS calls numpy's ``@`` makes: ``dgemv``
+    with at least two rows, ``ddot`` for the one row of a single contact."""
+    m = phi.shape[0]
+    speed = np.zeros(m)
+    if Y.shape[0]:
+        Yz = np.dot(Y, z)
+        if m == 1:
+            speed[0] = np.dot(Y[:, 0], Yz)
+        else:
+            speed[:] = np.dot(np.ascontiguousarray(Y[:, :m].T), Yz)
+    for i in range(m):
+        speed[i] += free[i]
+    mask = np.empty(m, np.bool_)
+    separating_into(phi, dt, z[:m], speed, mask)
+    count = 0
+    for i in range(m):
+        if mask[i] and not priced[i]:
+            new[count] = i
+            count += 1
+    return count

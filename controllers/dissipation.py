@@ -136,7 +136,6 @@ from idyn.qp import BACKENDS, solve_built
 from idyn.qp import REGULARIZATION_SCHEDULE as QP_REGULARIZATION
 from idyn.separation import closing_speed
 from idyn.separation import price_separation as core_price_separation
-from idyn.separation import separating_loads as core_separating_loads
 
 from . import _dissipation_kernel as kernel
 
@@ -304,9 +303,16 @@ def separating_loads(step: Step, prob: StageOne, z: np.ndarray) -> np.ndarray:
     """Mask of the touching contacts that carry normal impulse ``z`` yet end the step apart
     (:func:`idyn.separation.separating_loads`, with ``N v+ = Y_N^T Y z + N v+(0)``; see
     "Separation of touching contacts")."""
-    m = step.m
-    normal_speed = prob.Y[:, :m].T @ (prob.Y @ z) + step.free_velocity[:m]      # N v+
-    return core_separating_loads(step.jac.phi, step.dt, z[:m], normal_speed)
+    new = np.empty(step.m, dtype=np.intp)
+    mask = np.zeros(step.m, dtype=bool)
+    mask[new[:flag_separations(step, prob, z, mask.copy(), new)]] = True
+    return mask
+
+
+def flag_separations(step: Step, prob: StageOne, z: np.ndarray, priced: np.ndarray, new: np.ndarray) -> int:
+    """:func:`separating_loads` for the Stage I loop, in one compiled call: the flagged contacts
+    that are not ``priced`` yet, as indices ``new[:count]`` (output); returns ``count``."""
+    return kernel.new_separations(prob.Y, z, step.free_velocity, step.jac.phi, step.dt, priced, new)
 
 
 def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: float) -> None:

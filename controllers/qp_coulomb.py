@@ -27,7 +27,7 @@ import numpy as np
 from idyn.errors import InvalidInputError
 
 from .base import Controller, Solution, register
-from .dissipation import (OBJECTIVES, build_stage_one, price_separation, separating_loads, solve_one_stage,
+from .dissipation import (OBJECTIVES, build_stage_one, flag_separations, price_separation, solve_one_stage,
                           solve_stage_one, solve_stage_two)
 from .dynamics import Step
 
@@ -80,15 +80,17 @@ class DissipationController(Controller):
         priced, until none is added (see "Separation of touching contacts" in
         :mod:`controllers.dissipation`); ``info["separation_priced"]``: how many."""
         z, info = self._solve_stage_one(prob)
-        priced = np.zeros(step.m, dtype=bool)
+        priced, new = np.zeros(step.m, dtype=bool), np.empty(step.m, dtype=np.intp)
+        count = 0
         while self._separation_mass > 0.0:
-            new = separating_loads(step, prob, z) & ~priced
-            if not new.any():
+            added = flag_separations(step, prob, z, priced, new)
+            if not added:
                 break
-            priced |= new
-            price_separation(step, prob, np.flatnonzero(new), self._separation_mass)
+            priced[new[:added]] = True
+            count += added
+            price_separation(step, prob, new[:added], self._separation_mass)
             z, info = self._solve_stage_one(prob)
-        info["separation_priced"] = int(np.count_nonzero(priced))
+        info["separation_priced"] = count
         return z, info
 
     def _solve_stage_one(self, prob) -> tuple[np.ndarray, dict]:

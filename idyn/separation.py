@@ -75,14 +75,14 @@ def separating_loads(phi: np.ndarray, dt: float, normal_impulse: np.ndarray,
     with ``phi + dt N v+`` beyond that gap, ``normal_speed`` being ``N v+``: the relaxation's
     complementarity violations."""
     out = np.empty(phi.shape[0], dtype=bool)
-    _separating(phi, float(dt), normal_impulse, normal_speed, out)
+    separating_into(phi, float(dt), normal_impulse, normal_speed, out)
     return out
 
 
 @cached_jit
-def _separating(phi, dt, normal_impulse, normal_speed, out):
-    """:func:`separating_loads` into ``out`` in one compiled pass (its numpy form was six calls
-    per Stage I answer): the same comparisons, the largest impulse taken as ``ndarray.max``
+def separating_into(phi, dt, normal_impulse, normal_speed, out):
+    """:func:`separating_loads` into ``out`` in one compiled pass, for compiled callers too (its
+    numpy form was six calls per Stage I answer): the same comparisons, the largest impulse taken as ``ndarray.max``
     does (NaN if any is NaN, which then loads no contact)."""
     m = phi.shape[0]
     largest = normal_impulse[0] if m else 0.0

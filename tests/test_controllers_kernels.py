@@ -130,3 +130,25 @@ def test_step_kernels_equal_the_scipy_and_numpy_forms(speed, heading, seed):
         assert np.array_equal(tau, tau_ref) and np.array_equal(v_next, v_ref)
         assert np.array_equal(forces, step.forces_from_impulses(z, pyramid=True))
         assert np.array_equal(pyramid_forces(z) / step.dt + (0.0 if impact is None else impact), forces)
+
+
+@settings(max_examples=30, deadline=None)
+@given(speed=st.floats(0.0, 0.6), feet=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
+def test_flagged_separations_equal_the_numpy_form(speed, feet, seed):
+    """Stage I's separation check in one call (N v+ by numpy's BLAS calls: ddot for one contact,
+    dgemv for more) flags the contacts the numpy form flags, on LINKS with 1-4 feet touching."""
+    from idyn.separation import separating_loads as core
+    model, state, desired, contacts, _ = sliding_stance(speed, 0.3, 0.5)
+    ctrl = controllers.make("qp-coulomb", model, feedback=False)
+    q, v, contacts = ctrl._check(state, desired, contacts[:feet])
+    step = ctrl.dynamics.update(q, v, desired.vdot, contacts)
+    prob = build_stage_one(step, True)
+    rng = np.random.default_rng(seed)
+    for z in (np.maximum(rng.standard_normal(prob.k), 0.0) * 1e-3, np.zeros(prob.k)):
+        m = step.m
+        speed_ref = prob.Y[:, :m].T @ (prob.Y @ z) + step.free_velocity[:m]
+        expected = core(step.jac.phi, step.dt, z[:m], speed_ref)
+        assert np.array_equal(dissipation.separating_loads(step, prob, z), expected)
+        priced, new = rng.random(m) < 0.5, np.empty(m, dtype=np.intp)
+        count = dissipation.flag_separations(step, prob, z, priced, new)
+        assert np.array_equal(new[:count], np.flatnonzero(expected & ~priced))
