@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from idyn._lapack_kernel import cholesky_lower
+from idyn._lapack_kernel import cholesky_lower, lower_solve
 from idyn.jit import cached_jit
 
 from ._reduced_kernel import free_motion, resolve
@@ -59,3 +59,34 @@ def pyramid_outputs(R, z, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, impact, tau,
             forces[i, j] = s / dt
             if impact.shape[0]:
                 forces[i, j] += impact[i, j]
+
+
+@cached_jit
+def pyramid_inputs(rows, L, p, qd, u, a, R, Y, free):
+    """Stage I's inputs from ``rows = [N; S; T]`` (outputs): the pyramid rows
+    ``R = [N; S; -S; T; -T]`` (Sec. 5.1), ``Y = L^-1 R_u^T`` (Fortran-ordered, LAPACK's
+    ``dtrtrs`` as ``scipy.linalg.lapack.dtrtrs`` calls it) and ``free = [N; S; T] v+(0)`` (the
+    rows' unactuated and actuated columns times ``p`` and ``qd``, each by the BLAS ``dgemv``
+    numpy's ``@`` calls on them)."""
+    k3, nv = rows.shape
+    m = k3 // 3
+    for i in range(k3):
+        for j in range(nv):
+            x = rows[i, j]
+            R[i if i < 2 * m else i + m, j] = x
+            if i >= m:
+                R[i + m if i < 2 * m else i + 2 * m, j] = -x
+    for t in range(Y.shape[0]):
+        for j in range(Y.shape[1]):
+            Y[t, j] = R[j, u[t]]
+    lower_solve(L, Y)
+    Ru, Ra = np.empty((k3, u.shape[0])), np.empty((k3, a.shape[0]))
+    for i in range(k3):
+        for t in range(u.shape[0]):
+            Ru[i, t] = rows[i, u[t]]
+        for t in range(a.shape[0]):
+            Ra[i, t] = rows[i, a[t]]
+    fu = np.dot(Ru, p) if u.shape[0] else np.zeros(k3)
+    fa = np.dot(Ra, qd)
+    for i in range(k3):
+        free[i] = fu[i] + fa[i]

@@ -216,8 +216,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     ``S_u (p + A^-1 R_u^T z) + S_a qd_des = 0``, linear in ``z``.
     """
     m = step.m
-    R = step.directions(pyramid=True)
-    Y = step.whiten(R[:, step.u].T)                          # L^-1 R_u^T
+    R, Y = step.pyramid_whitened()                           # R = [N; S; -S; T; -T], Y = L^-1 R_u^T
     # ker(H) = ker(Y) and its complement, the row space of Y = range(R_u) (the contact velocities
     # impulses move), from one SVD of Y: one rank decision for Stage II and the projection of c
     sv, Vt = _full_svd(Y) if Y.shape[0] else (_NO_VALUES, np.eye(R.shape[0]))   # sv descending

@@ -133,6 +133,16 @@ class Step:
             self._pyramid = np.concatenate((R[:2 * m], neg[:m], R[2 * m:], neg[m:]))
         return self._pyramid
 
+    def pyramid_whitened(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(R, Y)``: the pyramid rows (:attr:`pyramid_rows`) and ``Y = L^-1 R_u^T`` (Stage I's
+        whitened unactuated impulse map), with :attr:`free_velocity`, in one compiled call."""
+        R, m = self.rows, self.m
+        if self._pyramid is None or self._free is None:
+            self._pyramid, self._free = np.empty((5 * m, R.shape[1])), np.empty(3 * m)
+        Y = np.empty((self.nu, 5 * m), order="F")
+        kernel.pyramid_inputs(R, self.L, self.p, self.qd, self.u_index, self.a_index, self._pyramid, Y, self._free)
+        return self._pyramid, Y
+
     def solve_A(self, X: np.ndarray) -> np.ndarray:
         """``A^-1 X`` from the Cholesky factor of ``A`` (LAPACK potrs; no inverse formed)."""
         if self.nu == 0:

@@ -13,6 +13,8 @@ from .jit import cached_jit, external
 _P = types.voidptr
 _dpotrf = external("idyn_scipy_dpotrf", get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf"),
                    types.void(_P, _P, _P, _P, _P))
+_dtrtrs = external("idyn_scipy_dtrtrs", get_cython_function_address("scipy.linalg.cython_lapack", "dtrtrs"),
+                   types.void(_P, _P, _P, _P, _P, _P, _P, _P, _P, _P))
 
 
 @cached_jit
@@ -27,4 +29,19 @@ def cholesky_lower(F):
     uplo = np.full(1, 76, np.uint8)         # 'L'
     size, info = np.full(1, n, np.int32), np.zeros(1, np.int32)
     _dpotrf(uplo.ctypes, size.ctypes, F.ctypes, size.ctypes, info.ctypes)
+    return info[0]
+
+
+@cached_jit
+def lower_solve(L, B):
+    """LAPACK ``dtrtrs('L', 'N', 'N')``: ``B <- L^-1 B`` in place for the Fortran-ordered lower
+    triangular ``L`` (n x n) and Fortran-ordered ``B`` (n x k), as
+    ``scipy.linalg.lapack.dtrtrs(L, B, lower=1)`` computes it; returns LAPACK's ``info``."""
+    n, k = B.shape
+    if n == 0 or k == 0:
+        return 0
+    flags = np.array([76, 78, 78], np.uint8)    # 'L', 'N', 'N'
+    sizes, info = np.array([n, k], np.int32), np.zeros(1, np.int32)
+    _dtrtrs(flags[0:].ctypes, flags[1:].ctypes, flags[2:].ctypes, sizes[0:].ctypes, sizes[1:].ctypes, L.ctypes,
+            sizes[0:].ctypes, B.ctypes, sizes[0:].ctypes, info.ctypes)
     return info[0]

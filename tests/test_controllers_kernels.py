@@ -106,8 +106,9 @@ def test_stage_two_in_one_call_equals_the_python_path(phi, mu, gap_rate):
 @given(speed=st.floats(0.0, 0.6), heading=st.floats(-np.pi, np.pi), seed=st.integers(0, 2**32 - 1))
 def test_step_kernels_equal_the_scipy_and_numpy_forms(speed, heading, seed):
     """On LINKS stances: the compiled reduced step (LAPACK's Cholesky as scipy's wrapper calls
-    it, the free motion) and the torque/force recovery of pyramid impulses equal, bit for bit,
-    the scipy/numpy forms they replace, with and without a touchdown impulse."""
+    it, the free motion), Stage I's inputs (pyramid rows, LAPACK's triangular solve, the free
+    velocity) and the torque/force recovery of pyramid impulses equal, bit for bit, the
+    scipy/numpy forms they replace, with and without a touchdown impulse."""
     from scipy.linalg import lapack
     from controllers import _dynamics_kernel, _reduced_kernel
     from controllers.dynamics import pyramid_forces
@@ -121,7 +122,11 @@ def test_step_kernels_equal_the_scipy_and_numpy_forms(speed, heading, seed):
     free = np.empty(step.qd.size + 3 * step.p.size)
     _reduced_kernel.free_motion(step.M, step.h, step.v, desired.vdot, L, step.dt, dyn._u_index, dyn._a_index, free)
     assert np.array_equal(np.concatenate((step.qd, step.dt_h_u, step.B_dva, step.p)), free)
-    R = step.directions(pyramid=True)
+    R, Y = step.pyramid_whitened()
+    rows, m, u, a = step.rows, step.m, dyn.u, dyn.a
+    assert np.array_equal(R, np.concatenate((rows[:2 * m], -rows[m:2 * m], rows[2 * m:], -rows[2 * m:])))
+    assert np.array_equal(Y, lapack.dtrtrs(L, R[:, u].T, lower=1)[0]) and Y.flags.f_contiguous
+    assert np.array_equal(step.free_velocity, rows[:, u].dot(step.p) + rows[:, a].dot(step.qd))
     z = np.maximum(np.random.default_rng(seed).standard_normal(R.shape[0]), 0.0)
     for impact in (None, np.random.default_rng(seed).standard_normal((step.m, 3))):
         step.impact = impact
