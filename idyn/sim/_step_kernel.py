@@ -32,7 +32,7 @@ from .._pyramid_kernel import equilibrate, gather, pyramid_impulses, pyramid_lcp
 from .._triangular import gram_solve
 from ..jit import cached_jit
 from ..lcp.residuals import residuals_pass
-from ..separation import _separating
+from ..separation import separating_into
 
 
 @cached_jit
@@ -545,7 +545,7 @@ def dissipation_try(W, u, phi, dt, mu, rows, sign, cones, extra_c, ridge, active
                 s += A_in[i, j] * x[j]
             speed[i] = s
         separating = np.empty(m, dtype=np.bool_)
-        _separating(phi, dt, x[:m], speed, separating)
+        separating_into(phi, dt, x[:m], speed, separating)
         for i in range(m):
             if separating[i] and price[i]:
                 return eps, 2
