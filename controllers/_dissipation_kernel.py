@@ -23,13 +23,14 @@ RANK_TOL = 1e-10
 
 
 @cached_jit
-def stage_one_rows(Y, sv, Vt, c0, pyramid, project, free, phi, dt, cone, c, G, g):
+def stage_one_rows(Y, sv, Vt, c0, pyramid, project, free, phi, dt, cone, c, G, g, H):
     """Stage I's data from the SVD ``(sv, Vt)`` of ``Y`` (outputs ``c``, ``G``, ``g``): the rank
     ``sum(sv > RANK_TOL max(sv_0, 1e-300))`` (returned), the linear term ``c`` (``c0``, or with
     ``pyramid`` the pyramid layout ``[x_N, x_S, -x_S, x_T, -x_T]`` of ``free = [N; S; T] v+(0)``,
     projected onto the row space ``Vt[:rank]`` of ``Y`` when ``project``), the non-penetration
     rows ``G[:m] = Y_N^T Y`` (``Y``'s first ``m`` columns are the normals) with
-    ``g[:m] = free_N + phi/dt``, then the ``cone`` rows with ``g = 0``.  Returns
+    ``g[:m] = free_N + phi/dt``, then the ``cone`` rows with ``g = 0``, and the Hessian
+    ``H = Y^T Y`` (``np.dot``: the BLAS product numpy's ``Y.T @ Y`` makes, bit for bit).  Returns
     ``(rank, smallest, largest)``, the last two the range of the non-penetration rows' norms."""
     nu, k = Y.shape
     m = phi.shape[0]
@@ -76,6 +77,10 @@ def stage_one_rows(Y, sv, Vt, c0, pyramid, project, free, phi, dt, cone, c, G, g
         for j in range(k):
             G[m + r, j] = cone[r, j]
         g[m + r] = 0.0
+    if nu:
+        H[:, :] = np.dot(Y.T, Y)
+    else:
+        H[:, :] = 0.0
     return rank, nmin, nmax
 
 

@@ -167,12 +167,21 @@ class StageOne:
 
     def __post_init__(self):
         if self.E is None:
-            self.E, self.e = np.zeros((0, self.R.shape[0])), np.zeros(0)
+            self.E, self.e = _no_rows(self.R.shape[0])
 
     @property
     def k(self) -> int:
         return self.R.shape[0]
 
+
+
+@lru_cache(maxsize=64)
+def _no_rows(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(E, e)`` without rows for ``k`` impulses (read-only, made once per size)."""
+    E, e = np.zeros((0, k)), np.zeros(0)
+    E.setflags(write=False)
+    e.setflags(write=False)
+    return E, e
 
 
 def cone_rows(mu: np.ndarray) -> np.ndarray:
@@ -230,10 +239,10 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     # G = [Gn; cone]: Gn = N_u A^-1 R_u^T (R's first m rows are N), gn = N v+(0) + phi/dt
     k = R.shape[0]
     cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, k))
-    c, G, g = np.empty(k), np.empty((m + cone.shape[0], k)), np.empty(m + cone.shape[0])
+    c, G, g, H = np.empty(k), np.empty((m + cone.shape[0], k)), np.empty(m + cone.shape[0]), np.empty((k, k))
     rank, smallest, largest = kernel.stage_one_rows(Y, sv, Vt, c0, objective == "contact-work",
                                                     objective == "contact-work", free, step.jac.phi, step.dt,
-                                                    cone, c, G, g)
+                                                    cone, c, G, g, H)
     threshold = RANK_TOL * max(largest, 1.0)
     dead = 0
     if not smallest > threshold:                             # some row no impulse can change
@@ -241,7 +250,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         live = np.sqrt(np.einsum("ij,ij->i", Gn, Gn)) > threshold
         dead = int(np.count_nonzero(~live & (gn < 0)))
         G, g = np.concatenate((Gn[live], cone)), np.concatenate((gn[live], np.zeros(cone.shape[0])))
-    prob = StageOne(R, Y, Y.T @ Y, Vt[rank:].T, c, G, g, cone, dead)
+    prob = StageOne(R, Y, H, Vt[rank:].T, c, G, g, cone, dead)
     if gap_rate:                                             # the contacts with cone rows
         bounded = np.isfinite(step.jac.mu) if coulomb else np.zeros(m, dtype=bool)
         prob.closing = closing_speed(step.jac.phi, step.dt, bounded)

@@ -54,6 +54,7 @@ def test_stage_one_lemke_on_links_equals_the_regularised_wrapper(speed, heading,
     q, v, contacts = ctrl._check(state, desired, contacts)
     step = ctrl.dynamics.update(q, v, desired.vdot, contacts)
     prob = build_stage_one(step, True)
+    assert np.array_equal(prob.H, prob.Y.T @ prob.Y)       # the compiled BLAS product, bit for bit
     k, nc = prob.k, prob.G.shape[0]
     M, qv, z = np.empty((k + nc, k + nc)), np.empty(k + nc), np.empty(k + nc)
     passed, pivots = kernel.stage_one_lemke(prob.H, prob.G, prob.c, prob.g, DEFAULT_TOL, M, qv, z)
