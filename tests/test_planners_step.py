@@ -131,9 +131,26 @@ def test_balance_torque_is_compute_for_the_used_contacts():
         q[:3] += 0.01 * rng.normal(size=3)
         q[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(*(0.1 * rng.normal(size=3)))).coeffs()
         state = RobotState(q, rng.normal(size=robot.model.nv))
-        contacts = [Contact(f.link, None, rng.normal(size=3), [0.1, 0.0, 1.0], 1.0) for f in robot.feet.values()]
+        contacts = [Contact(f.link, None, rng.normal(size=3), [0.1, 0.0, 1.0], 1.0)     # some feet with two
+                    for f in robot.feet.values() for _ in range(rng.integers(1, 3))]      # points: > 4 contacts
         stance = {c.body_a for c in contacts if rng.uniform() < 0.7}
         want = bal.compute(state, contacts, goal, stance_bodies=stance).tau
         got = bal.torque(state, [c for c in contacts if c.body_a in stance], goal_rows)
         np.testing.assert_array_equal(got, want)
     assert not bal.torque(state, [], goal_rows).any()
+
+
+def test_reference_schedule_ignores_contacts_of_other_bodies():
+    from experiments.references import QuadrupedReference
+    robot = robots.quadruped("links")
+    ref = QuadrupedReference(robot, friction_limit=0.3)
+    state = RobotState(robot.q_stand.copy(), np.zeros(robot.model.nv), 0.0)
+    feet = [Contact(f.link, None, np.zeros(3), [0.0, 0.0, 1.0], 1.0) for f in robot.feet.values()]
+    base = Contact("a body that is no foot", None, np.zeros(3), [0.0, 0.0, 1.0], 1.0)
+    contacts = feet + [base]
+    ref.desired(state, contacts)
+    stance = [robot.feet[leg].link for leg, down in ref.planner.stance.items() if down]
+    active = ref.active_contacts(contacts)
+    assert [c.body_a for c in active] == stance and len(stance) == 2        # the trot starts with a swing pair
+    assert all(c.mu == 0.3 for c in active)
+    assert ref.extra_torque(state, contacts).shape == (robot.model.na,)
