@@ -163,7 +163,8 @@ class Controller(ABC):
         q, v, vectors = state.q, state.v, (state.q, state.v, desired.q, desired.v, desired.vdot)
         # RobotState and Desired hold float vectors; one finiteness test covers all five, and
         # only a failure (or a size mismatch) goes through the per-vector checks for its message
-        if tuple(x.shape for x in vectors) != self._shapes or not all_finite(*vectors):
+        if (q.shape, v.shape, desired.q.shape, desired.v.shape, desired.vdot.shape) != self._shapes \
+                or not all_finite(*vectors):
             for x, n, name in zip(vectors, self._shapes, ("q", "v", "desired.q", "desired.v", "desired.vdot")):
                 validation.vector(x, n[0], name)
         contacts = list(contacts)
@@ -171,7 +172,7 @@ class Controller(ABC):
             if not isinstance(c, Contact):
                 raise InvalidInputError(f"contacts must be idyn.Contact objects, got {type(c).__name__}")
         # UnknownFrameError for a body the model lacks (names are looked up once, then cached)
-        model.body_joints([c.body_a for c in contacts] + [c.body_b for c in contacts])
+        model.check_bodies([c.body_a for c in contacts] + [c.body_b for c in contacts])
         return q, v, contacts
 
     def _step(self, q, v, vdot, contacts) -> Step:

@@ -23,6 +23,7 @@ does not merge: Algorithm 2 handles dependent contacts itself (Appendix F) in
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -40,7 +41,7 @@ def merge_duplicates(contacts: Sequence[Contact]) -> tuple[list[Contact], np.nda
     the contacts merged into ``unique[j]``."""
     m = len(contacts)
     if len({c.point.tobytes() for c in contacts}) == m:      # duplicates share their point
-        return list(contacts), np.arange(m), np.ones(m, dtype=np.intp)
+        return (list(contacts),) + _unmerged(m)
     index: dict = {}
     unique: list[Contact] = []
     owner = np.empty(m, dtype=np.intp)
@@ -52,6 +53,15 @@ def merge_duplicates(contacts: Sequence[Contact]) -> tuple[list[Contact], np.nda
             unique.append(c)
         owner[i] = j
     return unique, owner, np.bincount(owner, minlength=len(unique))
+
+
+@lru_cache(maxsize=64)
+def _unmerged(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(owner, copies)`` when nothing is merged (read-only, made once per size)."""
+    owner, copies = np.arange(m), np.ones(m, dtype=np.intp)
+    owner.setflags(write=False)
+    copies.setflags(write=False)
+    return owner, copies
 
 
 def split_forces(forces: np.ndarray, owner: np.ndarray, copies: np.ndarray) -> np.ndarray:

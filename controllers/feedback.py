@@ -68,20 +68,29 @@ class ErrorFeedback:
     def correction(self, q, v, q_des, v_des, dt: float) -> np.ndarray:
         """``kp e + kv de + ki int(e)``; advances the integral by ``e dt`` (clipped to
         ``integral_limit``).  Compiled (:func:`_pid`): a dozen numpy calls on 12 joints otherwise."""
-        limit = np.inf if self.integral_limit is None else float(self.integral_limit)
-        out = np.empty(self.iq.size)
-        _pid(q, v, self.iq, self.iv, q_des, v_des, self.integral, float(dt), self.kp, self.kv, self.ki, limit, out)
-        return out
+        return self._pid(q, v, q_des, v_des, _NO_OFFSET, dt)
 
     def acceleration(self, q, v, desired, dt: float) -> np.ndarray:
-        """The commanded actuated acceleration ``qdd_des + correction`` (Sec. 7.3)."""
-        return desired.vdot + self.correction(q, v, desired.q, desired.v, dt)
+        """The commanded actuated acceleration ``qdd_des + correction`` (Sec. 7.3), one compiled call."""
+        return self._pid(q, v, desired.q, desired.v, desired.vdot, dt)
+
+    def _pid(self, q, v, q_des, v_des, offset, dt: float) -> np.ndarray:
+        limit = np.inf if self.integral_limit is None else float(self.integral_limit)
+        out = np.empty(self.iq.size)
+        _pid(q, v, self.iq, self.iv, q_des, v_des, self.integral, float(dt), self.kp, self.kv, self.ki, limit, offset, out)
+        return out
+
+
+#: no acceleration added to the correction (:meth:`ErrorFeedback.correction`)
+_NO_OFFSET = np.zeros(0)
 
 
 @cached_jit
-def _pid(q, v, iq, iv, q_des, v_des, integral, dt, kp, kv, ki, limit, out):
+def _pid(q, v, iq, iv, q_des, v_des, integral, dt, kp, kv, ki, limit, offset, out):
+    """``out = offset + kp e + kv de + ki int(e)`` (``offset`` empty: the correction alone)."""
     for i in range(iq.shape[0]):
         e = q_des[i] - q[iq[i]]
         de = v_des[i] - v[iv[i]]
         integral[i] = min(max(integral[i] + e * dt, -limit), limit)
-        out[i] = kp[i] * e + kv[i] * de + ki[i] * integral[i]
+        correction = kp[i] * e + kv[i] * de + ki[i] * integral[i]
+        out[i] = offset[i] + correction if offset.shape[0] else correction

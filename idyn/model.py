@@ -238,6 +238,14 @@ class RobotModel:
                     cache[b] = self._model.frames[self.frame_id(b)].parentJoint
             return np.array([cache[b] for b in bodies], dtype=np.intp)
 
+    def check_bodies(self, bodies) -> None:
+        """UnknownFrameError for a name in ``bodies`` that is no frame of the model (None: the
+        world); a name seen before costs one dictionary lookup (:meth:`body_joints` caches)."""
+        cache = self._frame_joints
+        for b in bodies:
+            if b not in cache:
+                self.body_joints((b,))
+
     def workspace(self) -> "Workspace":
         """A new reusable workspace (its own pinocchio Data) for one-pass step quantities."""
         return Workspace(self)

@@ -26,6 +26,9 @@ def test_error_feedback_is_the_pid_of_sec_7_3():
     assert np.allclose(a2 - a1, 0.01 * 1e-3)      # the integral grows by e dt
     fb.reset()
     assert np.allclose(fb.acceleration(q, v, des, 1e-3), a1)
+    fb.reset()                                    # one compiled call: vdot + correction, bit for bit
+    other = ErrorFeedback(model)
+    assert np.array_equal(fb.acceleration(q, v, des, 1e-3), des.vdot + other.correction(q, v, des.q, des.v, 1e-3))
     with pytest.raises(InvalidInputError):
         ErrorFeedback(model, kp=[1.0, 2.0])
 
