@@ -19,8 +19,8 @@ import pinocchio as pin
 from idyn import RobotModel
 from idyn.errors import InvalidInputError
 
-from ._leg_kernel import (decreased, foot_jacobians, gather_points, leg_rates, newton_steps, residuals,
-                          surely_regular)
+from ._leg_kernel import (decreased, foot_jacobians, gather_points, leg_rates, newton_steps, regular_inverses,
+                          residuals)
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -173,13 +173,15 @@ class LegKinematics:
         default 1e-6 m^2).
 
         Well-conditioned legs, the usual case, are recognised by a determinant bound without an
-        SVD (:func:`planners._leg_kernel.surely_regular`) and get the plain inverse; the damped
-        one is formed only for the others."""
+        SVD (:func:`planners._leg_kernel.surely_regular`) and get the plain inverse, both in one
+        compiled call (:func:`planners._leg_kernel.regular_inverses`, LAPACK's dgesv as
+        ``np.linalg.inv`` runs it); the damped one is formed only for the others."""
         if J.shape[2] != 3:
             return self._damped(J)
         ok = self._regular if J.shape[0] == self._regular.shape[0] else np.empty(J.shape[0], dtype=bool)
-        if surely_regular(J, self._min_sigma, ok):
-            return _inv(J)
+        out = np.empty_like(J)
+        if regular_inverses(J, self._min_sigma, ok, out):
+            return out
         ok = ok | (np.linalg.svd(J, compute_uv=False)[:, -1] > self._min_sigma)
         if ok.all():
             return _inv(J)

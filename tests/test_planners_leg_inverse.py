@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import robots
 from planners import BaseGoal, LegKinematics
-from planners._leg_kernel import leg_jacobians, surely_regular
+from planners._leg_kernel import leg_jacobians, regular_inverses, surely_regular
 from idyn.errors import NonFiniteError
 
 
@@ -47,6 +47,15 @@ def test_inverse_is_the_definition_bit_for_bit(legs, seed):
     J = np.array(J)
     kin = _kin()
     np.testing.assert_array_equal(kin.inverse(J), _definition(J, kin._damping))
+
+
+def test_compiled_lapack_inverse_is_numpys_bit_for_bit():
+    rng = np.random.default_rng(11)
+    J = rng.normal(size=(5000, 3, 3)) * 10.0 ** rng.uniform(-2, 1, size=(5000, 1, 1))
+    out, ok = np.empty_like(J), np.empty(len(J), dtype=bool)
+    assert regular_inverses(J, 0.0, ok, out) and ok.all()
+    np.testing.assert_array_equal(out, np.linalg.inv(J))
+    assert not regular_inverses(np.zeros((2, 3, 3)), 1e-3, ok[:2], out[:2])       # a singular leg: not certain
 
 
 @settings(max_examples=300, deadline=None)
