@@ -50,6 +50,23 @@ def _crba_fills_lower() -> bool:
 
 _CRBA_FULL = _crba_fills_lower()
 
+
+def _returns_fresh_arrays() -> bool:
+    """Whether this pinocchio's ``crba``, ``nonLinearEffects`` and ``computeJointJacobians``
+    return arrays of their own (4.x) rather than views of the Data they fill: then
+    :meth:`Workspace.compute_checked` keeps them without a copy.  Probed once on pinocchio's
+    sample manipulator (two calls must not share memory, nor share it with the Data)."""
+    pm = pin.buildSampleModelManipulator()
+    data = pm.createData()
+    q, v = pin.neutral(pm) + 0.3, np.full(pm.nv, 0.2)
+    pairs = ((pin.crba(pm, data, q), pin.crba(pm, data, q), data.M),
+             (pin.nonLinearEffects(pm, data, q, v), pin.nonLinearEffects(pm, data, q, v), data.nle),
+             (pin.computeJointJacobians(pm, data, q), pin.computeJointJacobians(pm, data, q), data.J))
+    return not any(np.shares_memory(a, b) or np.shares_memory(a, own) for a, b, own in pairs)
+
+
+_FRESH = _returns_fresh_arrays()
+
 _NEXT, _PREV = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 
@@ -251,7 +268,10 @@ class RobotModel:
         return Workspace(self)
 
     def _symmetric(self, M: np.ndarray) -> np.ndarray:
-        """A copy of pinocchio's M with the lower triangle filled where CRBA left it empty."""
+        """pinocchio's M as an array of our own (a copy unless pinocchio returned one) with the
+        lower triangle filled where CRBA left it empty."""
+        if _CRBA_FULL and _FRESH:
+            return M
         M = M.copy()
         if not _CRBA_FULL:
             M[self._lower] = M.T[self._lower]
@@ -384,6 +404,11 @@ class RobotModel:
                 f"mass={self.total_mass:.4g} kg)")
 
 
+def _own(a: np.ndarray) -> np.ndarray:
+    """A result of pinocchio as an array of our own: as returned when it is (:data:`_FRESH`)."""
+    return a if _FRESH else a.copy()
+
+
 class Workspace:
     """One pinocchio pass at a state (q, v) and the point quantities of any number of points.
 
@@ -434,9 +459,9 @@ class Workspace:
         self.q = q.copy()
         self.v = None if v is None else v.copy()
         self.M = self.model._symmetric(pin.crba(pm, data, q)) if dynamics else None
-        self.h = pin.nonLinearEffects(pm, data, q, self.v).copy() if dynamics and v is not None else None
+        self.h = _own(pin.nonLinearEffects(pm, data, q, self.v)) if dynamics and v is not None else None
         if v is None or not drift:
-            self.J = pin.computeJointJacobians(pm, data, q).copy()
+            self.J = _own(pin.computeJointJacobians(pm, data, q))
             self.dJ = None
         else:
             pin.computeJointJacobiansTimeVariation(pm, data, q, self.v)

@@ -143,3 +143,19 @@ def test_bad_inputs_raise_typed_errors(tmp_path):
     bad.write_text("<robot name='x'><link name='a'></robot>")
     with pytest.raises(ModelLoadError):
         RobotModel.from_urdf(bad, floating_base=False)
+
+
+def test_a_workspace_pass_leaves_the_previous_arrays_alone(quad):
+    """M, h and J of one pass are arrays of their own (pinocchio 4 returns fresh arrays, kept
+    without a copy; older ones are copied): the next pass does not change them."""
+    model = quad.model
+    rng = np.random.default_rng(3)
+    ws = model.workspace()
+    q1, v1 = random_q(model, rng), rng.standard_normal(model.nv)
+    ws.compute(q1, v1, drift=False)
+    held = (ws.M, ws.h, ws.J)
+    kept = tuple(a.copy() for a in held)
+    ws.compute(random_q(model, rng), rng.standard_normal(model.nv), drift=False)
+    assert all(np.array_equal(a, b) for a, b in zip(held, kept))
+    assert not any(np.shares_memory(a, b) for a, b in zip(held, (ws.M, ws.h, ws.J)))
+    assert np.array_equal(held[0], held[0].T) and np.array_equal(held[0], model.mass_matrix(q1))
