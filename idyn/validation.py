@@ -1,17 +1,31 @@
 """Shape and finiteness checks shared by every public entry point.
 
 These run on every control step, so they are cheap: one ``np.asarray`` (no copy when the input
-is already a float64 array), a shape comparison and one ``isfinite`` reduction.
+is already a float64 array), a shape comparison and one ``isfinite`` reduction; a float64
+vector is tested by one compiled pass instead (about 0.5 instead of 2 us: a control step builds
+a RobotState and a Desired, five vectors).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .errors import NonFiniteError, ShapeError  # noqa: F401  (re-exported for callers)
+from .jit import cached_jit
+
+
+@cached_jit
+def _finite(x) -> bool:
+    for i in range(x.shape[0]):
+        if not np.isfinite(x[i]):
+            return False
+    return True
 
 
 def vector(x, n: int | None, name: str) -> np.ndarray:
     """Return ``x`` as a finite float64 vector of length ``n`` (any length if ``n`` is None)."""
+    if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and (n is None or x.shape[0] == n) \
+            and _finite(x):
+        return x                                 # what np.asarray returns for it, checked
     a = np.asarray(x, dtype=float)
     if a.ndim != 1 or (n is not None and a.shape[0] != n):
         want = f"({n},)" if n is not None else "a 1-D vector"

@@ -159,3 +159,16 @@ def test_a_workspace_pass_leaves_the_previous_arrays_alone(quad):
     assert all(np.array_equal(a, b) for a, b in zip(held, kept))
     assert not any(np.shares_memory(a, b) for a, b in zip(held, (ws.M, ws.h, ws.J)))
     assert np.array_equal(held[0], held[0].T) and np.array_equal(held[0], model.mass_matrix(q1))
+
+
+def test_vector_validation_fast_path_is_the_same_check():
+    """idyn.validation.vector returns a finite float64 vector itself (as np.asarray does) and
+    rejects the same inputs with the same errors whichever path it takes."""
+    from idyn import validation
+    x = np.linspace(0.0, 1.0, 7)
+    assert validation.vector(x, 7, "x") is x and validation.vector(x, None, "x") is x
+    for bad, err in ((np.array([0.0, np.nan]), NonFiniteError), (np.array([np.inf]), NonFiniteError),
+                     (np.ones((2, 2)), ShapeError), (np.ones(3), ShapeError)):
+        with pytest.raises(err):
+            validation.vector(bad, 2 if bad.ndim == 1 and bad.size == 3 else None, "x")
+    assert validation.vector([1, 2], 2, "x").dtype == np.float64
