@@ -44,18 +44,22 @@ def attribute_rows(points_b, pairs, points, frames, radius, out):
         body_a, link_a, body_b, link_b = int(row[0]), int(row[1]), int(row[2]), int(row[3])
         best, best_d, best_sign = -1, radius, 1.0
         for i in range(m):
-            if _matches(body_a, link_a, pairs[i, 0], pairs[i, 1]) and _matches(body_b, link_b, pairs[i, 2], pairs[i, 3]):
+            want_a, want_link_a, want_b, want_link_b = pairs[i, 0], pairs[i, 1], pairs[i, 2], pairs[i, 3]
+            if _matches(body_a, link_a, want_a, want_link_a) and _matches(body_b, link_b, want_b, want_link_b):
                 sign = 1.0
-            elif _matches(body_b, link_b, pairs[i, 0], pairs[i, 1]) and _matches(body_a, link_a, pairs[i, 2], pairs[i, 3]):
+            elif _matches(body_b, link_b, want_a, want_link_a) and _matches(body_a, link_a, want_b, want_link_b):
                 sign = -1.0
             else:
                 continue
-            d = math.sqrt((points[i, 0] - row[4]) ** 2 + (points[i, 1] - row[5]) ** 2 + (points[i, 2] - row[6]) ** 2)
+            d = math.sqrt((points[i, 0] - row[4]) ** 2 + (points[i, 1] - row[5]) ** 2
+                          + (points[i, 2] - row[6]) ** 2)
             if d <= best_d:
                 best, best_d, best_sign = i, d, sign
         if best >= 0:
             for k in range(3):
-                world[best, k] += best_sign * ((row[10] * row[7 + k] + row[14] * row[11 + k]) + row[18] * row[15 + k])
+                force = (row[10] * row[7 + k] + row[14] * row[11 + k]) + row[18] * row[15 + k]
+                world[best, k] += best_sign * force
     for i in range(m):
         for r in range(3):
-            out[i, r] = (frames[i, r, 0] * world[i, 0] + frames[i, r, 2] * world[i, 2]) + frames[i, r, 1] * world[i, 1]
+            out[i, r] = ((frames[i, r, 0] * world[i, 0] + frames[i, r, 2] * world[i, 2])
+                         + frames[i, r, 1] * world[i, 1])
