@@ -128,12 +128,14 @@ class BalanceController:
         c_n, tau = np.empty(m), np.empty(model.na)
         if m > self._frames.shape[0]:
             self._grow(m)
-        frames, points, ja, jb = self._frames, self._points, self._ja, self._jb
+        frames, points, ja, jb, joints = self._frames, self._points, self._ja, self._jb, self._joints
         two_bodies = False
         for k, c in enumerate(contacts):        # the contacts' data into the work arrays
             frames[k], points[k] = c._frame, c.point
-            ja[k], jb[k] = self._joint(c.body_a), self._joint(c.body_b)
-            two_bodies = two_bodies or c.body_b is not None
+            a, b = c.body_a, c.body_b
+            ja[k] = joints[a] if a in joints else self._joint(a)
+            jb[k] = joints[b] if b in joints else self._joint(b)
+            two_bodies = two_bodies or b is not None
         if m:
             pin.computeJointJacobians(model.pinocchio_model, self._data, q)
         balance_torque(R, q, v, self._lin, self._ang, goal, e_r, self.kp, self.kv, self._J, self._support,
