@@ -161,13 +161,15 @@ def newton_steps(J_inv, r, active, step):
 
 
 @cached_jit
-def leg_rates(J_inv, xd, leg_v, qd, v):
+def leg_rates(J_inv, xd, leg_v, qd, v, leg_q, q_legs, q):
     """:func:`per_leg_into` (qd = J^-1 xd, into ``qd``), also written into the velocity vector
-    ``v`` at the legs' indices ``leg_v`` (L, n)."""
+    ``v`` at the legs' indices ``leg_v`` (L, n); and the leg angles ``q_legs`` into the
+    configuration ``q`` at ``leg_q`` (pinocchio's vectors for the drift pass)."""
     per_leg_into(J_inv, xd, qd)
     for leg in range(leg_v.shape[0]):
         for j in range(leg_v.shape[1]):
             v[leg_v[leg, j]] = qd[leg, j]
+            q[leg_q[leg, j]] = q_legs[leg, j]
 
 
 @cached_jit
@@ -184,10 +186,12 @@ def accelerations_into(J_inv, xdd, drift, out):
 
 
 @cached_jit
-def joint_targets(J_inv, xdd, drift, q_legs, qd, leg_actuated, qdd, out_q, out_v, out_a):
-    """:func:`accelerations_into` (qdd = J^-1 (xdd - Jdot qd), into ``qdd``) and the actuated
-    vectors of desired q, v, vdot: zero except the leg joints, at ``leg_actuated`` (L, n)."""
+def joint_targets(J_inv, xdd, drift, q_legs, qd, leg_actuated, q_keep, qdd, out_q, out_v, out_a):
+    """:func:`accelerations_into` (qdd = J^-1 (xdd - Jdot qd), into ``qdd``), ``q_legs`` copied
+    into ``q_keep`` and the actuated vectors of desired q, v, vdot: zero except the leg joints,
+    at ``leg_actuated`` (L, n)."""
     accelerations_into(J_inv, xdd, drift, qdd)
+    q_keep[:] = q_legs
     out_q[:] = 0.0
     out_v[:] = 0.0
     out_a[:] = 0.0

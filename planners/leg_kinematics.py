@@ -89,6 +89,7 @@ class LegKinematics:
         self._zero_a = np.zeros(pm.nv)
         self._x = np.zeros((len(self.legs), 3))
         L, n = self.leg_v.shape
+        self._x_shape, self._J_shape = (L, 3), (L, 3, n)
         #: the Newton iteration's work arrays: residuals, trial residuals, step, trial errors and
         #: the active / decreased / stuck flags of the legs
         self._newton = (np.empty((L, 3)), np.empty((L, 3)), np.empty((L, n)), np.empty(L),
@@ -125,8 +126,7 @@ class LegKinematics:
         model, data = self._model, self._data
         pin.computeJointJacobians(model, data, self._set(q_legs))
         pin.updateFramePlacements(model, data)
-        x = np.empty((len(self._points), 3))
-        J = np.empty(self.leg_v.shape[:1] + (3,) + self.leg_v.shape[1:])
+        x, J = np.empty(self._x_shape), np.empty(self._J_shape)
         foot_jacobians(self._Jw, self.leg_v, self._points, x, J)
         self._x = x
         return x, J
@@ -152,15 +152,15 @@ class LegKinematics:
         """The joint rates qd = J^-1 xd of every leg (into ``qd``, (L, n)) and the feet's
         :meth:`drift` at (``q_legs``, qd) as a tuple of L base-frame 3-vectors: the planner's
         per-step pair after its IK, in one pinocchio pass."""
-        self._set(q_legs)
-        leg_rates(J_inv, xd, self.leg_v, qd, self._v)
+        leg_rates(J_inv, xd, self.leg_v, qd, self._v, self.leg_q, q_legs, self._q)
         return self._drifts()
 
     def _drifts(self) -> tuple:
         """Jdot qd of every foot at the configuration and joint rates in pinocchio's vectors."""
         model, data = self._model, self._data
         pin.forwardKinematics(model, data, self._q, self._v, self._zero_a)
-        return tuple(pin.getFrameClassicalAcceleration(model, data, f, LWA).linear for f in self._fids)
+        acceleration = pin.getFrameClassicalAcceleration
+        return tuple([acceleration(model, data, f, LWA).linear for f in self._fids])
 
     def inverse(self, J) -> np.ndarray:
         """Per-leg inverses, shape (L, n, 3): exact for a well-conditioned square leg, damped
@@ -211,15 +211,16 @@ class LegKinematics:
         x, J = self.jacobians(q)
         r, r_try, step, e_try, active, ok, stuck = self._newton
         err = np.empty(x.shape[0])
-        stuck[:] = False                            # legs whose line search found no decrease
+        stuck.fill(False)                           # legs whose line search found no decrease
         for _ in range(max_iters):
             if not residuals(targets, x, tol, stuck, r, err, active):
                 break
             newton_steps(self.inverse(J), r, active, step)
             # full Newton step first; its evaluation also gives the Jacobians when it is accepted
-            x_try, J_try = self.jacobians(q + step)
+            q_try = q + step
+            x_try, J_try = self.jacobians(q_try)
             if decreased(targets, x_try, err, active, r_try, e_try, ok):
-                q, x, J = q + step, x_try, J_try
+                q, x, J = q_try, x_try, J_try
                 continue
             alpha = 1.0
             while not ok.all() and alpha > min_step:      # backtrack the legs that got worse

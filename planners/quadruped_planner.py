@@ -314,11 +314,10 @@ class QuadrupedPlanner:
                                                     max_iters=self.ik_max_iters)
         J_inv = self.kin.inverse(J)
         qd = view["qd_legs"]
-        view["q_legs"][:] = q_legs
         drift = self.kin.rates_and_drifts(q_legs, J_inv, view["xd"], qd)
         out_q, out_v, out_a = np.empty(self._na), np.empty(self._na), np.empty(self._na)
-        joint_targets(J_inv, view["xdd"], drift, q_legs, qd, self.kin.leg_actuated, view["qdd_legs"],
-                      out_q, out_v, out_a)
+        joint_targets(J_inv, view["xdd"], drift, q_legs, qd, self.kin.leg_actuated, view["q_legs"],
+                      view["qdd_legs"], out_q, out_v, out_a)
         return Desired(out_q, out_v, out_a)
 
     def _start(self, t, q, base_p, base_R) -> None:
