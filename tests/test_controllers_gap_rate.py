@@ -130,7 +130,10 @@ def test_stage_two_stays_on_stage_one_optimal_set(phi, kick, mu):
     z0, _ = solve_stage_one(prob, "lemke", "quadprog")
     z, _ = solve_stage_two(step, prob, z0, 1e-6, "quadprog")
     value = lambda x: 0.5 * x @ prob.H @ x + prob.c @ x
-    assert value(z) == pytest.approx(value(z0), abs=1e-9 * max(1.0, np.abs(prob.c).max() * np.abs(z0).sum()))
+    # to the QP's own accuracy: its constraints are accepted at 1e-7 relative (idyn.qp), and the
+    # clip into z >= 0 and the cones moves z by that much (found by hypothesis at 14c598c: touching
+    # feet, kicked base, mu 1: 1.8e-9 on a value of -7.3e-3 with the former 1e-9 bound)
+    assert value(z) == pytest.approx(value(z0), abs=1e-7 * max(1.0, np.abs(prob.c).max() * np.abs(z0).sum()))
 
 
 def test_without_eq_108_stage_two_leaves_the_optimal_set():
