@@ -68,6 +68,7 @@ from idyn.sim import make as make_contact_model
 from .loop import run_loop
 from .metrics import fallen
 from .references import QuadrupedReference
+from .scenario import LOCOMOTION_FRICTION_LIMIT
 
 #: matched pairs of issue 8: controller -> (idyn.sim contact model, ground friction)
 MATCHED = {"lcp-coulomb": ("ap-lcp", 0.5), "lcp-noslip": ("noslip", math.inf), "qp-coulomb": ("qp", 0.5)}
@@ -113,6 +114,14 @@ def contact_selection(backend: str) -> str:
     return "schedule" if backend == "pybullet" else "all"
 
 
+def planning_friction_limit(backend: str) -> float | None:
+    """The cap on the friction the controller plans with: in PyBullet the locomotion runs' cap
+    (:data:`experiments.scenario.LOCOMOTION_FRICTION_LIMIT`, README "Results"; without it at
+    mu = 0.5 ``qp-coulomb`` fell at 0.37 s, with it trotted the 30 s at 2.0 %), none on idyn.sim,
+    whose contact data the controller shares exactly."""
+    return LOCOMOTION_FRICTION_LIMIT if backend == "pybullet" else None
+
+
 def build_testbed(robot, backend: str, mu: float, model_options: dict | None = None):
     """The trot's testbed for a column of the table: PyBullet rigid ground, the penalty model on
     compliant ground, the other idyn.sim models on rigid ground (passive impacts for rigid ones),
@@ -140,7 +149,8 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
     ``mu`` None: :func:`cell_mu`. ``controller_options`` go to the controller (over the rigid
     models' gap stabilisation), ``model_options`` to the rigid idyn.sim contact model (e.g.
     :data:`PUBLISHED_QP` on both for the published relaxation). Returns ``controller``,
-    ``backend``, ``mu``, ``matched``, ``balance``, ``controller_options``, ``model_options``,
+    ``backend``, ``mu``, ``matched``, ``balance``, ``friction_limit`` (:func:`planning_friction_limit`),
+    ``controller_options``, ``model_options``,
     ``trotted_s``, ``fell``, ``mean_abs_N``, ``mean_rel``, ``median_rel``, ``max_rel``,
     ``steps`` (loaded steps), ``wall_s`` and ``error`` (None, or why the run stopped early).
     """
@@ -154,7 +164,8 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
         raise InvalidInputError(f"{controller} predicts no contact forces; choose from {', '.join(PREDICTING)}")
     mu = cell_mu(controller, backend) if mu is None else float(mu)
     testbed = build_testbed(robot, backend, mu, model_options)     # steps at the controllers' dt = 1 ms
-    reference = QuadrupedReference(robot, contacts=contact_selection(backend), balance=balance)
+    reference = QuadrupedReference(robot, contacts=contact_selection(backend), balance=balance,
+                                   friction_limit=planning_friction_limit(backend))
     done = [0]
 
     def count(k, n):
@@ -163,7 +174,8 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
             progress(k, n)
 
     row = {"controller": controller, "backend": backend, "mu": mu, "matched": MATCHED.get(controller, (None,))[0] == backend,
-           "balance": balance, "controller_options": dict(controller_options or {}),
+           "balance": balance, "friction_limit": reference.friction_limit,
+           "controller_options": dict(controller_options or {}),
            "model_options": dict(model_options or {}), "error": None}
     t0 = time.perf_counter()
     try:

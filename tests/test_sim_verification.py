@@ -93,6 +93,8 @@ def test_verify_forces_command_prints_and_writes_the_table(tmp_path, capsys):
     assert doc["settings"]["balance"] is False and len(doc["rows"]) == 2
     matched = doc["rows"][0]
     assert matched["matched"] and matched["trotted_s"] == pytest.approx(0.02) and matched["max_rel"] < 1e-9
+    # PyBullet's controller plans with the locomotion runs' friction cap; idyn.sim's shares the model's mu
+    assert matched["friction_limit"] is None and doc["rows"][1]["friction_limit"] == 0.3
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -14,7 +14,7 @@ NAME = "verify-forces"
 HELP = ("verify contact-force predictions: every controller against every contact model (idyn.sim "
         "and PyBullet) on the trot, as a table")
 
-CSV_KEYS = ("controller", "backend", "mu", "matched", "balance", "trotted_s", "fell", "mean_abs_N", "mean_rel",
+CSV_KEYS = ("controller", "backend", "mu", "matched", "balance", "friction_limit", "trotted_s", "fell", "mean_abs_N", "mean_rel",
             "median_rel", "max_rel", "steps", "wall_s", "error")
 
 
