@@ -214,7 +214,8 @@ def stage_two(R, W, z0, ridge, cone, mu, level, try_quadprog, schedule, L, v, qd
     :func:`controllers._reduced_kernel.resolve` with the step's arrays), the terms of
     :func:`stage_two_terms` (outputs ``H2, c2, A_in, b_in``), the QP with the ``level``
     equality (0 or 1 row of unit scale, independent) by quadprog with the ridge ``schedule``
-    (:func:`idyn._qp_kernel.quadprog_attempts`) when ``try_quadprog``, and on success ``z = z0 + W w`` clipped into the cones
+    (:func:`idyn._qp_kernel.quadprog_attempts`) when ``try_quadprog``, and on success
+    ``z = z0 + W w`` clipped into the cones
     (:func:`clip_to_cone`, ``mu`` empty: no cone).  The products ``R^T z0`` and ``W w`` are
     ``np.dot``, the BLAS routine numpy's ``@`` calls (bit for bit; ``tests/test_lcp_residual_kernel.py``).
     Returns their code (:data:`idyn._qp_kernel.SOLVED` ...): on any other the

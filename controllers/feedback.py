@@ -77,7 +77,8 @@ class ErrorFeedback:
     def _pid(self, q, v, q_des, v_des, offset, dt: float) -> np.ndarray:
         limit = np.inf if self.integral_limit is None else float(self.integral_limit)
         out = np.empty(self.iq.size)
-        _pid(q, v, self.iq, self.iv, q_des, v_des, self.integral, float(dt), self.kp, self.kv, self.ki, limit, offset, out)
+        _pid(q, v, self.iq, self.iv, q_des, v_des, self.integral, float(dt), self.kp, self.kv, self.ki, limit, offset,
+             out)
         return out
 
 

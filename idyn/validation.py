@@ -14,7 +14,8 @@ from .jit import cached_jit
 
 
 @cached_jit
-def _finite(x) -> bool:
+def finite(x) -> bool:
+    """Whether every entry of the float vector ``x`` is finite (one compiled pass)."""
     for i in range(x.shape[0]):
         if not np.isfinite(x[i]):
             return False
@@ -24,7 +25,7 @@ def _finite(x) -> bool:
 def vector(x, n: int | None, name: str) -> np.ndarray:
     """Return ``x`` as a finite float64 vector of length ``n`` (any length if ``n`` is None)."""
     if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and (n is None or x.shape[0] == n) \
-            and _finite(x):
+            and finite(x):
         return x                                 # what np.asarray returns for it, checked
     a = np.asarray(x, dtype=float)
     if a.ndim != 1 or (n is not None and a.shape[0] != n):

@@ -111,7 +111,7 @@ def test_step_kernels_equal_the_scipy_and_numpy_forms(speed, heading, seed):
     velocity) and the torque/force recovery of pyramid impulses equal, bit for bit, the
     scipy/numpy forms they replace, with and without a touchdown impulse."""
     from scipy.linalg import lapack
-    from controllers import _dynamics_kernel, _reduced_kernel
+    from controllers import _reduced_kernel
     from controllers.dynamics import pyramid_forces
     model, state, desired, contacts, _ = sliding_stance(speed, heading, 0.5)
     ctrl = controllers.make("qp-coulomb", model, feedback=False)
