@@ -28,7 +28,7 @@ def add_arguments(parser) -> None:
                         help="random problems per robot state (default 2; ignored by "
                              "constraint-solver, whose models are deterministic)")
     parser.add_argument("--repeats", type=int, default=None,
-                        help="timed repetitions per problem (default 15; constraint-solver: runs "
+                        help="timed repetitions per problem (default 15; sim: steps, default 2000; constraint-solver: runs "
                              "per model, default 3)")
 
 
