@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
 from idyn.constraint_solver import (BACKENDS, ConstraintProblem, ConstraintRows,
@@ -99,17 +99,31 @@ def _random_unilateral_problem(seed, m, nv, max_log_stiffness):
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(1, 6), st.integers(2, 7), st.integers(0, 10_000))
+@example(6, 2, 3606)    # six rows on two DOF, stiffness to 4e8: cvxopt fails, clarabel runs out of iterations
 def test_unilateral_qp_reduced_and_lifted_agree_across_backends(m, nv, seed):
+    """The reduced program by clarabel and the lifted one by cvxopt agree where both report a
+    solution. Interior points may fail on the stiffest rows (lambda ~ 3e5 against P = zeta I,
+    found by hypothesis): a backend that does must say so (status, spring residual), never
+    return a wrong answer as solved, and the default solver (KKT Newton) still solves it."""
     prob = _random_unilateral_problem(seed, m, nv, max_log_stiffness=9)
     a = ConstraintSolver(formulation="reduced", backend="clarabel", kkt_newton=False).solve(prob)
     b = ConstraintSolver(formulation="lifted", backend="cvxopt", kkt_newton=False).solve(prob)
-    scale = 1.0 + np.max(np.abs(a.lambda_u))
+    ok = [sol.info.status in ("solved", "almost_solved") for sol in (a, b)]
+    solved = [sol for sol, good in zip((a, b), ok) if good]
+    if len(solved) < 2:
+        solved.append(ConstraintSolver().solve(prob))
+        assert solved[-1].info.method in ("kkt-newton", "closed_form"), solved[-1].info
+    scale = 1.0 + np.max(np.abs(solved[-1].lambda_u))
     # interior point on the normalized objective: near-zero forces to ~1e-5 (conic._equilibrate)
-    np.testing.assert_allclose(a.lambda_u, b.lambda_u, atol=5e-5 * scale)
-    for sol in (a, b):
+    for sol in solved[:-1]:
+        np.testing.assert_allclose(sol.lambda_u, solved[-1].lambda_u, atol=5e-5 * scale)
+    for sol in solved:
         assert sol.info.residuals["spring"] <= 1e-6 * scale
         assert sol.info.residuals["nonnegativity"] <= 1e-6 * scale
-        assert sol.info.status in ("solved", "almost_solved")
+    for sol, good in zip((a, b), ok):
+        if not good:                # a failure is reported, whatever the iterate: the spring rows say so
+            assert sol.info.residuals["spring"] > 1e-6 * scale or \
+                np.allclose(sol.lambda_u, solved[-1].lambda_u, atol=5e-5 * scale), sol.info
 
 
 def _objective_and_violation(prob, lam, zeta):
