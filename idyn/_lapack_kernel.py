@@ -15,6 +15,8 @@ _dpotrf = external("idyn_scipy_dpotrf", get_cython_function_address("scipy.linal
                    types.void(_P, _P, _P, _P, _P))
 _dtrtrs = external("idyn_scipy_dtrtrs", get_cython_function_address("scipy.linalg.cython_lapack", "dtrtrs"),
                    types.void(_P, _P, _P, _P, _P, _P, _P, _P, _P, _P))
+_dgesv = external("idyn_scipy_dgesv", get_cython_function_address("scipy.linalg.cython_lapack", "dgesv"),
+                  types.void(_P, _P, _P, _P, _P, _P, _P, _P))
 
 
 @cached_jit
@@ -44,4 +46,19 @@ def lower_solve(L, B):
     sizes, info = np.array([n, k], np.int32), np.zeros(1, np.int32)
     _dtrtrs(flags[0:].ctypes, flags[1:].ctypes, flags[2:].ctypes, sizes[0:].ctypes, sizes[1:].ctypes, L.ctypes,
             sizes[0:].ctypes, B.ctypes, sizes[0:].ctypes, info.ctypes)
+    return info[0]
+
+
+@cached_jit
+def general_solve(A, B, pivots):
+    """LAPACK ``dgesv``: ``B <- A^-1 B`` in place for the Fortran-ordered square ``A`` (n x n,
+    overwritten by its LU factors) and Fortran-ordered ``B`` (n x k), with ``pivots`` (n int32)
+    for the row interchanges; the routine ``np.linalg.inv`` runs against the identity. Returns
+    LAPACK's ``info`` (0: solved; > 0: exactly singular)."""
+    n, k = B.shape
+    if n == 0 or k == 0:
+        return 0
+    sizes, info = np.array([n, k], np.int32), np.zeros(1, np.int32)
+    _dgesv(sizes[0:].ctypes, sizes[1:].ctypes, A.ctypes, sizes[0:].ctypes, pivots.ctypes, B.ctypes,
+           sizes[0:].ctypes, info.ctypes)
     return info[0]

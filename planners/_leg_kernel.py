@@ -13,16 +13,9 @@ within 2e-13 relative).  Cached on disk (:mod:`idyn.jit`).
 from __future__ import annotations
 
 import numpy as np
-from numba import types
-from numba.core.extending import get_cython_function_address
 
-from idyn.jit import cached_jit, external
-
-_P = types.voidptr
-#: LAPACK's dgesv(n, nrhs, A, lda, ipiv, B, ldb, info) of scipy's cython_lapack: the routine
-#: np.linalg.inv runs (against the identity), in scipy's build of the same LAPACK
-_dgesv = external("planners_scipy_dgesv", get_cython_function_address("scipy.linalg.cython_lapack", "dgesv"),
-                  types.void(_P, _P, _P, _P, _P, _P, _P, _P))
+from idyn._lapack_kernel import general_solve
+from idyn.jit import cached_jit
 
 
 @cached_jit
@@ -88,19 +81,18 @@ def regular_inverses(J, threshold, ok, out):
     if not surely_regular(J, threshold, ok):
         return False
     n = J.shape[1]
-    a, b = np.empty(n * n), np.empty(n * n)
-    pivots, size, info = np.empty(n, np.int32), np.full(1, n, np.int32), np.zeros(1, np.int32)
+    a, b = np.empty((n, n)).T, np.empty((n, n)).T      # Fortran order, as LAPACK reads them
+    pivots = np.empty(n, np.int32)
     for leg in range(J.shape[0]):
         for j in range(n):
             for i in range(n):
-                a[i + j * n] = J[leg, i, j]
-                b[i + j * n] = 1.0 if i == j else 0.0
-        _dgesv(size.ctypes, size.ctypes, a.ctypes, size.ctypes, pivots.ctypes, b.ctypes, size.ctypes, info.ctypes)
-        if info[0] != 0:      # exactly singular: excluded by the bound, kept as a guard
+                a[i, j] = J[leg, i, j]
+                b[i, j] = 1.0 if i == j else 0.0
+        if general_solve(a, b, pivots) != 0:      # exactly singular: excluded by the bound, kept as a guard
             return False
         for j in range(n):
             for i in range(n):
-                out[leg, i, j] = b[i + j * n]
+                out[leg, i, j] = b[i, j]
     return True
 
 
