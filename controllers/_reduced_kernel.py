@@ -15,6 +15,7 @@ import numpy as np
 
 from idyn._triangular import gram_solve
 from idyn.jit import cached_jit
+from idyn.validation import finite
 
 _EMPTY = np.zeros(0)
 
@@ -85,14 +86,6 @@ def free_motion(M, h, v, vdot_a, L, dt, u, a, out):
 
 
 @cached_jit
-def _finite(x):
-    for i in range(x.shape[0]):
-        if not np.isfinite(x[i]):
-            return False
-    return True
-
-
-@cached_jit
 def all_finite(a, b, c=_EMPTY, d=_EMPTY, e=_EMPTY):
-    """Whether every entry of the vectors ``a`` ... ``e`` is finite."""
-    return _finite(a) and _finite(b) and _finite(c) and _finite(d) and _finite(e)
+    """Whether every entry of the vectors ``a`` ... ``e`` is finite (:func:`idyn.validation.finite`)."""
+    return finite(a) and finite(b) and finite(c) and finite(d) and finite(e)
