@@ -44,11 +44,12 @@ model_options=PUBLISHED_QP)``, bit-identical to the runs before the model had th
   objective measures the end-of-step gap rate, so a contact is loaded only to end the step
   touching (eq. 35): 30 s at 0.64 % (balance term off), 1.18 % (on).
 
-With these, lcp-coulomb predicts ap-lcp's summed normal force to round-off at every step, and
-lcp-noslip its model's to 1e-8 (30 s, balance term off). The
-balance term of the trot (``QuadrupedReference.extra_torque``) is torque added after the
-controller, which its prediction does not see: with it lcp-coulomb is off by 0.067 % on average
-over 0.3 s (2.8 % at most); ``balance=False`` removes it, but the robot then falls sooner.
+With these, lcp-coulomb predicts ap-lcp's summed normal force to round-off at every step,
+lcp-noslip its model's to 1e-8 and qp-coulomb its model's to 0.6 % on average (30 s, balance
+term off: the controller's torque alone, the paper's verification condition). The balance term
+of the trot (``QuadrupedReference.extra_torque``) is torque added after the controller, which
+its prediction does not see: with it the three pairs are at 0.98 %, 0.44 % and 1.22 % over 30 s
+(tests/test_sim_verification.py).
 
 Each run stops at the first fallen state (SPEC section 6); ``trotted_s`` says how long it lasted.
 """
