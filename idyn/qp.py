@@ -19,7 +19,9 @@ semi-definite ``H``).  The adapter adds what a control loop needs around them:
   semi-definite (the maximal-dissipation Hessian of paper Sec. 6 always is), ``eps I`` is added
   with ``eps = s * max(diag H, 1)`` for ``s`` in :data:`REGULARIZATION_SCHEDULE`, smallest first,
   until the answer passes the feasibility check; if none does, cvxopt (which accepts a
-  semi-definite ``H``) is tried.  The result records the ``eps`` and the backend used
+  semi-definite ``H``) is tried, without ridge and then with the same schedule (its interior
+  point method stalls on some singular ``H``, status "unknown"; ``backend="cvxopt"`` alone
+  runs this sequence).  The result records the ``eps`` and the backend used
   (``QPResult.regularization``, ``QPResult.backend``), mirroring
   :func:`idyn.lcp.lemke_regularized`.
 * **Feasibility check**: an answer is accepted only if every row is within ``feasibility_tol``
@@ -168,15 +170,19 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     verdicts = {s for bit, s in ((1, QPStatus.INFEASIBLE), (2, QPStatus.FAILED)) if int(out[4]) & bit}
     used, eps, iters = backend, out[3], int(out[1])
     if backend == "cvxopt" or regularize:    # the backend asked for, or quadprog's last fallback
-        used, eps = "cvxopt", 0.0            # (it accepts a semi-definite H)
-        status, x, iters = _cvxopt(H, c, Ae_kept, be_kept, Ai, bi)
-        if status is QPStatus.SOLVED and not kernel.feasible(x, Ae, be, Ai, bi, feasibility_tol):
-            status = QPStatus.INFEASIBLE
-        verdicts.add(status)
-        # INFEASIBLE is not trusted on its own: with a nearly singular H the dual active-set
-        # method breaks down with that message, so the better-conditioned attempts still run
-        if status is QPStatus.SOLVED:
-            return QPResult(x, status, used, eps, kernel.objective(H, c, x), iters, dropped)
+        used = "cvxopt"                      # (it accepts a semi-definite H)
+        # its interior point method can also stall on a singular H ("unknown": a singular KKT
+        # system), so it gets the same ridge schedule, unregularised first
+        scale = max(float(np.max(np.abs(np.diag(H)))), 1.0)   # as the kernel's ridge
+        for eps in (0.0, *(_SCHEDULE * scale if regularize else ())):
+            status, x, iters = _cvxopt(H + eps * np.eye(n) if eps else H, c, Ae_kept, be_kept, Ai, bi)
+            if status is QPStatus.SOLVED and not kernel.feasible(x, Ae, be, Ai, bi, feasibility_tol):
+                status = QPStatus.INFEASIBLE
+            verdicts.add(status)
+            # INFEASIBLE is not trusted on its own: with a nearly singular H the dual active-set
+            # method breaks down with that message, so the better-conditioned attempts still run
+            if status is QPStatus.SOLVED:
+                return QPResult(x, status, used, eps, kernel.objective(H, c, x), iters, dropped)
     status = QPStatus.INFEASIBLE if QPStatus.INFEASIBLE in verdicts else status
     return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
 

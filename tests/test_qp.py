@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
-from idyn.qp import QPStatus, independent_equalities, solve_qp
+from idyn.qp import REGULARIZATION_SCHEDULE, QPStatus, independent_equalities, solve_qp
 
 
 def random_qp(seed: int, n: int, meq: int, mineq: int, psd: bool):
@@ -29,6 +29,7 @@ def random_qp(seed: int, n: int, meq: int, mineq: int, psd: bool):
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**31), n=st.integers(3, 12), meq=st.integers(0, 2), mineq=st.integers(0, 10),
        psd=st.booleans())
+@example(seed=6384, n=3, meq=2, mineq=1, psd=True)   # cvxopt stalls ("unknown") without a ridge
 def test_quadprog_matches_cvxopt(seed, n, meq, mineq, psd):
     H, c, Ae, be, Ai, bi = random_qp(seed, n, meq, mineq, psd)
     a = solve_qp(H, c, Ae, be, Ai, bi, backend="quadprog")
@@ -37,6 +38,27 @@ def test_quadprog_matches_cvxopt(seed, n, meq, mineq, psd):
     assert a.objective == pytest.approx(b.objective, rel=1e-5, abs=1e-6)
     assert np.all(Ai @ a.x - bi >= -1e-6 * (1 + np.abs(bi)))
     assert np.allclose(Ae @ a.x, be, atol=1e-8)
+
+
+def test_cvxopt_stalling_on_a_singular_hessian_gets_the_ridge_schedule():
+    """A rank-1 H on a line of two equalities: cvxopt's interior point method stops with status
+    "unknown" (a singular KKT system); the adapter retries it with the ridge schedule as it does
+    quadprog, reports the ridge used, and the answer is the minimiser of the original problem."""
+    H, c, Ae, be, Ai, bi = random_qp(6384, 3, 2, 1, True)
+    assert np.linalg.matrix_rank(H) == 1
+    res = solve_qp(H, c, Ae, be, Ai, bi, backend="cvxopt")
+    assert res.solved and res.backend == "cvxopt"
+    assert res.regularization == pytest.approx(REGULARIZATION_SCHEDULE[0] * max(np.diag(H).max(), 1.0))
+    assert np.allclose(Ae @ res.x, be, atol=1e-8) and np.all(Ai @ res.x - bi >= -1e-7)
+    # independently: the feasible set is the segment x = x_p + t d (Ae d = 0) cut by A_in, and
+    # the convex quadratic in t is minimised by clamping its stationary point to the segment
+    d = np.linalg.svd(Ae)[2][-1]
+    x_p = np.linalg.lstsq(Ae, be, rcond=None)[0]
+    rate, slack = Ai @ d, bi - Ai @ x_p                 # rate t >= slack on every row
+    lo, hi = np.max(slack[rate > 0] / rate[rate > 0]), np.min(slack[rate < 0] / rate[rate < 0])
+    t = np.clip(-(d @ (H @ x_p + c)) / (d @ H @ d), lo, hi)
+    assert res.x == pytest.approx(x_p + t * d, abs=1e-6)
+    assert not solve_qp(H, c, Ae, be, Ai, bi, backend="cvxopt", regularize=False).solved
 
 
 def test_dependent_equalities_are_dropped_not_fatal():
