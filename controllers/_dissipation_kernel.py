@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from idyn._lapack_kernel import full_svd
 from idyn._qp_kernel import SOLVED, quadprog_attempts
 from idyn.jit import cached_jit
 from idyn.lcp._lemke_kernel import first_max
@@ -23,17 +24,28 @@ RANK_TOL = 1e-10
 
 
 @cached_jit
-def stage_one_rows(Y, sv, Vt, c0, pyramid, project, free, phi, dt, cone, c, G, g, H):
-    """Stage I's data from the SVD ``(sv, Vt)`` of ``Y`` (outputs ``c``, ``G``, ``g``): the rank
-    ``sum(sv > RANK_TOL max(sv_0, 1e-300))`` (returned), the linear term ``c`` (``c0``, or with
-    ``pyramid`` the pyramid layout ``[x_N, x_S, -x_S, x_T, -x_T]`` of ``free = [N; S; T] v+(0)``,
-    projected onto the row space ``Vt[:rank]`` of ``Y`` when ``project``), the non-penetration
-    rows ``G[:m] = Y_N^T Y`` (``Y``'s first ``m`` columns are the normals) with
-    ``g[:m] = free_N + phi/dt``, then the ``cone`` rows with ``g = 0``, and the Hessian
-    ``H = Y^T Y`` (``np.dot``: the BLAS product numpy's ``Y.T @ Y`` makes, bit for bit).  Returns
-    ``(rank, smallest, largest)``, the last two the range of the non-penetration rows' norms."""
+def stage_one_rows(Y, c0, pyramid, project, free, phi, dt, cone, sv, Vt, c, G, g, H):
+    """Stage I's data from ``Y`` (outputs ``sv``, ``Vt``, ``c``, ``G``, ``g``, ``H``): the SVD
+    ``(sv, Vt)`` of ``Y`` (:func:`idyn._lapack_kernel.full_svd`, the LAPACK call of
+    ``np.linalg.svd(Y, full_matrices=True)`` bit for bit: ``sv`` descending, ``Vt`` (k x k);
+    without rows, no values and ``Vt = I``), its rank
+    ``sum(sv > RANK_TOL max(sv_0, 1e-300))`` (returned; -1 when the SVD did not converge), the
+    linear term ``c`` (``c0``, or with ``pyramid`` the pyramid layout ``[x_N, x_S, -x_S, x_T, -x_T]`` of
+    ``free = [N; S; T] v+(0)``, projected onto the row space ``Vt[:rank]`` of ``Y`` when
+    ``project``), the non-penetration rows ``G[:m] = Y_N^T Y`` (``Y``'s first ``m`` columns are
+    the normals) with ``g[:m] = free_N + phi/dt``, then the ``cone`` rows with ``g = 0``, and the
+    Hessian ``H = Y^T Y`` (``np.dot``: the BLAS product numpy's ``Y.T @ Y`` makes, bit for bit).
+    Returns ``(rank, smallest, largest)``, the last two the range of the non-penetration rows' norms."""
     nu, k = Y.shape
     m = phi.shape[0]
+    if nu:
+        A, VtF = np.empty((k, nu)).T, np.empty((k, k)).T        # Fortran-ordered, as LAPACK takes them
+        A[:, :] = Y
+        if full_svd(A, sv, np.empty((nu, nu)), VtF) != 0:
+            return -1, 0.0, 0.0
+        Vt[:, :] = VtF
+    else:
+        Vt[:, :] = np.eye(k)
     rank = 0
     if sv.shape[0]:
         threshold = RANK_TOL * first_max(sv[0], 1e-300)

@@ -121,7 +121,6 @@ relative to the mean eigenvalue of the torque term (default 1e-6).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -143,7 +142,6 @@ if TYPE_CHECKING:   # dynamics imports this module's cone rows (touchdown impact
     from .dynamics import Step
 
 RANK_TOL = kernel.RANK_TOL
-_NO_VALUES = np.zeros(0)
 
 
 @dataclass
@@ -226,9 +224,6 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     """
     m = step.m
     R, Y = step.pyramid_whitened()                           # R = [N; S; -S; T; -T], Y = L^-1 R_u^T
-    # ker(H) = ker(Y) and its complement, the row space of Y = range(R_u) (the contact velocities
-    # impulses move), from one SVD of Y: one rank decision for Stage II and the projection of c
-    sv, Vt = _full_svd(Y) if Y.shape[0] else (_NO_VALUES, np.eye(R.shape[0]))   # sv descending
     free = step.free_velocity                                # [N; S; T] v+ at z = 0
     if objective == "contact-work":
         c0 = free                                            # R v+ at z = 0 (pyramid layout in the
@@ -240,9 +235,14 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     k = R.shape[0]
     cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, k))
     c, G, g, H = np.empty(k), np.empty((m + cone.shape[0], k)), np.empty(m + cone.shape[0]), np.empty((k, k))
-    rank, smallest, largest = kernel.stage_one_rows(Y, sv, Vt, c0, objective == "contact-work",
-                                                    objective == "contact-work", free, step.jac.phi, step.dt,
-                                                    cone, c, G, g, H)
+    # ker(H) = ker(Y) and its complement, the row space of Y = range(R_u) (the contact velocities
+    # impulses move), from one SVD of Y in the same call: one rank decision for Stage II and the
+    # projection of c
+    sv, Vt = np.empty(min(Y.shape)), np.empty((k, k))
+    rank, smallest, largest = kernel.stage_one_rows(Y, c0, objective == "contact-work", objective == "contact-work",
+                                                    free, step.jac.phi, step.dt, cone, sv, Vt, c, G, g, H)
+    if rank < 0:
+        raise np.linalg.LinAlgError("SVD did not converge")
     threshold = RANK_TOL * max(largest, 1.0)
     dead = 0
     if not smallest > threshold:                             # some row no impulse can change
@@ -261,25 +261,6 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         kernel.no_slip_rows(Y, free, s_idx, t_idx, prob.E, prob.e)   # T_u A^-1 R_u^T, T v+(0)
         prob.kept_tangent_rows = (s_idx.size, t_idx.size)
     return prob
-
-
-def _full_svd(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(s, Vt)`` of ``np.linalg.svd(Y, full_matrices=True)``, bit for bit: numpy's own gufunc,
-    which that function calls inside an error-state context and type dispatch costing about
-    7 us per call (measured); ``np.linalg.svd`` itself when this numpy does not expose the
-    gufunc, or to raise its LinAlgError when the gufunc did not converge (NaN)."""
-    if _svd_gufunc is not None:
-        _, s, vt = _svd_gufunc(Y, signature="d->ddd")
-        if not math.isnan(s[0]):
-            return s, vt
-    _, s, vt = np.linalg.svd(Y, full_matrices=True)
-    return s, vt
-
-
-try:   # numpy's LAPACK gufunc behind np.linalg.svd(..., full_matrices=True)
-    from numpy.linalg._umath_linalg import svd_f as _svd_gufunc
-except ImportError:
-    _svd_gufunc = None
 
 
 def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:

@@ -62,3 +62,28 @@ def general_solve(A, B, pivots):
     _dgesv(sizes[0:].ctypes, sizes[1:].ctypes, A.ctypes, sizes[0:].ctypes, pivots.ctypes, B.ctypes,
            sizes[0:].ctypes, info.ctypes)
     return info[0]
+
+
+_dgesdd = external("idyn_scipy_dgesdd", get_cython_function_address("scipy.linalg.cython_lapack", "dgesdd"),
+                   types.void(_P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P))
+
+
+@cached_jit
+def full_svd(A, s, U, Vt):
+    """LAPACK ``dgesdd('A')``, the routine and workspace of ``np.linalg.svd(A, full_matrices=True)``
+    (numpy's gufunc queries the optimal ``lwork`` and passes it): ``A`` (m x n, Fortran-ordered,
+    destroyed), outputs ``s`` (min(m, n), descending), ``U`` (m x m) and ``Vt`` (n x n), both
+    Fortran-ordered.  Returns LAPACK's ``info`` (0: converged)."""
+    m, n = A.shape
+    jobz = np.full(1, 65, np.uint8)                           # 'A'
+    sizes = np.array([m, n, max(m, 1), max(n, 1), -1, 0], np.int32)   # m, n, lda = ldu, ldvt, lwork
+    iwork, info, query = np.empty(8 * min(m, n), np.int32), np.zeros(1, np.int32), np.empty(1)
+    _dgesdd(jobz.ctypes, sizes[0:].ctypes, sizes[1:].ctypes, A.ctypes, sizes[2:].ctypes, s.ctypes, U.ctypes,
+            sizes[2:].ctypes, Vt.ctypes, sizes[3:].ctypes, query.ctypes, sizes[4:].ctypes, iwork.ctypes, info.ctypes)
+    if info[0] != 0:
+        return info[0]
+    sizes[4] = max(np.int32(query[0]), 1)
+    work = np.empty(sizes[4])
+    _dgesdd(jobz.ctypes, sizes[0:].ctypes, sizes[1:].ctypes, A.ctypes, sizes[2:].ctypes, s.ctypes, U.ctypes,
+            sizes[2:].ctypes, Vt.ctypes, sizes[3:].ctypes, work.ctypes, sizes[4:].ctypes, iwork.ctypes, info.ctypes)
+    return info[0]

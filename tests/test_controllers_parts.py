@@ -110,16 +110,17 @@ def test_penetration_recovery_option_pushes_overlap_apart():
 
 
 def test_stage_one_svd_is_numpys_bit_for_bit():
-    """Stage I calls numpy's SVD gufunc without np.linalg.svd's wrapper: the same numbers, and
-    the same LinAlgError when LAPACK does not converge."""
-    from controllers.dissipation import _full_svd
+    """Stage I calls numpy's LAPACK SVD (dgesdd, full matrices, numpy's workspace query) from
+    compiled code: the same numbers as np.linalg.svd, and a LinAlgError when it does not converge."""
+    from idyn._lapack_kernel import full_svd
 
     rng = np.random.default_rng(3)
     for shape in [(6, 20), (6, 10), (6, 4), (12, 40)]:
         Y = np.asfortranarray(rng.standard_normal(shape))
-        _, s, vt = np.linalg.svd(Y, full_matrices=True)
-        s2, vt2 = _full_svd(Y)
-        assert np.array_equal(s, s2) and np.array_equal(vt, vt2)
+        u, s, vt = np.linalg.svd(Y, full_matrices=True)
+        m, n = shape
+        A, s2, u2, vt2 = Y.copy(order="F"), np.empty(min(shape)), np.empty((m, m), order="F"), np.empty((n, n), order="F")
+        assert full_svd(A, s2, u2, vt2) == 0
+        assert np.array_equal(s, s2) and np.array_equal(vt, vt2) and np.array_equal(u, u2)
     Y[0, 0] = np.nan
-    with pytest.warns(RuntimeWarning), pytest.raises(np.linalg.LinAlgError):
-        _full_svd(Y)
+    assert full_svd(Y.copy(order="F"), s2, u2, vt2) != 0
