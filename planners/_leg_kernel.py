@@ -66,8 +66,9 @@ def surely_regular(J, threshold, out):
         for i in range(3):
             for j in range(3):
                 frob += a[i, j] * a[i, j]
-        out[leg] = abs(det) > threshold * (1.0 + 1e-6) * frob
-        all_ok = all_ok and out[leg]
+        regular = abs(det) > threshold * (1.0 + 1e-6) * frob
+        out[leg] = regular
+        all_ok = all_ok and regular
     return all_ok
 
 
@@ -114,8 +115,9 @@ def residuals(targets, x, tol, stuck, r, err, active):
     any_active = False
     for leg in range(x.shape[0]):
         err[leg] = _error(targets, x, leg, r)
-        active[leg] = err[leg] > tol and not stuck[leg]
-        any_active = any_active or active[leg]
+        moving = err[leg] > tol and not stuck[leg]
+        active[leg] = moving
+        any_active = any_active or moving
     return any_active
 
 
@@ -127,8 +129,9 @@ def decreased(targets, x_try, err, active, r_try, e_try, ok):
     all_ok = True
     for leg in range(x_try.shape[0]):
         e_try[leg] = _error(targets, x_try, leg, r_try)
-        ok[leg] = not active[leg] or e_try[leg] < err[leg]
-        all_ok = all_ok and ok[leg]
+        better = not active[leg] or e_try[leg] < err[leg]
+        ok[leg] = better
+        all_ok = all_ok and better
     return all_ok
 
 
@@ -191,3 +194,102 @@ def joint_targets(J_inv, xdd, drift, q_legs, qd, leg_actuated, q_keep, qdd, out_
         for j in range(leg_actuated.shape[1]):
             k = leg_actuated[leg, j]
             out_q[k], out_v[k], out_a[k] = q_legs[leg, j], qd[leg, j], qdd[leg, j]
+
+
+#: statuses of :func:`newton_advance`: finished, or what Python must do before calling it again
+DONE, NEED_PASS, NEED_INVERSE, NEED_BACKTRACK = 0, 1, 2, 3
+#: its stages (``stage`` of the workspace): where the next call resumes
+BEGIN, GATHER, ITERATE, STEP, TRIAL, GATHER_FINISH, FINISH, RATES = 0, 1, 2, 3, 4, 5, 6, 7
+
+
+def newton_dtype(legs: int, joints: int, nq: int, nv: int) -> np.dtype:
+    """The record of :class:`planners.leg_kinematics.LegKinematics`'s Newton iteration: the leg
+    indices, pinocchio's configuration and velocity vectors (its passes read them in place), the
+    iterate and trial (angles, foot points, Jacobians), the inverses, residuals, step, errors and
+    the per-leg flags (int8: numba has no nested bools). Aligned, as numba wants its arguments."""
+    L, n = legs, joints
+    return np.dtype([
+        ("leg_v", "i8", (L, n)), ("leg_q", "i8", (L, n)), ("threshold", "f8"),
+        ("iters", "i8"), ("stage", "i8"),
+        ("pin_q", "f8", (nq,)), ("pin_v", "f8", (nv,)),
+        ("q", "f8", (L, n)), ("x", "f8", (L, 3)), ("J", "f8", (L, 3, n)),
+        ("q_try", "f8", (L, n)), ("x_try", "f8", (L, 3)), ("J_try", "f8", (L, 3, n)),
+        ("J_inv", "f8", (L, n, 3)), ("r", "f8", (L, 3)), ("r_try", "f8", (L, 3)), ("step", "f8", (L, n)),
+        ("err", "f8", (L,)), ("e_try", "f8", (L,)), ("active", "i1", (L,)), ("ok", "i1", (L,)),
+        ("stuck", "i1", (L,)), ("regular", "i1", (L,)),
+    ], align=True)
+
+
+@cached_jit
+def set_legs(w, q_legs):
+    """The leg angles ``q_legs`` (L, n) into pinocchio's configuration ``w.pin_q``."""
+    for leg in range(q_legs.shape[0]):
+        for j in range(q_legs.shape[1]):
+            w.pin_q[w.leg_q[leg, j]] = q_legs[leg, j]
+
+
+@cached_jit
+def _inverses(w):
+    """:func:`regular_inverses` of ``w.J`` into ``w.J_inv`` for square legs; False when Python's
+    :meth:`~planners.leg_kinematics.LegKinematics.inverse` must decide (SVD, damping)."""
+    return w.J.shape[2] == 3 and regular_inverses(w.J, w.threshold, w.regular, w.J_inv)
+
+
+@cached_jit
+def newton_advance(ws, Jw, points, targets, q_init, tol, max_iters, xd, qd):
+    """Resolved-rate Newton IK of every leg (:meth:`~planners.leg_kinematics.LegKinematics.solve`)
+    as one compiled loop between pinocchio's passes, resuming at ``ws[0].stage`` (``tol`` and
+    ``max_iters`` as there). Returns :data:`NEED_PASS` when pinocchio's joint Jacobians and frame placements are wanted at
+    ``w.pin_q`` (``Jw`` and ``points`` are their live views), :data:`NEED_INVERSE` when
+    ``w.J_inv`` must be formed from ``w.J`` in Python, :data:`NEED_BACKTRACK` when a full step
+    failed (Python's line search, then ``stage`` set by it), :data:`DONE` with ``w.q``, ``w.x``,
+    ``w.J``, ``w.err`` the answer. Given ``xd`` (else None) it also forms the final inverses and the
+    joint rates ``qd = J^-1 xd`` (into ``qd`` and ``w.pin_v``, the angles into ``w.pin_q``: the
+    configuration of the drift pass). The same operations as the Python loop, in its order."""
+    w = ws[0]
+    while True:
+        stage = w.stage
+        if stage == BEGIN:
+            w.q[:] = q_init
+            w.stuck[:] = 0
+            w.iters = 0
+            set_legs(w, w.q)
+            w.stage = GATHER
+            return NEED_PASS
+        if stage == GATHER or stage == GATHER_FINISH:
+            foot_jacobians(Jw, w.leg_v, points, w.x, w.J)
+            w.stage = ITERATE if stage == GATHER else FINISH
+        elif stage == ITERATE:
+            if w.iters == max_iters:         # iterations exhausted: the error at the last iterate
+                residuals(targets, w.x, tol, w.stuck, w.r, w.err, w.active)
+                w.stage = FINISH
+            elif not residuals(targets, w.x, tol, w.stuck, w.r, w.err, w.active):
+                w.stage = FINISH
+            else:
+                w.iters += 1
+                w.stage = STEP
+                if not _inverses(w):
+                    return NEED_INVERSE
+        elif stage == STEP:     # full Newton step first; its pass also gives the Jacobians if accepted
+            newton_steps(w.J_inv, w.r, w.active, w.step)
+            w.q_try[:] = w.q + w.step
+            set_legs(w, w.q_try)
+            w.stage = TRIAL
+            return NEED_PASS
+        elif stage == TRIAL:
+            foot_jacobians(Jw, w.leg_v, points, w.x_try, w.J_try)
+            if not decreased(targets, w.x_try, w.err, w.active, w.r_try, w.e_try, w.ok):
+                return NEED_BACKTRACK
+            w.q[:] = w.q_try
+            w.x[:] = w.x_try
+            w.J[:] = w.J_try
+            w.stage = ITERATE
+        elif stage == FINISH:
+            w.stage = RATES
+            if xd is not None and not _inverses(w):
+                return NEED_INVERSE
+        else:
+            if xd is not None:
+                leg_rates(w.J_inv, xd, w.leg_v, qd, w.pin_v, w.leg_q, w.q, w.pin_q)
+            w.stage = BEGIN
+            return DONE

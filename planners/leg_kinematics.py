@@ -19,8 +19,8 @@ import pinocchio as pin
 from idyn import RobotModel
 from idyn.errors import InvalidInputError
 
-from ._leg_kernel import (decreased, foot_jacobians, gather_points, leg_rates, newton_steps, regular_inverses,
-                          residuals)
+from . import _leg_kernel as kernel
+from ._leg_kernel import foot_jacobians, gather_points, regular_inverses
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -84,19 +84,23 @@ class LegKinematics:
         self._damping = float(damping)
         root = pm.joints[pm.getJointId("root_joint")]
         self._base_v = np.arange(root.idx_v, root.idx_v + 6)
-        self._q = pin.neutral(pm)                                  # base at the identity
-        self._v = np.zeros(pm.nv)
-        self._zero_a = np.zeros(pm.nv)
-        self._x = np.zeros((len(self.legs), 3))
         L, n = self.leg_v.shape
-        self._x_shape, self._J_shape = (L, 3), (L, 3, n)
-        #: the Newton iteration's work arrays: residuals, trial residuals, step, trial errors and
-        #: the active / decreased / stuck flags of the legs
-        self._newton = (np.empty((L, 3)), np.empty((L, 3)), np.empty((L, n)), np.empty(L),
-                        np.empty(L, dtype=bool), np.empty(L, dtype=bool), np.empty(L, dtype=bool))
-        self._regular = np.empty(L, dtype=bool)      # inverse()'s certainty flags
         #: an inverse is exact when the leg's smallest singular value exceeds this (m)
         self._min_sigma = 10.0 * np.sqrt(self._damping)
+        # the Newton iteration's record (planners._leg_kernel.newton_dtype), with pinocchio's
+        # configuration and velocity vectors in it (base at the identity)
+        self._ws = np.zeros(1, kernel.newton_dtype(L, n, pm.nq, pm.nv))
+        self._w = {name: self._ws[name][0] if self._ws.dtype[name].shape else self._ws[name]
+                   for name in self._ws.dtype.names}       # views (scalars as 1-element arrays)
+        w = self._w
+        w["leg_v"][:], w["leg_q"][:], w["threshold"][...] = self.leg_v, self.leg_q, self._min_sigma
+        w["pin_q"][:] = pin.neutral(pm)
+        self._q, self._v = w["pin_q"], w["pin_v"]
+        self._flags = {name: w[name].view(bool) for name in ("active", "ok", "stuck")}
+        self._zero_a = np.zeros(pm.nv)
+        self._x = np.zeros((len(self.legs), 3))
+        self._x_shape, self._J_shape = (L, 3), (L, 3, n)
+        self._regular = np.empty(L, dtype=bool)      # inverse()'s certainty flags
 
     # ------------------------------------------------------------------ kinematics
     def _set(self, q_legs) -> np.ndarray:
@@ -148,11 +152,9 @@ class LegKinematics:
         gather_points(self._drifts(), x)
         return x
 
-    def rates_and_drifts(self, q_legs, J_inv, xd, qd) -> tuple:
-        """The joint rates qd = J^-1 xd of every leg (into ``qd``, (L, n)) and the feet's
-        :meth:`drift` at (``q_legs``, qd) as a tuple of L base-frame 3-vectors: the planner's
-        per-step pair after its IK, in one pinocchio pass."""
-        leg_rates(J_inv, xd, self.leg_v, qd, self._v, self.leg_q, q_legs, self._q)
+    def drifts(self) -> tuple:
+        """Jdot qd of every foot (a tuple of L base-frame 3-vectors) at the angles and joint rates
+        :meth:`solve_with_rates` left in pinocchio's vectors: the planner's per-step drift pass."""
         return self._drifts()
 
     def _drifts(self) -> tuple:
@@ -207,40 +209,67 @@ class LegKinematics:
         the line search finds; the caller reads ``err``.
         """
         targets = np.asarray(targets, dtype=float)
-        q = np.array(q_init, dtype=float)
-        x, J = self.jacobians(q)
-        r, r_try, step, e_try, active, ok, stuck = self._newton
-        err = np.empty(x.shape[0])
-        stuck.fill(False)                           # legs whose line search found no decrease
-        for _ in range(max_iters):
-            if not residuals(targets, x, tol, stuck, r, err, active):
-                break
-            newton_steps(self.inverse(J), r, active, step)
-            # full Newton step first; its evaluation also gives the Jacobians when it is accepted
-            q_try = q + step
-            x_try, J_try = self.jacobians(q_try)
-            if decreased(targets, x_try, err, active, r_try, e_try, ok):
-                q, x, J = q_try, x_try, J_try
-                continue
-            alpha = 1.0
-            while not ok.all() and alpha > min_step:      # backtrack the legs that got worse
-                alpha *= beta
-                trial = q + alpha * step * (~ok)[:, None]
-                e_bt = np.linalg.norm(targets - self.positions(trial), axis=1)
-                better = ~ok & (e_bt < err)
-                step[better] *= alpha
-                ok |= better
-            stuck |= ~ok
-            if not ok[active].any():
-                break                                    # no leg can improve: stop here
-            step[~ok] = 0.0
-            q = q + step
-            x, J = self.jacobians(q)
+        q_init = np.asarray(q_init, dtype=float)
+        if targets.shape != self._x_shape or q_init.shape != self.leg_v.shape:
+            raise InvalidInputError(f"solve needs targets {self._x_shape} and q_init {self.leg_v.shape}, "
+                                    f"got {targets.shape} and {q_init.shape}")
+        self._newton(targets, q_init, tol, max_iters, beta, min_step, None, None)
+        w = self._w
+        return w["q"].copy(), w["x"].copy(), w["J"].copy(), w["err"].copy()
+
+    def solve_with_rates(self, targets, q_init, xd, qd, tol: float, max_iters: int):
+        """:meth:`solve` (default line search) for the planner's own (L, 3) ``targets`` and
+        (L, n) ``q_init``, then the joint rates qd = J^-1 xd into ``qd`` (L, n) and the angles and
+        rates into pinocchio's vectors for :meth:`drifts`. Returns ``(q_legs, J^-1, err)``, live
+        views overwritten by the next solve."""
+        self._newton(targets, q_init, tol, max_iters, 0.75, 1e-4, xd, qd)
+        w = self._w
+        return w["q"], w["J_inv"], w["err"]
+
+    def _newton(self, targets, q_init, tol, max_iters, beta, min_step, xd, qd) -> None:
+        """Drive :func:`planners._leg_kernel.newton_advance`: pinocchio's passes, the inverses it
+        cannot certify and the line search happen here, everything else in the compiled loop."""
+        model, data, ws, w = self._model, self._data, self._ws, self._w
+        Jw, points, advance = self._Jw, self._points, kernel.newton_advance
+        tol, max_iters = float(tol), int(max_iters)
+        try:
+            while (status := advance(ws, Jw, points, targets, q_init, tol, max_iters, xd, qd)) != kernel.DONE:
+                if status == kernel.NEED_INVERSE:
+                    w["J_inv"][:] = self.inverse(w["J"])
+                    continue
+                if status == kernel.NEED_BACKTRACK:
+                    self._backtrack(targets, beta, min_step)
+                pin.computeJointJacobians(model, data, self._q)
+                pin.updateFramePlacements(model, data)
+        except BaseException:
+            w["stage"][...] = kernel.BEGIN      # the next solve starts afresh
+            raise
+        self._x = w["x"]                        # base_velocity() at the returned configuration
+
+    def _backtrack(self, targets, beta, min_step) -> None:
+        """The line search of a failed full step: shrink by ``beta`` the step of each leg that got
+        worse until its error decreases; legs that never do are stuck. Then either the iteration
+        goes on from the shortened step or, when no leg can improve, it stops at the current
+        angles. Leaves pinocchio's configuration where the next pass is wanted."""
+        w, flags = self._w, self._flags
+        q, step, err = w["q"], w["step"], w["err"]
+        active, ok, stuck = flags["active"], flags["ok"], flags["stuck"]
+        alpha = 1.0
+        while not ok.all() and alpha > min_step:      # backtrack the legs that got worse
+            alpha *= beta
+            trial = q + alpha * step * (~ok)[:, None]
+            e_bt = np.linalg.norm(targets - self.positions(trial), axis=1)
+            better = ~ok & (e_bt < err)
+            step[better] *= alpha
+            ok |= better
+        stuck |= ~ok
+        if not ok[active].any():
+            w["stage"][...] = kernel.GATHER_FINISH       # no leg can improve: stop here
         else:
-            residuals(targets, x, tol, stuck, r, err, active)   # the error at the last iterate
-        if self._x is not x:      # keep base_velocity() at the returned configuration
-            x, J = self.jacobians(q)
-        return q, x, J, err
+            step[~ok] = 0.0
+            q += step
+            w["stage"][...] = kernel.GATHER
+        self._set(q)
 
 
 def _inv(J: np.ndarray) -> np.ndarray:

@@ -28,8 +28,9 @@ The planner also integrates the commanded twist into a *gait pose* (the planned 
 
 The planner's state lives in one workspace record (immutable model + reusable workspace): each
 control step is one compiled call (:func:`planners._plan_kernel.plan_motion`, which hands back
-only for a swing spline's solve and the measured feet), the leg IK's pinocchio passes and
-LAPACK inverses, and two compiled loops for the joint rates and accelerations.
+only for a swing spline's solve and the measured feet), the leg IK (one compiled Newton loop
+between its pinocchio passes, :meth:`LegKinematics.solve_with_rates`), the drift pass and one
+compiled call for the joint accelerations.
 :meth:`QuadrupedPlanner.plan_checked` is the closed loop's entry, with the base rotation and the
 contact flags it already has.
 
@@ -309,12 +310,12 @@ class QuadrupedPlanner:
     def _joint_targets(self) -> Desired:
         """Leg IK of the step's targets relative to the gait pose: q by Newton from the warm
         start, qd = J^-1 xd, qdd = J^-1 (xdd - Jdot qd)."""
-        view = self._view
-        q_legs, _, J, self.ik_error = self.kin.solve(view["x_rel"], view["q_guess"], tol=self.ik_tol,
-                                                    max_iters=self.ik_max_iters)
-        J_inv = self.kin.inverse(J)
+        view, kin = self._view, self.kin
         qd = view["qd_legs"]
-        drift = self.kin.rates_and_drifts(q_legs, J_inv, view["xd"], qd)
+        q_legs, J_inv, err = kin.solve_with_rates(view["x_rel"], view["q_guess"], view["xd"], qd, self.ik_tol,
+                                                  self.ik_max_iters)
+        self.ik_error = err.copy()
+        drift = kin.drifts()
         out_q, out_v, out_a = np.empty(self._na), np.empty(self._na), np.empty(self._na)
         joint_targets(J_inv, view["xdd"], drift, q_legs, qd, self.kin.leg_actuated, view["q_legs"],
                       view["qdd_legs"], out_q, out_v, out_a)
