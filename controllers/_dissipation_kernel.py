@@ -271,3 +271,46 @@ def new_separations(Y, z, free, phi, dt, priced, new):
             new[count] = i
             count += 1
     return count
+
+
+@cached_jit
+def price_contacts(H, c, Y, free, contacts, weight):
+    """:func:`idyn.separation.price_separation` in place for the separation speeds of ``contacts``:
+    ``H += weight P^T P``, ``c += weight P^T free[contacts]`` with ``P = Y_c^T Y``
+    (:func:`controllers.dissipation.price_separation`; ``np.dot``, the BLAS calls of numpy's ``@``)."""
+    nc, (nu, k) = contacts.shape[0], Y.shape
+    Yc, speed = np.empty((nc, nu)), np.empty(nc)
+    for r in range(nc):
+        speed[r] = free[contacts[r]]
+        for t in range(nu):
+            Yc[r, t] = Y[t, contacts[r]]
+    P = np.dot(Yc, Y)
+    PtP, Pts = np.dot(P.T, P), np.dot(P.T, speed)
+    for i in range(k):
+        for j in range(k):
+            H[i, j] = H[i, j] + weight * PtP[i, j]
+        c[i] = c[i] + weight * Pts[i]
+
+
+@cached_jit
+def stage_one_priced(H, G, c, g, tol, Y, free, phi, dt, weight, priced, new, Mlcp, qlcp, z, out):
+    """Stage I's separation loop (:func:`controllers.dissipation.solve_priced`) by Lemke's method
+    in one call: :func:`stage_one_lemke`, then while ``weight > 0`` and :func:`new_separations`
+    flags contacts not yet ``priced``: mark them (``priced``, ``new`` as there), price them
+    (:func:`price_contacts`, ``H`` and ``c`` in place) and solve again.  Returns whether the last
+    solve passed (if not, ``Mlcp``, ``qlcp`` hold its LCP for the caller's fallbacks); ``out``:
+    ``[pivots of the last solve, contacts priced]``."""
+    k = H.shape[0]
+    out[1] = 0
+    while True:
+        passed, pivots = stage_one_lemke(H, G, c, g, tol, Mlcp, qlcp, z)
+        out[0] = pivots
+        if not passed or not weight > 0.0:
+            return passed
+        added = new_separations(Y, z[:k], free, phi, dt, priced, new)
+        if added == 0:
+            return True
+        for i in range(added):
+            priced[new[i]] = True
+        out[1] += added
+        price_contacts(H, c, Y, free, new[:added], weight)

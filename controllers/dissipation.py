@@ -270,14 +270,30 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
         Mlcp, qlcp, z = np.empty((k + nc, k + nc)), np.empty(k + nc), np.empty(k + nc)
         passed, pivots = kernel.stage_one_lemke(prob.H, prob.G, prob.c, prob.g, DEFAULT_TOL, Mlcp, qlcp, z)
         if passed:   # the common case, one compiled call; otherwise polish and regularise
-            return z[:k], {"stage1_status": "solved", "pivots": pivots, "regularization": 0.0}
-        try:
-            res = regularized_checked(Mlcp, qlcp)
-        except np.linalg.LinAlgError:  # a solver must report, not raise; fall through to the QP
-            res = None
-        if res is not None and res.solved:
-            return res.z[:k], {"stage1_status": res.status.value, "pivots": res.pivots,
-                               "regularization": res.regularization}
+            return z[:k], _lemke_info(pivots)
+        return _lemke_fallbacks(prob, Mlcp, qlcp, method, qp_backend)
+    return _stage_one_qp(prob, method, qp_backend)
+
+
+def _lemke_info(pivots: int) -> dict:
+    return {"stage1_status": "solved", "pivots": pivots, "regularization": 0.0}
+
+
+def _lemke_fallbacks(prob: StageOne, Mlcp: np.ndarray, qlcp: np.ndarray, method: str,
+                     qp_backend: str) -> tuple[np.ndarray, dict]:
+    """Stage I when the Lemke path's answer did not pass on the KKT LCP ``(qlcp, Mlcp)``:
+    regularised Lemke, then the QP."""
+    try:
+        res = regularized_checked(Mlcp, qlcp)
+    except np.linalg.LinAlgError:  # a solver must report, not raise; fall through to the QP
+        res = None
+    if res is not None and res.solved:
+        return res.z[:prob.k], {"stage1_status": res.status.value, "pivots": res.pivots,
+                                "regularization": res.regularization}
+    return _stage_one_qp(prob, method, qp_backend)
+
+
+def _stage_one_qp(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
     A_in, b_in = _with_bounds(prob.G, prob.g)
     qp = solve_built(prob.H, prob.c, prob.E, -prob.e, A_in, b_in, backend=_backend(qp_backend))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations,
@@ -286,6 +302,44 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
     if not qp.solved:
         raise SolverError(f"Stage I failed: {qp.status.value}")
     return np.maximum(qp.x, 0.0), info
+
+
+def solve_priced(step: Step, prob: StageOne, weight: float, method: str, qp_backend: str,
+                 solve=None) -> tuple[np.ndarray, dict]:
+    """Stage I, solved again with the separation of the contacts that separate under load
+    priced at ``weight`` (kg), until none is added (see "Separation of touching contacts");
+    ``info["separation_priced"]``: how many.  ``solve(prob)`` solves Stage I once (default
+    :func:`solve_stage_one` with ``method``, ``qp_backend``); with the default and Lemke's
+    method the solves, checks and prices run in one compiled call
+    (:func:`kernel.stage_one_priced`) until a solve needs :func:`solve_stage_one`'s fallbacks."""
+    m, k = step.m, prob.k
+    priced, new = np.zeros(m, dtype=bool), np.empty(m, dtype=np.intp)
+    compiled = solve is None and method == "lemke" and not prob.E.shape[0]
+    count = 0
+    while True:
+        if compiled:
+            nc = prob.G.shape[0]
+            Mlcp, qlcp, z, out = np.empty((k + nc, k + nc)), np.empty(k + nc), np.empty(k + nc), np.empty(2, np.intp)
+            passed = kernel.stage_one_priced(prob.H, prob.G, prob.c, prob.g, DEFAULT_TOL, prob.Y, step.free_velocity,
+                                             step.jac.phi, step.dt, weight, priced, new, Mlcp, qlcp, z, out)
+            count += int(out[1])
+            if passed:   # the common case: settled in one call
+                info = _lemke_info(int(out[0]))
+                info["separation_priced"] = count
+                return z[:k], info
+            z, info = _lemke_fallbacks(prob, Mlcp, qlcp, method, qp_backend)
+        else:
+            z, info = solve(prob) if solve is not None else solve_stage_one(prob, method, qp_backend)
+        if not weight > 0.0:
+            break
+        added = flag_separations(step, prob, z, priced, new)
+        if not added:
+            break
+        priced[new[:added]] = True
+        count += added
+        price_separation(step, prob, new[:added], weight)
+    info["separation_priced"] = count
+    return z, info
 
 
 def separating_loads(step: Step, prob: StageOne, z: np.ndarray) -> np.ndarray:

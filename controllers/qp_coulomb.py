@@ -27,8 +27,7 @@ import numpy as np
 from idyn.errors import InvalidInputError
 
 from .base import Controller, Solution, register
-from .dissipation import (OBJECTIVES, build_stage_one, flag_separations, price_separation, solve_one_stage,
-                          solve_stage_one, solve_stage_two)
+from .dissipation import OBJECTIVES, build_stage_one, solve_one_stage, solve_priced, solve_stage_two
 from .dynamics import Step
 
 
@@ -76,25 +75,9 @@ class DissipationController(Controller):
         return self._finish(step, prob, z, info)
 
     def _stage_one(self, step: Step, prob) -> tuple[np.ndarray, dict]:
-        """Stage I, solved again with the separation of the contacts that separate under load
-        priced, until none is added (see "Separation of touching contacts" in
-        :mod:`controllers.dissipation`); ``info["separation_priced"]``: how many."""
-        z, info = self._solve_stage_one(prob)
-        priced, new = np.zeros(step.m, dtype=bool), np.empty(step.m, dtype=np.intp)
-        count = 0
-        while self._separation_mass > 0.0:
-            added = flag_separations(step, prob, z, priced, new)
-            if not added:
-                break
-            priced[new[:added]] = True
-            count += added
-            price_separation(step, prob, new[:added], self._separation_mass)
-            z, info = self._solve_stage_one(prob)
-        info["separation_priced"] = count
-        return z, info
-
-    def _solve_stage_one(self, prob) -> tuple[np.ndarray, dict]:
-        return solve_stage_one(prob, self.stage1_solver, self.qp_backend)
+        """Stage I with the separation of the contacts that separate under load priced
+        (:func:`controllers.dissipation.solve_priced`)."""
+        return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend)
 
     def _finish(self, step: Step, prob, z: np.ndarray, info: dict) -> Solution:
         """Torques and forces from the impulses ``z`` (eq. 79)."""
@@ -131,5 +114,6 @@ class QPCoulombOneStage(DissipationController):
             raise InvalidInputError(f"regularization must be positive, got {regularization}")
         self.regularization = regularization
 
-    def _solve_stage_one(self, prob):
-        return solve_one_stage(prob, self.regularization, self.qp_backend)
+    def _stage_one(self, step, prob):
+        return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend,
+                            lambda p: solve_one_stage(p, self.regularization, self.qp_backend))

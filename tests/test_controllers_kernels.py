@@ -158,3 +158,21 @@ def test_flagged_separations_equal_the_numpy_form(speed, feet, seed):
         priced, new = rng.random(m) < 0.5, np.empty(m, dtype=np.intp)
         count = dissipation.flag_separations(step, prob, z, priced, new)
         assert np.array_equal(new[:count], np.flatnonzero(expected & ~priced))
+
+
+@settings(max_examples=20, deadline=None)
+@given(speed=st.floats(0.0, 0.6), feet=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
+def test_compiled_separation_price_equals_the_numpy_form(speed, feet, seed):
+    """Stage I's compiled loop prices separations (kernel.price_contacts, in place) to the bit of
+    dissipation.price_separation (numpy's @: gemm, syrk for P^T P, gemv), on LINKS with 1-4 feet."""
+    model, state, desired, contacts, _ = sliding_stance(speed, 0.3, 0.5)
+    ctrl = controllers.make("qp-coulomb", model, feedback=False)
+    q, v, contacts = ctrl._check(state, desired, contacts[:feet])
+    step = ctrl.dynamics.update(q, v, desired.vdot, contacts)
+    prob = build_stage_one(step, True)
+    rng = np.random.default_rng(seed)
+    priced = np.flatnonzero(rng.random(step.m) < 0.6) if step.m > 1 else np.arange(1)
+    H, c = prob.H.copy(), prob.c.copy()
+    dissipation.price_separation(step, prob, priced, 3.7)
+    dissipation.kernel.price_contacts(H, c, prob.Y, step.free_velocity, priced.astype(np.intp), 3.7)
+    assert np.array_equal(H, prob.H) and np.array_equal(c, prob.c)
