@@ -26,6 +26,15 @@ class RobotState:
         if not np.isfinite(self.t):
             raise validation.NonFiniteError("state.t must be finite")
 
+    @classmethod
+    def _trusted(cls, q: np.ndarray, v: np.ndarray, t: float) -> "RobotState":
+        """Without the checks, for float64 vectors q, v a testbed has already checked finite in
+        one pass (:class:`robots.pybullet.base.StateReader`) and a finite time ``t``: the state
+        of every control step, built in ~0.3 instead of ~3 us."""
+        state = object.__new__(cls)
+        state.__dict__.update(q=q, v=v, t=t)
+        return state
+
 
 @dataclass(frozen=True)
 class Desired:

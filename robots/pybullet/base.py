@@ -37,6 +37,7 @@ from idyn.errors import InvalidInputError, ModelLoadError
 from idyn.model import RobotModel
 from idyn.state import RobotState
 
+from ._state_kernel import read_rows
 from ._testbed_kernel import ANY_LINK, attribute_rows
 
 #: Physics engine settings used by every testbed (see :func:`configure_engine`).
@@ -155,7 +156,6 @@ class MultiBodyMap:
         info = pb.getDynamicsInfo(self.body, -1, physicsClientId=client)
         #: base link frame -> base inertial frame (PyBullet's base pose)
         self.base_inertial = _se3(info[3], info[4])
-        self._base_inertial_inverse = self.base_inertial.inverse()     # read() uses it every step
         self.mass = sum(pb.getDynamicsInfo(self.body, k, physicsClientId=client)[0]
                         for k in [-1] + list(range(pb.getNumJoints(self.body, physicsClientId=client))))
         pm = model.pinocchio_model
@@ -165,6 +165,9 @@ class MultiBodyMap:
         self._iq = np.array([j.idx_q for j in idx])
         self._iv = np.array([j.idx_v for j in idx])
         self._na = len(self.joints)
+        #: (q, v) from :meth:`raw_state`
+        self.reader = StateReader(self._iq, self._iv, model.nq, model.nv,
+                                  (0, 0) if self.floating else None, self.base_inertial)
 
     # ---------------------------------------------------------------- frames and links
     def link_index(self, frame: str) -> int:
@@ -179,20 +182,20 @@ class MultiBodyMap:
         return self.link_of_joint[name]
 
     # ---------------------------------------------------------------- state
+    def raw_state(self) -> list[float]:
+        """PyBullet's numbers of the robot's state as :class:`StateReader` reads them: the joint
+        positions and velocities (pinocchio's actuated order), then for a floating base its
+        :func:`base_raw`."""
+        js = pb.getJointStates(self.body, self.joints, physicsClientId=self.client)
+        raw = [s[0] for s in js]
+        raw += [s[1] for s in js]
+        if self.floating:
+            raw += base_raw(self.client, self.body)
+        return raw
+
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         """(q, v) of the robot coordinates in pinocchio conventions."""
-        c = self.client
-        q = np.empty(self.model.nq)
-        v = np.empty(self.model.nv)
-        js = pb.getJointStates(self.body, self.joints, physicsClientId=c)
-        q[self._iq] = [s[0] for s in js]
-        v[self._iv] = [s[1] for s in js]
-        if self.floating:
-            pos, orn = pb.getBasePositionAndOrientation(self.body, physicsClientId=c)
-            lin, ang = pb.getBaseVelocity(self.body, physicsClientId=c)
-            free_flyer_from_com(pin.XYZQUATToSE3(pos + orn), lin, ang, self.base_inertial,
-                                self._base_inertial_inverse, out=(q, v))
-        return q, v
+        return self.reader.read(self.raw_state())
 
     def write(self, q, v) -> None:
         """Set PyBullet's state from pinocchio (q, v)."""
@@ -220,21 +223,51 @@ def _cross(a, b) -> np.ndarray:
     return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
-def free_flyer_from_com(com: pin.SE3, lin, ang, inertial: pin.SE3, inertial_inverse: pin.SE3 | None = None,
-                        out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Pinocchio free-flyer (q[:7], v[:6]) from PyBullet's COM pose and world COM velocity (3-vectors
-    or PyBullet's 3-tuples; ``inertial_inverse``: ``inertial.inverse()``, if the caller keeps it).
-    With ``out = (q, v)`` they are written into ``q[:7]`` and ``v[:6]`` (a whole state's arrays),
-    which are returned."""
-    base = com * (inertial.inverse() if inertial_inverse is None else inertial_inverse)
-    RT = base.rotation.T
-    v_origin = np.subtract(lin, _cross(ang, com.translation - base.translation))
-    if out is None:
-        return pin.SE3ToXYZQUAT(base), np.concatenate((RT.dot(v_origin), RT.dot(ang)))
-    q, v = out
-    q[:7] = pin.SE3ToXYZQUAT(base)
-    v[:3], v[3:6] = RT.dot(v_origin), RT.dot(ang)
-    return q, v
+def base_raw(client: int, body: int) -> tuple[float, ...]:
+    """PyBullet's base of ``body``: the position and quaternion (x y z w) of its inertial frame,
+    the world velocity of its centre of mass and its world angular velocity (13 numbers)."""
+    pos, orn = pb.getBasePositionAndOrientation(body, physicsClientId=client)
+    lin, ang = pb.getBaseVelocity(body, physicsClientId=client)
+    return pos + orn + lin + ang
+
+
+class StateReader:
+    """Pinocchio's (q, v) from PyBullet's raw numbers of joints and at most one free flyer.
+
+    ``iq``, ``iv``: the positions in q and v of the na joints; ``free_flyer``: the positions in
+    q and v of the free flyer's 7 coordinates and 6 velocities, or None; ``inertial``: its link
+    frame -> inertial frame (the base pose PyBullet reports is that of the inertial frame).
+
+    The free-flyer conversion (module docstring): ``T_link = T_com * T_inertial^-1``,
+    ``v = R^T (v_com - w x (c - o))``, ``w_b = R^T w``, by one compiled call
+    (:func:`._state_kernel.read_rows`, pinocchio's SE3 arithmetic to the bit) and numpy's two
+    rotations by R^T.  q and v are views of one new array, checked finite in one pass.
+    """
+
+    def __init__(self, iq, iv, nq: int, nv: int, free_flyer: tuple[int, int] | None, inertial: pin.SE3):
+        self.nq, self.nv = nq, nv
+        self._index = np.concatenate((iq, np.asarray(iv) + nq)).astype(np.int64)
+        self._qo, self._vo = (-1, -1) if free_flyer is None else (free_flyer[0], nq + free_flyer[1])
+        self._work = np.empty(24)
+        inverse = inertial.inverse()
+        self._work[:9] = inverse.rotation.ravel()
+        self._work[9:12] = inverse.translation
+        self._rt = self._work[12:21].reshape(3, 3)
+        self._v_origin = self._work[21:24]
+
+    def read(self, raw: list[float]) -> tuple[np.ndarray, np.ndarray]:
+        """(q, v) from ``raw``: the joint positions, the joint velocities, then the free flyer's
+        :func:`base_raw` if there is one. Raises NonFiniteError if PyBullet's state is not finite."""
+        raw = np.array(raw)
+        out = np.empty(self.nq + self.nv)
+        read_rows(raw, self._index, self._work, self._qo, out)
+        if self._qo >= 0:
+            vo = self._vo
+            np.dot(self._rt, self._v_origin, out=out[vo:vo + 3])
+            np.dot(self._rt, raw[-3:], out=out[vo + 3:vo + 6])
+        if not validation.finite(out):
+            raise validation.NonFiniteError("PyBullet's state contains NaN or infinite values")
+        return out[:self.nq], out[self.nq:]
 
 
 def com_from_free_flyer(q7, v6, inertial: pin.SE3) -> tuple[pin.SE3, np.ndarray, np.ndarray]:
@@ -382,10 +415,11 @@ class Testbed:
     def state(self) -> RobotState:
         """The measured state (q, v) in pinocchio conventions at the current time (cached per step)."""
         if self._state is None:
-            self._state = RobotState(*self._read(), self.t)
+            self._state = RobotState._trusted(*self._read(), self.t)   # read() checks q, v finite
         return self._state
 
     def _read(self) -> tuple[np.ndarray, np.ndarray]:
+        """(q, v) as float64 vectors checked finite (a :class:`StateReader`'s)."""
         return self.robot.read()
 
     def _before_step(self) -> None:

@@ -21,8 +21,8 @@ from idyn.contact import Contact
 from idyn.errors import InvalidInputError
 
 from ..manipulator import BOX_FRAME, GROUND_MU, manipulator
-from .base import (BodyLink, MultiBodyMap, SphereProbe, Testbed, com_from_free_flyer, contact_stacks,
-                   free_flyer_from_com, owner_pairs)
+from .base import (BodyLink, MultiBodyMap, SphereProbe, StateReader, Testbed, base_raw, com_from_free_flyer,
+                   contact_stacks, owner_pairs)
 from .terrain import Terrain, simulated_mu
 
 #: default margin (m) within which a fingertip or box corner is a contact candidate
@@ -59,6 +59,9 @@ class ManipulatorTestbed(Testbed):
         self._probes = {r: SphereProbe(self.client, r) for r in {t.radius for t in self._tips}}
         self._corners = np.array(list(itertools.product((-half, half), repeat=3)))
         self._na_q = d.model.nq
+        arm = self.robot
+        self._reader = StateReader(arm._iq, arm._iv, self.model.nq, self.model.nv, (d.model.nq, d.model.nv),
+                                   pin.SE3.Identity())
         self.reset()
 
     # ---------------------------------------------------------------- state
@@ -78,12 +81,9 @@ class ManipulatorTestbed(Testbed):
         return self.state()
 
     def _read(self):
-        qa, va = self.robot.read()
-        pos, orn = pb.getBasePositionAndOrientation(self.box, physicsClientId=self.client)
-        lin, ang = pb.getBaseVelocity(self.box, physicsClientId=self.client)
-        qb, vb = free_flyer_from_com(pin.XYZQUATToSE3(np.concatenate((pos, orn))), np.array(lin),
-                                     np.array(ang), pin.SE3.Identity())
-        return np.concatenate((qa, qb)), np.concatenate((va, vb))
+        raw = self.robot.raw_state()
+        raw += base_raw(self.client, self.box)
+        return self._reader.read(raw)
 
     # ---------------------------------------------------------------- contacts
     def contacts(self, margin: float = CONTACT_MARGIN) -> list[Contact]:
