@@ -275,8 +275,8 @@ class ContactJacobians:
         """N, S, T as views of the rows of ``J = [N; S; T]`` (3m x nv), which :attr:`rows` keeps:
         a caller that needs the stacked matrix reads it there instead of re-stacking."""
         m = phi.shape[0]
-        out = cls(J[:m], J[m:2 * m], J[2 * m:], phi, mu)
-        object.__setattr__(out, "rows", J)
+        out = object.__new__(cls)     # the fields set at once: the frozen dataclass's __init__ sets
+        out.__dict__.update(N=J[:m], S=J[m:2 * m], T=J[2 * m:], phi=phi, mu=mu, rows=J)   # each apart
         return out
 
     #: [N; S; T] when the three are views of one array (:meth:`from_stacked`), else None

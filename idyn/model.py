@@ -66,6 +66,9 @@ def _returns_fresh_arrays() -> bool:
 
 _FRESH = _returns_fresh_arrays()
 
+#: how many sequences of body names :meth:`RobotModel.body_joints` keeps answers for
+_JOINT_ARRAYS = 256
+
 _NEXT, _PREV = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 
@@ -128,6 +131,7 @@ class RobotModel:
                 self.support[j, jm.idx_v: jm.idx_v + jm.nv] = 1.0
         self.support.setflags(write=False)
         self._frame_joints: dict[str | None, int] = {None: 0}
+        self._joint_arrays: dict[tuple, np.ndarray] = {}   # body_joints' answers
         self._q_shape, self._v_shape = (self._model.nq,), (self._model.nv,)
         self._lower = np.tril_indices(self._model.nv, -1)
         self._workspace = Workspace(self)
@@ -235,15 +239,22 @@ class RobotModel:
         return self._model.getFrameId(name)
 
     def body_joints(self, bodies) -> np.ndarray:
-        """Index of the joint that carries each named body (frame name; None is the world, 0)."""
-        cache = self._frame_joints
-        try:
-            return np.array([cache[b] for b in bodies], dtype=np.intp)
-        except KeyError:
-            for b in bodies:
+        """Index of the joint that carries each named body (frame name; None is the world, 0), as a
+        read-only array made once per sequence of names (a control step asks for the same feet
+        every step: one dictionary lookup instead of a list and an array, ~2 us)."""
+        key = tuple(bodies)
+        joints = self._joint_arrays.get(key)
+        if joints is None:
+            cache = self._frame_joints
+            for b in key:
                 if b not in cache:
                     cache[b] = self._model.frames[self.frame_id(b)].parentJoint
-            return np.array([cache[b] for b in bodies], dtype=np.intp)
+            joints = np.array([cache[b] for b in key], dtype=np.intp)
+            joints.setflags(write=False)
+            if len(self._joint_arrays) >= _JOINT_ARRAYS:    # bounded: callers may ask for any sequence
+                self._joint_arrays.clear()
+            self._joint_arrays[key] = joints
+        return joints
 
     def check_bodies(self, bodies) -> None:
         """UnknownFrameError for a name in ``bodies`` that is no frame of the model (None: the
