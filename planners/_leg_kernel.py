@@ -184,7 +184,8 @@ def accelerations_into(J_inv, xdd, drift, out):
 def joint_targets(J_inv, xdd, drift, q_legs, qd, leg_actuated, q_keep, qdd, out_q, out_v, out_a):
     """:func:`accelerations_into` (qdd = J^-1 (xdd - Jdot qd), into ``qdd``), ``q_legs`` copied
     into ``q_keep`` and the actuated vectors of desired q, v, vdot: zero except the leg joints,
-    at ``leg_actuated`` (L, n)."""
+    at ``leg_actuated`` (L, n). Returns whether they are all finite (the check
+    :class:`idyn.state.Desired` makes of new arrays)."""
     accelerations_into(J_inv, xdd, drift, qdd)
     q_keep[:] = q_legs
     out_q[:] = 0.0
@@ -194,6 +195,7 @@ def joint_targets(J_inv, xdd, drift, q_legs, qd, leg_actuated, q_keep, qdd, out_
         for j in range(leg_actuated.shape[1]):
             k = leg_actuated[leg, j]
             out_q[k], out_v[k], out_a[k] = q_legs[leg, j], qd[leg, j], qdd[leg, j]
+    return np.isfinite(out_q).all() and np.isfinite(out_v).all() and np.isfinite(out_a).all()
 
 
 #: statuses of :func:`newton_advance`: finished, or what Python must do before calling it again

@@ -47,7 +47,7 @@ import numpy as np
 import pinocchio as pin
 
 from idyn import RobotModel, validation
-from idyn.errors import InvalidInputError
+from idyn.errors import InvalidInputError, NonFiniteError
 from idyn.state import Desired, RobotState
 
 from . import _plan_kernel as kernel
@@ -176,7 +176,6 @@ class QuadrupedPlanner:
         self.touchdown_window = float(touchdown_window)
         self.probe_speed, self.probe_depth = float(probe_speed), float(probe_depth)
         self.ik_tol, self.ik_max_iters = float(ik_tol), int(ik_max_iters)
-        self._na = model.na
         L, n = self.kin.leg_v.shape
         self._ws = np.zeros(1, kernel.workspace_dtype(L, n, _SWING_KNOTS))
         self._w = self._ws.view(np.recarray)[0]      # the same record, with attribute access
@@ -186,6 +185,8 @@ class QuadrupedPlanner:
                        "qd_legs", "qdd_legs")}
         self._touching = self._view["touching"]
         self._measured = np.zeros((L, 3))
+        #: the step's answer, validated once here and refilled in place by every step
+        self._desired = Desired(np.zeros(model.na), np.zeros(model.na), np.zeros(model.na))
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -268,7 +269,8 @@ class QuadrupedPlanner:
                 raise InvalidInputError(f"touching needs {len(self.legs)} flags, got {touching.size}")
             self._touching[:] = touching
         R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
-        return self.plan_checked(q, float(state.t), R, self._w.command.copy(), touching is not None)
+        d = self.plan_checked(q, float(state.t), R, self._w.command.copy(), touching is not None)
+        return Desired(d.q.copy(), d.v.copy(), d.vdot.copy())
 
     __call__ = plan
 
@@ -277,7 +279,8 @@ class QuadrupedPlanner:
         """:meth:`plan` for a validated configuration ``q`` at time ``t``, its base rotation
         ``R`` and the twist ``command`` (vx, vy, wz), with the feet's contact flags already in
         :attr:`touching_flags` when ``touching`` (the closed loop's per-step form: it has the
-        rotation and the flags at hand)."""
+        rotation and the flags at hand). The answer is the planner's own :class:`Desired`, its
+        arrays overwritten by the next step (:meth:`plan` returns a copy)."""
         base_p = q[:3]
         if not self._started:
             self._start(t, q, base_p, R)
@@ -315,11 +318,11 @@ class QuadrupedPlanner:
         q_legs, J_inv, err = kin.solve_with_rates(view["x_rel"], view["q_guess"], view["xd"], qd, self.ik_tol,
                                                   self.ik_max_iters)
         self.ik_error = err.copy()
-        drift = kin.drifts()
-        out_q, out_v, out_a = np.empty(self._na), np.empty(self._na), np.empty(self._na)
-        joint_targets(J_inv, view["xdd"], drift, q_legs, qd, self.kin.leg_actuated, view["q_legs"],
-                      view["qdd_legs"], out_q, out_v, out_a)
-        return Desired(out_q, out_v, out_a)
+        desired = self._desired
+        if not joint_targets(J_inv, view["xdd"], kin.drifts(), q_legs, qd, kin.leg_actuated, view["q_legs"],
+                             view["qdd_legs"], desired.q, desired.v, desired.vdot):
+            raise NonFiniteError("the planned joint targets are not finite")
+        return desired
 
     def _start(self, t, q, base_p, base_R) -> None:
         """First call: start the gait now, from the measured feet and base."""

@@ -83,6 +83,19 @@ def test_plan_checked_is_plan_bit_for_bit():
         np.testing.assert_array_equal(per_step.stance_flags, list(public.stance.values()))
 
 
+def test_plan_checked_refills_its_own_desired_and_plan_returns_copies():
+    robot = robots.quadruped("links")
+    planner = _planner(robot)
+    states = list(_wobbly_states(robot, steps=3))
+    first = planner.plan(states[0][0])
+    kept = first.q.copy()
+    R = pin.Quaternion(states[1][0].q[3:7]).normalized().toRotationMatrix()
+    live = planner.plan_checked(states[1][0].q, states[1][0].t, R, np.zeros(3), False)
+    again = planner.plan_checked(states[2][0].q, states[2][0].t, R, np.zeros(3), False)
+    assert live is again and live.q is not first.q
+    np.testing.assert_array_equal(first.q, kept)
+
+
 def test_reset_keeps_the_command_and_a_failed_step_leaves_the_planner_usable(monkeypatch):
     robot = robots.quadruped("links")
     planner = _planner(robot)
