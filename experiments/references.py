@@ -65,18 +65,22 @@ class QuadrupedReference:
         self.balance = (None if balance is False else
                         BalanceController(quadruped.model, **(balance if isinstance(balance, dict) else {})))
         self._feet = feet
+        self._goal = self.planner.goal_rows()   # a live view of the planned base pose
         self._model = quadruped.model
         #: foot link -> index of its leg in the planner's order
         self._leg_index = {feet[leg]: i for i, leg in enumerate(self.planner.legs)}
         self._rotation = (None, None, None)     # (q, its quaternion, base rotation) of the last desired()
+        self._stance = (None, None)             # (contacts, those in planned stance) since the last desired()
 
     def reset(self) -> None:
         self.planner.reset()
         self.follower.reset()
         self._rotation = (None, None, None)
+        self._stance = (None, None)
 
     def desired(self, state, contacts):
         q, _ = self._model.check_state(state)
+        self._stance = (None, None)             # the stance flags change with this step
         touching = self.planner.touching_flags
         touching[:] = 0
         leg_index = self._leg_index
@@ -94,6 +98,19 @@ class QuadrupedReference:
         seen, quaternion, R = self._rotation
         return R if q is seen and q[3:7].tolist() == quaternion else None
 
+    def _in_stance(self, contacts) -> list:
+        """The contacts of feet in planned stance, in order: formed once per step for the list
+        ``contacts`` (the closed loop hands the same list to :meth:`active_contacts` and
+        :meth:`extra_torque`)."""
+        seen, in_stance = self._stance
+        if contacts is not seen:
+            stance, leg_index = self.planner.stance_flags.tolist(), self._leg_index
+            stance.append(0)                    # the flag of a body that is no foot
+            none = len(leg_index)
+            in_stance = [c for c in contacts if stance[leg_index.get(c.body_a, none)]]
+            self._stance = (contacts, in_stance)
+        return in_stance
+
     def active_contacts(self, contacts):
         """The contacts the controller models: those of feet in planned stance.
 
@@ -109,9 +126,7 @@ class QuadrupedReference:
         if self.contact_selection == "all":
             active = list(contacts)
         else:
-            stance, leg_index = self.planner.stance_flags, self._leg_index
-            active = [c for c in contacts
-                      if c.phi <= TOUCH_GAP and c.body_a in leg_index and stance[leg_index[c.body_a]]]
+            active = [c for c in self._in_stance(contacts) if c.phi <= TOUCH_GAP]
         if cap is None:
             return active
         return [c if c.mu <= cap else c.with_friction(cap) for c in active]
@@ -119,9 +134,8 @@ class QuadrupedReference:
     def extra_torque(self, state, contacts):
         if self.balance is None:
             return None
-        stance, leg_index = self.planner.stance_flags, self._leg_index
-        used = [c for c in contacts if c.body_a in leg_index and stance[leg_index[c.body_a]]]
-        return self.balance.torque(state, used, self.planner.goal_rows(), self._base_rotation(state.q))
+        return self.balance.torque(state, self._in_stance(contacts), self._goal,
+                                   self._base_rotation(state.q))
 
 
 class ArmReference:
@@ -143,6 +157,19 @@ class ArmReference:
 
     def extra_torque(self, state, contacts):
         return None
+
+    def _in_stance(self, contacts) -> list:
+        """The contacts of feet in planned stance, in order: formed once per step for the list
+        ``contacts`` (the closed loop hands the same list to :meth:`active_contacts` and
+        :meth:`extra_torque`)."""
+        seen, in_stance = self._stance
+        if contacts is not seen:
+            stance, leg_index = self.planner.stance_flags.tolist(), self._leg_index
+            stance.append(0)                    # the flag of a body that is no foot
+            none = len(leg_index)
+            in_stance = [c for c in contacts if stance[leg_index.get(c.body_a, none)]]
+            self._stance = (contacts, in_stance)
+        return in_stance
 
     def active_contacts(self, contacts):
         """Every fingertip and box contact: the grasp has no planned schedule."""

@@ -7,13 +7,14 @@ with the heading rotation written out; the base orientation, the goal's rotation
 rotation error (log3) still come from pinocchio, the joint Jacobians the rows of N are formed
 from too. The results agree with the numpy expressions to round-off, not bit for bit (OpenBLAS fuses its
 products into FMAs in its own order; 3000 replayed trot steps: torques within 7e-17 N m).
-:func:`balance_torque` is a whole step in one call: the wrench, the contact rows
-(:func:`idyn._contact_kernel.contact_rows`, the compiled loop behind
-:func:`idyn.contact.jacobians_at`, so the same numbers) and the forces. Cached on disk (:mod:`idyn.jit`).
+:func:`balance_torque` is a whole step in one call on the controller's workspace record: the
+wrench, the contact rows and the forces. Cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from idyn._contact_kernel import contact_rows
 from idyn.jit import cached_jit
@@ -71,13 +72,33 @@ def virtual_forces(N, w, base_v, actuated_v, c_n, tau):
         tau[j] = -t
 
 
+def workspace_dtype(njoints: int, nv: int, na: int, contacts: int) -> np.dtype:
+    """The record of one :class:`~planners.balance.BalanceController`: its fixed indices (base
+    linear and angular velocity, base and actuated velocities) and support masks, the wrench,
+    forces and torques it answers, and room for the data of ``contacts`` contacts (frames,
+    points, joints of bodies A and B, the 3m rows [N; S; T]). Aligned, as numba wants it."""
+    m = contacts
+    return np.dtype([
+        ("lin", "i8", (3,)), ("ang", "i8", (3,)), ("base_v", "i8", (6,)), ("actuated_v", "i8", (na,)),
+        ("support", "f8", (njoints, nv)), ("wrench", "f8", (6,)), ("tau", "f8", (na,)),
+        ("c_n", "f8", (m,)), ("frames", "f8", (m, 3, 3)), ("points", "f8", (m, 3)),
+        ("ja", "i8", (m,)), ("jb", "i8", (m,)), ("rows", "f8", (3 * m, nv)),
+    ], align=True)
+
+
 @cached_jit
-def balance_torque(R, q, v, lin, ang, goal, e_r, kp, kv, J, support, ja, jb, two_bodies, frames, points,
-                   base_v, actuated_v, rows, w, c_n, tau):
-    """One balance step: the wrench :func:`pd_wrench` for the goal rows ``goal`` (position, rpy,
-    linear, angular) into ``w``; the contact rows [N; S; T] of the m contacts (body joints
-    ``ja``/``jb``, frames, points) from the world joint Jacobian ``J`` into ``rows`` (3m x nv);
-    and :func:`virtual_forces` of N into ``c_n`` and ``tau``."""
-    pd_wrench(R, q, v, lin, ang, goal[0], goal[1, 2], goal[2], goal[3], e_r, kp, kv, w)
-    contact_rows(J, support, ja, jb, two_bodies, frames, points, rows)
-    virtual_forces(rows[:ja.shape[0]], w, base_v, actuated_v, c_n, tau)
+def balance_torque(ws, m, two_bodies, R, q, v, goal, e_r, kp, kv, J):
+    """One balance step on the record ``ws`` (:func:`workspace_dtype`): the wrench
+    :func:`pd_wrench` for the goal rows ``goal`` (position, rpy, linear, angular) into
+    ``wrench``; the contact rows [N; S; T] of its first ``m`` contacts from the world joint
+    Jacobian ``J`` (:func:`idyn._contact_kernel.contact_rows`, the compiled loop behind
+    :func:`idyn.contact.jacobians_at`, so the same numbers) and :func:`virtual_forces` of N into
+    ``c_n`` and ``tau`` (zero without contacts)."""
+    w = ws[0]
+    pd_wrench(R, q, v, w.lin, w.ang, goal[0], goal[1, 2], goal[2], goal[3], e_r, kp, kv, w.wrench)
+    if m == 0:
+        w.tau[:] = 0.0
+        return
+    rows = w.rows[:3 * m]
+    contact_rows(J, w.support, w.ja[:m], w.jb[:m], two_bodies, w.frames[:m], w.points[:m], rows)
+    virtual_forces(rows[:m], w.wrench, w.base_v, w.actuated_v, w.c_n[:m], w.tau)

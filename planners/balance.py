@@ -28,7 +28,7 @@ from idyn import RobotModel, validation
 from idyn.errors import InvalidInputError
 from idyn.state import RobotState
 
-from ._balance_kernel import balance_torque
+from ._balance_kernel import balance_torque, workspace_dtype
 from .quadruped_planner import BaseGoal
 
 
@@ -68,20 +68,22 @@ class BalanceController:
         pm = model.pinocchio_model
         root = pm.joints[pm.getJointId("root_joint")]
         self._base_v = np.arange(root.idx_v, root.idx_v + 6)
-        self._lin, self._ang = self._base_v[:3], self._base_v[3:]
         self._data = pm.createData()              # the contact rows' kinematics pass
-        # a writable copy of the model's (read-only) support masks: numba types a read-only
-        # array argument by its slow Python path (~3 us a call)
-        self._support = model.support.copy()
         self._J = self._data.J                    # pinocchio's joint Jacobians (a live view)
-        self._wrench_out = np.empty(6)
         self._joints = {}                         # body name -> index of the joint carrying it
         self._grow(4)
 
     def _grow(self, m: int) -> None:
-        """Work arrays for the data of ``m`` contacts: frames, points, joints of bodies A and B."""
-        self._frames, self._points = np.empty((m, 3, 3)), np.empty((m, 3))
-        self._ja, self._jb = np.empty(m, dtype=np.intp), np.empty(m, dtype=np.intp)
+        """A workspace record (planners._balance_kernel.workspace_dtype) with room for ``m``
+        contacts, and views of its fields."""
+        model = self.model
+        self._ws = np.zeros(1, workspace_dtype(model.pinocchio_model.njoints, model.nv, model.na, m))
+        self._w = w = {name: self._ws[name][0] for name in self._ws.dtype.names}
+        w["lin"][:], w["ang"][:] = self._base_v[:3], self._base_v[3:]
+        w["base_v"][:], w["actuated_v"][:] = self._base_v, model.actuated_v
+        # a writable copy of the model's (read-only) support masks: numba types a read-only
+        # array argument by its slow Python path (~3 us a call)
+        w["support"][:] = model.support
 
     def _joint(self, body) -> int:
         """Index of the joint that carries ``body`` (None: the world), cached by name."""
@@ -104,7 +106,7 @@ class BalanceController:
         used = [i for i, c in enumerate(contacts) if stance_bodies is None or c.body_a in stance_bodies]
         q, v = self.model.check_state(state)
         w, c_n, tau = self._step(q, v, [contacts[i] for i in used], _goal_rows(goal))
-        return BalanceOutput(tau, c_n, np.array(used, dtype=int), w.copy())
+        return BalanceOutput(tau.copy(), c_n.copy(), np.array(used, dtype=int), w.copy())
 
     def torque(self, state: RobotState, contacts: list, goal_rows: np.ndarray, R=None) -> np.ndarray:
         """The joint torques of :meth:`compute` with every contact of the list ``contacts`` used,
@@ -112,7 +114,8 @@ class BalanceController:
         :meth:`QuadrupedPlanner.goal_rows`, finite by construction): the closed loop's per-step
         form. ``R``: the base rotation of ``state.q`` as
         ``pin.Quaternion(q[3:7]).normalized().toRotationMatrix()`` gives it, if the caller formed
-        it this step (else it is formed here)."""
+        it this step (else it is formed here). The torques are a live view of the controller's
+        workspace, overwritten by the next call."""
         q, v = self.model.check_state(state)
         return self._step(q, v, contacts, goal_rows, R)[2]
 
@@ -120,15 +123,16 @@ class BalanceController:
         """(wrench, normal forces, torques) for validated ``q``, ``v``, the used ``contacts`` and
         the goal rows, in one compiled call after pinocchio's passes: the base rotation (unless
         given), the rotation error log3(R_goal R^T) (world axes) and, with contacts, the joint
-        Jacobians that give their rows of N."""
-        model, m = self.model, len(contacts)
+        Jacobians that give their rows of N. The arrays are views of the workspace, overwritten
+        by the next step."""
+        m = len(contacts)
         if R is None:
             R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
         e_r = pin.log3(pin.rpy.rpyToMatrix(goal[1]).dot(R.T))
-        c_n, tau = np.empty(m), np.empty(model.na)
-        if m > self._frames.shape[0]:
+        if m > self._w["c_n"].shape[0]:
             self._grow(m)
-        frames, points, ja, jb, joints = self._frames, self._points, self._ja, self._jb, self._joints
+        w, joints = self._w, self._joints
+        frames, points, ja, jb = w["frames"], w["points"], w["ja"], w["jb"]
         two_bodies = False
         for k, c in enumerate(contacts):        # the contacts' data into the work arrays
             frames[k], points[k] = c._frame, c.point
@@ -137,13 +141,9 @@ class BalanceController:
             jb[k] = joints[b] if b in joints else self._joint(b)
             two_bodies = two_bodies or b is not None
         if m:
-            pin.computeJointJacobians(model.pinocchio_model, self._data, q)
-        balance_torque(R, q, v, self._lin, self._ang, goal, e_r, self.kp, self.kv, self._J, self._support,
-                       ja[:m], jb[:m], two_bodies, frames[:m], points[:m], self._base_v, model.actuated_v,
-                       np.empty((3 * m, model.nv)), self._wrench_out, c_n, tau)
-        if not m:
-            tau[:] = 0.0
-        return self._wrench_out, c_n, tau
+            pin.computeJointJacobians(self.model.pinocchio_model, self._data, q)
+        balance_torque(self._ws, m, two_bodies, R, q, v, goal, e_r, self.kp, self.kv, self._J)
+        return w["wrench"], w["c_n"][:m], w["tau"]
 
 
 def _goal_rows(goal) -> np.ndarray:
