@@ -273,7 +273,7 @@ class StepDynamics:
         """Evaluate M, h (pinocchio CRBA / RNEA), the contact Jacobians and ``p`` at (q, v), which
         the caller has validated (:meth:`controllers.Controller.compute` does)."""
         dt, u, a = self.dt, self.u, self.a
-        ws = self.workspace.compute_checked(q, v, drift=False)   # one pinocchio pass: M, h, J
+        ws = self.workspace.compute_checked(q, v, drift=False, placements=False)   # one pinocchio pass: M, h, J
         M, h = ws.M, ws.h
         rows, phi, mu = contact_arrays(ws, contacts)
         gaps = np.empty(phi.size)                                    # see "Gap stabilization" above

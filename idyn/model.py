@@ -453,9 +453,10 @@ class Workspace:
                                     dynamics=dynamics, drift=drift)
 
     def compute_checked(self, q: np.ndarray, v: np.ndarray | None = None, *, dynamics: bool = True,
-                        drift: bool = True) -> "Workspace":
+                        drift: bool = True, placements: bool = True) -> "Workspace":
         """:meth:`compute` for a ``q`` (and ``v``) already validated by the caller (a controller
-        checks its inputs once per step)."""
+        checks its inputs once per step); without ``placements`` the frame placements of
+        :attr:`data` are not updated (a control step reads only M, h and J)."""
         pm, data = self._pm, self._data
         self.q = q.copy()
         self.v = None if v is None else v.copy()
@@ -467,7 +468,8 @@ class Workspace:
         else:
             pin.computeJointJacobiansTimeVariation(pm, data, q, self.v)
             self.J, self.dJ = data.J.copy(), data.dJ.copy()
-        pin.updateFramePlacements(pm, data)
+        if placements:
+            pin.updateFramePlacements(pm, data)
         return self
 
     def is_at(self, q, v=None) -> bool:
