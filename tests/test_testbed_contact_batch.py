@@ -16,9 +16,7 @@ from robots.pybullet.quadruped import _foot_contacts  # noqa: E402
 
 
 def _raw(point, normal, gap):
-    cp = [0] * 9
-    cp[6], cp[7], cp[8] = tuple(point), tuple(normal), gap
-    return tuple(cp)
+    return [*point, *normal, gap]
 
 
 def _unit_friction(points):
@@ -27,11 +25,11 @@ def _unit_friction(points):
 
 def test_non_finite_or_zero_normal_pybullet_contacts_are_rejected():
     with pytest.raises(NonFiniteError):
-        _foot_contacts(["LF"], [_raw((0.0, np.nan, 0.0), (0.0, 0.0, 1.0), 0.0)], _unit_friction)
+        _foot_contacts(["LF"], _raw((0.0, np.nan, 0.0), (0.0, 0.0, 1.0), 0.0), _unit_friction)
     with pytest.raises(NonFiniteError):
-        _foot_contacts(["LF"], [_raw((0.0, 0.0, 0.0), (0.0, 0.0, 1.0), np.inf)], _unit_friction)
+        _foot_contacts(["LF"], _raw((0.0, 0.0, 0.0), (0.0, 0.0, 1.0), np.inf), _unit_friction)
     with pytest.raises(InvalidInputError):
-        _foot_contacts(["LF"], [_raw((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0)], _unit_friction)
+        _foot_contacts(["LF"], _raw((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0), _unit_friction)
 
 
 @pytest.mark.parametrize("terrain", ["rigid", "rough"])

@@ -15,13 +15,17 @@ those of the pinocchio chain to the bit (tested on random poses in
 * rotation -> quaternion: Eigen's ``quaternionbase_assign_impl`` with the trace summed as
   ``m00 + (m11 + m22)``.
 
-The two rotations of the velocity into the base frame stay numpy (BLAS ``dgemv``) calls made by
-the caller, whose summation order depends on the BLAS kernel of the machine.  Cached on disk
-(:mod:`idyn.jit`).
+The two rotations of the velocity into the base frame are ``np.dot`` calls as before: numba
+compiles them to BLAS ``dgemv`` (scipy's OpenBLAS) on the same transposed-matrix layout as
+numpy's ``RT.dot`` (numpy's OpenBLAS), whose summation order (fused multiply-adds on AVX2
+machines) depends on the BLAS kernel of the machine; the test compares them bit for bit.
+Cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from idyn.jit import cached_jit
 
@@ -39,17 +43,18 @@ def _row_sum(p0, p1, p2, row):
 
 
 @cached_jit
-def read_rows(raw, index, work, qo, out):
+def read_rows(raw, index, work, qo, vo, out):
     """Scatter PyBullet's numbers ``raw`` into ``out`` = [q, v] and convert a free flyer.
 
     ``raw``: the na joint positions, the na joint velocities (pinocchio's actuated order), then,
     if ``raw`` is longer, one free flyer's :data:`FREE_FLYER_RAW` numbers (PyBullet's base: the
     pose of its inertial frame and the world velocity of its centre of mass).  ``index``: the
     2 na positions in ``out`` of the joint positions and velocities.  ``work`` (24): rows of the
-    inertial -> link transform (rotation 0:9 row-major, translation 9:12), given; written: the
+    inertial -> link transform (rotation 0:9 row-major, translation 9:12), given; scratch: the
     transposed base rotation R^T (12:21, row-major) and the world velocity of the base origin
-    ``v_com - w x (c - o)`` (21:24), which the caller rotates by R^T into the base velocity.
-    The base pose goes to ``out[qo:qo + 7]`` as pinocchio's XYZQUAT (x y z, qx qy qz qw)."""
+    ``v_com - w x (c - o)`` (21:24).  The base pose goes to ``out[qo:qo + 7]`` as pinocchio's
+    XYZQUAT (x y z, qx qy qz qw), its velocity in the base frame ``R^T (v_com - w x (c - o))``,
+    ``R^T w`` to ``out[vo:vo + 6]``."""
     na = index.shape[0] // 2
     for k in range(2 * na):
         out[index[k]] = raw[k]
@@ -100,3 +105,6 @@ def read_rows(raw, index, work, qo, out):
     work[21] = raw[b + 7] - (a1 * d2 - a2 * d1)
     work[22] = raw[b + 8] - (a2 * d0 - a0 * d2)
     work[23] = raw[b + 9] - (a0 * d1 - a1 * d0)
+    rt = work[12:21].reshape((3, 3))
+    np.dot(rt, work[21:24], out[vo:vo + 3])
+    np.dot(rt, raw[b + 10:b + 13], out[vo + 3:vo + 6])

@@ -240,8 +240,8 @@ class StateReader:
 
     The free-flyer conversion (module docstring): ``T_link = T_com * T_inertial^-1``,
     ``v = R^T (v_com - w x (c - o))``, ``w_b = R^T w``, by one compiled call
-    (:func:`._state_kernel.read_rows`, pinocchio's SE3 arithmetic to the bit) and numpy's two
-    rotations by R^T.  q and v are views of one new array, checked finite in one pass.
+    (:func:`._state_kernel.read_rows`: pinocchio's SE3 arithmetic and numpy's BLAS rotations, to
+    the bit).  q and v are views of one new array, checked finite in one pass.
     """
 
     def __init__(self, iq, iv, nq: int, nv: int, free_flyer: tuple[int, int] | None, inertial: pin.SE3):
@@ -252,19 +252,13 @@ class StateReader:
         inverse = inertial.inverse()
         self._work[:9] = inverse.rotation.ravel()
         self._work[9:12] = inverse.translation
-        self._rt = self._work[12:21].reshape(3, 3)
-        self._v_origin = self._work[21:24]
 
     def read(self, raw: list[float]) -> tuple[np.ndarray, np.ndarray]:
         """(q, v) from ``raw``: the joint positions, the joint velocities, then the free flyer's
         :func:`base_raw` if there is one. Raises NonFiniteError if PyBullet's state is not finite."""
         raw = np.array(raw)
         out = np.empty(self.nq + self.nv)
-        read_rows(raw, self._index, self._work, self._qo, out)
-        if self._qo >= 0:
-            vo = self._vo
-            np.dot(self._rt, self._v_origin, out=out[vo:vo + 3])
-            np.dot(self._rt, raw[-3:], out=out[vo + 3:vo + 6])
+        read_rows(raw, self._index, self._work, self._qo, self._vo, out)
         if not validation.finite(out):
             raise validation.NonFiniteError("PyBullet's state contains NaN or infinite values")
         return out[:self.nq], out[self.nq:]
@@ -302,17 +296,17 @@ class SphereProbe:
 
     def closest(self, centre, body: int, margin: float) -> ClosestPoint | None:
         """The nearest point of ``body`` within ``margin`` of the sphere at ``centre``."""
-        best = self.nearest(centre, body, margin)
+        best = self.nearest(np.asarray(centre, dtype=float).tolist(), body, float(margin))
         if best is None:
             return None
         return ClosestPoint(np.array(best[5]), np.array(best[6]), np.array(best[7]),
                             float(best[8]), int(best[4]))
 
-    def nearest(self, centre, body: int, margin: float) -> tuple | None:
+    def nearest(self, centre: list[float], body: int, margin: float) -> tuple | None:
         """:meth:`closest` as PyBullet's raw contact-point tuple (index 6: point on ``body``, 7:
-        normal towards the sphere, 8: signed distance), without array conversions."""
-        pts = pb.getClosestPoints(-1, body, float(margin), collisionShapeA=self.shape,
-                                  collisionShapePositionA=np.asarray(centre, dtype=float).tolist(),
+        normal towards the sphere, 8: signed distance), without array conversions; ``centre``:
+        three floats, ``margin`` a float (a control step's query passes them as PyBullet reads them)."""
+        pts = pb.getClosestPoints(-1, body, margin, collisionShapeA=self.shape, collisionShapePositionA=centre,
                                   physicsClientId=self.client)
         if len(pts) < 2:
             return pts[0] if pts else None

@@ -54,8 +54,8 @@ class QuadrupedTestbed(Testbed):
         self.legs = list(self.quadruped.feet)
         self._feet = [self.quadruped.feet[leg] for leg in self.legs]
         self._foot_links = [self.robot.link_index(f.link) for f in self._feet]
-        self._foot_ids = [model.frame_id(f.link) for f in self._feet]
         self._data = model.pinocchio_model.createData()  # the testbed's own kinematics workspace
+        self._foot_placements = [self._data.oMf[model.frame_id(f.link)] for f in self._feet]
         self._probes = {r: SphereProbe(self.client, r) for r in {f.radius for f in self._feet}}
         self._foot_probes = [self._probes[f.radius] for f in self._feet]
         #: PyBullet (A, B) of each foot's contact, and the radius that attributes forces to it
@@ -107,12 +107,11 @@ class QuadrupedTestbed(Testbed):
             raise InvalidInputError(f"foot {self._feet[i].link} is not over the terrain")
         return cp.distance
 
-    def _foot_centres(self, q) -> list[np.ndarray]:
-        """The world centres (3-vectors) of the foot spheres by one forward-kinematics pass."""
-        pm = self.model.pinocchio_model
-        pin.framesForwardKinematics(pm, self._data, q)
-        oMf = self._data.oMf
-        return [oMf[fid].act(f.offset) for fid, f in zip(self._foot_ids, self._feet)]
+    def _foot_centres(self, q) -> list[list[float]]:
+        """The world centres of the foot spheres (as PyBullet reads them) by one forward-kinematics
+        pass; ``_foot_placements`` are live views of the feet's ``oMf`` (not copies per call)."""
+        pin.framesForwardKinematics(self.model.pinocchio_model, self._data, q)
+        return [oMf.act(f.offset).tolist() for oMf, f in zip(self._foot_placements, self._feet)]
 
     def _closest(self, i: int, q, margin: float, centres=None):
         foot = self._feet[i]
@@ -132,13 +131,15 @@ class QuadrupedTestbed(Testbed):
         if not (math.isfinite(margin) and margin >= 0):
             raise InvalidInputError(f"margin must be finite and >= 0, got {margin}")
         body = self.terrain.body
-        found, hits = [], []
+        found, rows = [], []
         for i, (probe, centre) in enumerate(zip(self._foot_probes, self._foot_centres(self.state().q))):
             if (cp := probe.nearest(centre, body, margin)) is not None:
                 found.append(i)
-                hits.append(cp)
+                rows += cp[6]
+                rows += cp[7]
+                rows.append(cp[8])
         names, pairs = self._feet_of(tuple(found))
-        out, points, frames = _foot_contacts(names, hits, self.terrain.frictions)
+        out, points, frames = _foot_contacts(names, rows, self.terrain.frictions)
         self._remember(out, pairs, points, frames)
         return list(out)
 
@@ -190,11 +191,11 @@ class QuadrupedTestbed(Testbed):
             self._update_foot_friction(self.state().q)
 
 
-def _foot_contacts(links: list[str], hits: list[tuple], frictions) -> tuple[list[Contact], np.ndarray, np.ndarray]:
-    """Terrain contacts of the feet ``links`` from PyBullet's closest-point tuples (6: point on
-    the terrain, 7: normal towards the foot, 8: signed gap), with their point and frame stacks:
-    validated, normalised and framed as one batch (:func:`idyn.contact.framed_contacts`, the
-    numbers of :class:`idyn.ContactSet`). ``frictions(points)``: the terrain's coefficients at
-    the (m, 3) points."""
-    rows = np.array([(*cp[6], *cp[7], cp[8]) for cp in hits], dtype=float).reshape(-1, 7)
+def _foot_contacts(links: list[str], rows: list[float], frictions) -> tuple[list[Contact], np.ndarray, np.ndarray]:
+    """Terrain contacts of the feet ``links`` from the numbers of PyBullet's closest points, seven
+    per foot (the point on the terrain, the normal towards the foot, the signed gap), with their
+    point and frame stacks: validated, normalised and framed as one batch
+    (:func:`idyn.contact.framed_contacts`, the numbers of :class:`idyn.ContactSet`).
+    ``frictions(points)``: the terrain's coefficients at the (m, 3) points."""
+    rows = np.array(rows, dtype=float).reshape(-1, 7)
     return framed_contacts(links, (None,) * len(links), rows, frictions(rows[:, :3]))

@@ -50,6 +50,7 @@ class Terrain:
             shape = pb.createCollisionShape(pb.GEOM_PLANE, physicsClientId=client)
             self.body = pb.createMultiBody(0.0, shape, physicsClientId=client)
             surface_mu = self.mu
+            self._uniform_mu = np.empty(0)
         pb.changeDynamics(self.body, -1, lateralFriction=surface_mu, restitution=0.0,
                           spinningFriction=0.0, rollingFriction=0.0, physicsClientId=client)
         self.stiffness = self.damping = None
@@ -91,9 +92,13 @@ class Terrain:
         return float(self.cell_mu[iy, ix])
 
     def frictions(self, points: np.ndarray) -> np.ndarray:
-        """:meth:`friction_at` of each of the (m, 3) world ``points`` (per step: every foot)."""
+        """:meth:`friction_at` of each of the (m, 3) world ``points`` (per step: every foot; read-only on the planes)."""
         if self.cell_mu is None:
-            return np.full(points.shape[0], self.mu)
+            m = points.shape[0]
+            if self._uniform_mu.shape[0] < m:     # one read-only array for every step (np.full: ~1 us)
+                self._uniform_mu = np.full(m, self.mu)
+                self._uniform_mu.setflags(write=False)
+            return self._uniform_mu[:m]
         if not np.isfinite(points).all():
             raise NonFiniteError("PyBullet reported a non-finite contact point")
         cells = np.clip((points[:, :2] + ROUGH_SIZE / 2) // ROUGH_RESOLUTION, 0, self.cell_mu.shape[0] - 1)
