@@ -138,17 +138,23 @@ def test_step_kernels_equal_the_scipy_and_numpy_forms(speed, heading, seed):
         assert np.array_equal(pyramid_forces(z) / step.dt + (0.0 if impact is None else impact), forces)
 
 
+def sliding_stage_one(speed: float, feet: int):
+    """``(step, prob)``: qp-coulomb's step and Stage I on LINKS sliding at ``speed`` on ``feet`` feet."""
+    model, state, desired, contacts, _ = sliding_stance(speed, 0.3, 0.5)
+    ctrl = controllers.make("qp-coulomb", model, feedback=False)
+    q, v, contacts = ctrl._check(state, desired, contacts[:feet])
+    step = ctrl.dynamics.update(q, v, desired.vdot, contacts)
+    prob = build_stage_one(step, True)
+    return step, prob
+
+
 @settings(max_examples=30, deadline=None)
 @given(speed=st.floats(0.0, 0.6), feet=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
 def test_flagged_separations_equal_the_numpy_form(speed, feet, seed):
     """Stage I's separation check in one call (N v+ by numpy's BLAS calls: ddot for one contact,
     dgemv for more) flags the contacts the numpy form flags, on LINKS with 1-4 feet touching."""
     from idyn.separation import separating_loads as core
-    model, state, desired, contacts, _ = sliding_stance(speed, 0.3, 0.5)
-    ctrl = controllers.make("qp-coulomb", model, feedback=False)
-    q, v, contacts = ctrl._check(state, desired, contacts[:feet])
-    step = ctrl.dynamics.update(q, v, desired.vdot, contacts)
-    prob = build_stage_one(step, True)
+    step, prob = sliding_stage_one(speed, feet)
     rng = np.random.default_rng(seed)
     for z in (np.maximum(rng.standard_normal(prob.k), 0.0) * 1e-3, np.zeros(prob.k)):
         m = step.m
@@ -165,11 +171,7 @@ def test_flagged_separations_equal_the_numpy_form(speed, feet, seed):
 def test_compiled_separation_price_equals_the_numpy_form(speed, feet, seed):
     """Stage I's compiled loop prices separations (kernel.price_contacts, in place) to the bit of
     dissipation.price_separation (numpy's @: gemm, syrk for P^T P, gemv), on LINKS with 1-4 feet."""
-    model, state, desired, contacts, _ = sliding_stance(speed, 0.3, 0.5)
-    ctrl = controllers.make("qp-coulomb", model, feedback=False)
-    q, v, contacts = ctrl._check(state, desired, contacts[:feet])
-    step = ctrl.dynamics.update(q, v, desired.vdot, contacts)
-    prob = build_stage_one(step, True)
+    step, prob = sliding_stage_one(speed, feet)
     rng = np.random.default_rng(seed)
     priced = np.flatnonzero(rng.random(step.m) < 0.6) if step.m > 1 else np.arange(1)
     H, c = prob.H.copy(), prob.c.copy()
