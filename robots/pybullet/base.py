@@ -256,7 +256,7 @@ class StateReader:
     def read(self, raw: list[float]) -> tuple[np.ndarray, np.ndarray]:
         """(q, v) from ``raw``: the joint positions, the joint velocities, then the free flyer's
         :func:`base_raw` if there is one. Raises NonFiniteError if PyBullet's state is not finite."""
-        raw = np.array(raw)
+        raw = np.fromiter(raw, float)
         out = np.empty(self.nq + self.nv)
         read_rows(raw, self._index, self._work, self._qo, self._vo, out)
         if not validation.finite(out):
@@ -333,9 +333,19 @@ def contact_point_rows(client: int) -> np.ndarray:
     """Every PyBullet contact point as a row of :func:`._testbed_kernel.attribute_rows` (P, 19):
     body A, link A, body B, link B, the point on B (where B's surface is: a terrain or box
     contact point lies there), the normal, the normal force, the two lateral directions each
-    followed by its force (newtons)."""
-    return np.array([(cp[1], cp[3], cp[2], cp[4], *cp[6], *cp[7], cp[9], *cp[11], cp[10], *cp[13], cp[12])
-                     for cp in pb.getContactPoints(physicsClientId=client)], dtype=float).reshape(-1, 19)
+    followed by its force (newtons). Built as one flat list (a list of per-point tuples costs
+    numpy's nested-sequence conversion, ~1 us more for four points)."""
+    flat = []
+    for cp in pb.getContactPoints(physicsClientId=client):
+        flat += (cp[1], cp[3], cp[2], cp[4])
+        flat += cp[6]
+        flat += cp[7]
+        flat.append(cp[9])
+        flat += cp[11]
+        flat.append(cp[10])
+        flat += cp[13]
+        flat.append(cp[12])
+    return np.fromiter(flat, float).reshape(-1, 19)
 
 
 def owner_pairs(owners: list[tuple[BodyLink, BodyLink]]) -> np.ndarray:

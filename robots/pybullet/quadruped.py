@@ -197,5 +197,5 @@ def _foot_contacts(links: list[str], rows: list[float], frictions) -> tuple[list
     point and frame stacks: validated, normalised and framed as one batch
     (:func:`idyn.contact.framed_contacts`, the numbers of :class:`idyn.ContactSet`).
     ``frictions(points)``: the terrain's coefficients at the (m, 3) points."""
-    rows = np.array(rows, dtype=float).reshape(-1, 7)
+    rows = np.fromiter(rows, float).reshape(-1, 7)
     return framed_contacts(links, (None,) * len(links), rows, frictions(rows[:, :3]))
