@@ -180,38 +180,20 @@ def accelerations_into(J_inv, xdd, drift, out):
             out[leg, j] = s
 
 
-@cached_jit
-def joint_targets(J_inv, xdd, drift, q_legs, qd, leg_actuated, q_keep, qdd, out_q, out_v, out_a):
-    """:func:`accelerations_into` (qdd = J^-1 (xdd - Jdot qd), into ``qdd``), ``q_legs`` copied
-    into ``q_keep`` and the actuated vectors of desired q, v, vdot: zero except the leg joints,
-    at ``leg_actuated`` (L, n). Returns whether they are all finite (the check
-    :class:`idyn.state.Desired` makes of new arrays)."""
-    accelerations_into(J_inv, xdd, drift, qdd)
-    q_keep[:] = q_legs
-    out_q[:] = 0.0
-    out_v[:] = 0.0
-    out_a[:] = 0.0
-    for leg in range(leg_actuated.shape[0]):
-        for j in range(leg_actuated.shape[1]):
-            k = leg_actuated[leg, j]
-            out_q[k], out_v[k], out_a[k] = q_legs[leg, j], qd[leg, j], qdd[leg, j]
-    return np.isfinite(out_q).all() and np.isfinite(out_v).all() and np.isfinite(out_a).all()
-
-
 #: statuses of :func:`newton_advance`: finished, or what Python must do before calling it again
 DONE, NEED_PASS, NEED_INVERSE, NEED_BACKTRACK = 0, 1, 2, 3
 #: its stages (``stage`` of the workspace): where the next call resumes
-BEGIN, GATHER, ITERATE, STEP, TRIAL, GATHER_FINISH, FINISH, RATES = 0, 1, 2, 3, 4, 5, 6, 7
+GATHER, ITERATE, STEP, TRIAL, GATHER_FINISH, FINISH, RATES = 0, 1, 2, 3, 4, 5, 6
 
 
 def newton_dtype(legs: int, joints: int, nq: int, nv: int) -> np.dtype:
     """The record of :class:`planners.leg_kinematics.LegKinematics`'s Newton iteration: the leg
-    indices, pinocchio's configuration and velocity vectors (its passes read them in place), the
+    indices (velocity, configuration, actuated), pinocchio's configuration and velocity vectors (its passes read them in place), the
     iterate and trial (angles, foot points, Jacobians), the inverses, residuals, step, errors and
     the per-leg flags (int8: numba has no nested bools). Aligned, as numba wants its arguments."""
     L, n = legs, joints
     return np.dtype([
-        ("leg_v", "i8", (L, n)), ("leg_q", "i8", (L, n)), ("threshold", "f8"),
+        ("leg_v", "i8", (L, n)), ("leg_q", "i8", (L, n)), ("leg_actuated", "i8", (L, n)), ("threshold", "f8"),
         ("iters", "i8"), ("stage", "i8"),
         ("pin_q", "f8", (nq,)), ("pin_v", "f8", (nv,)),
         ("q", "f8", (L, n)), ("x", "f8", (L, 3)), ("J", "f8", (L, 3, n)),
@@ -231,6 +213,19 @@ def set_legs(w, q_legs):
 
 
 @cached_jit
+def newton_begin(ws, q_init):
+    """Start the iteration of the record ``ws`` from the leg angles ``q_init`` (into ``q`` and
+    pinocchio's configuration): the next :func:`newton_advance` call wants pinocchio's pass at
+    them done."""
+    w = ws[0]
+    w.q[:] = q_init
+    w.stuck[:] = 0
+    w.iters = 0
+    set_legs(w, w.q)
+    w.stage = GATHER
+
+
+@cached_jit
 def _inverses(w):
     """:func:`regular_inverses` of ``w.J`` into ``w.J_inv`` for square legs; False when Python's
     :meth:`~planners.leg_kinematics.LegKinematics.inverse` must decide (SVD, damping)."""
@@ -238,10 +233,10 @@ def _inverses(w):
 
 
 @cached_jit
-def newton_advance(ws, Jw, points, targets, q_init, tol, max_iters, xd, qd):
+def newton_advance(ws, Jw, points, targets, tol, max_iters, xd, qd):
     """Resolved-rate Newton IK of every leg (:meth:`~planners.leg_kinematics.LegKinematics.solve`)
-    as one compiled loop between pinocchio's passes, resuming at ``ws[0].stage`` (``tol`` and
-    ``max_iters`` as there). Returns :data:`NEED_PASS` when pinocchio's joint Jacobians and frame placements are wanted at
+    as one compiled loop between pinocchio's passes, begun by :func:`newton_begin` and resuming
+    at ``ws[0].stage`` (``tol`` and ``max_iters`` as there). Returns :data:`NEED_PASS` when pinocchio's joint Jacobians and frame placements are wanted at
     ``w.pin_q`` (``Jw`` and ``points`` are their live views), :data:`NEED_INVERSE` when
     ``w.J_inv`` must be formed from ``w.J`` in Python, :data:`NEED_BACKTRACK` when a full step
     failed (Python's line search, then ``stage`` set by it), :data:`DONE` with ``w.q``, ``w.x``,
@@ -251,13 +246,6 @@ def newton_advance(ws, Jw, points, targets, q_init, tol, max_iters, xd, qd):
     w = ws[0]
     while True:
         stage = w.stage
-        if stage == BEGIN:
-            w.q[:] = q_init
-            w.stuck[:] = 0
-            w.iters = 0
-            set_legs(w, w.q)
-            w.stage = GATHER
-            return NEED_PASS
         if stage == GATHER or stage == GATHER_FINISH:
             foot_jacobians(Jw, w.leg_v, points, w.x, w.J)
             w.stage = ITERATE if stage == GATHER else FINISH
@@ -293,5 +281,4 @@ def newton_advance(ws, Jw, points, targets, q_init, tol, max_iters, xd, qd):
         else:
             if xd is not None:
                 leg_rates(w.J_inv, xd, w.leg_v, qd, w.pin_v, w.leg_q, w.q, w.pin_q)
-            w.stage = BEGIN
             return DONE

@@ -24,6 +24,7 @@ import numpy as np
 
 from idyn.jit import cached_jit
 
+from ._leg_kernel import accelerations_into, newton_begin
 from ._motion_kernel import gait_frame_motion
 from ._spline_kernel import evaluate_into
 from .base_motion import arc, clamp, hypot, wrap_angle
@@ -216,11 +217,12 @@ def _finish(w):
 
 
 @cached_jit
-def plan_motion(ws, t, base_p, R, command, measured, have_measured, touching_given):
+def plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching_given):
     """One control step of the planner's motion at time ``t`` for the measured base position
     ``base_p`` and rotation ``R`` and the commanded twist ``command`` (vx, vy, wz); resumes
     where the last call returned when ``ws[0].stage`` is 1. Returns :data:`DONE` (``x_rel``,
-    ``xd``, ``xdd``, ``goal`` and ``q_guess`` written), :data:`NEED_SWINGS`,
+    ``xd``, ``xdd``, ``goal`` and ``q_guess`` written, and the leg IK's record ``ik`` started
+    from ``q_guess``: :func:`planners._leg_kernel.newton_begin`), :data:`NEED_SWINGS`,
     :data:`NEED_MEASURED` or :data:`TIME_WENT_BACKWARDS` (nothing changed)."""
     w = ws[0]
     if w.stage == 0:
@@ -235,4 +237,25 @@ def plan_motion(ws, t, base_p, R, command, measured, have_measured, touching_giv
     if status == DONE:
         _finish(w)
         w.stage = 0
+        newton_begin(ik, w.q_guess)
     return status
+
+
+@cached_jit
+def joint_targets(ws, ik, drift, out_q, out_v, out_a):
+    """The step's joint targets from the solved leg IK (record ``ik``: angles ``q``, inverses
+    ``J_inv``, joint indices ``leg_actuated``) and the feet's drifts Jdot qd (a tuple of L
+    3-vectors): qdd = J^-1 (xdd - Jdot qd) into ``qdd_legs``, the angles into ``q_legs``, and
+    the actuated vectors of desired q, v, vdot (zero except the leg joints). Returns whether
+    they are all finite (the check :class:`idyn.state.Desired` makes of new arrays)."""
+    w, k = ws[0], ik[0]
+    accelerations_into(k.J_inv, w.xdd, drift, w.qdd_legs)
+    w.q_legs[:] = k.q
+    out_q[:] = 0.0
+    out_v[:] = 0.0
+    out_a[:] = 0.0
+    for leg in range(k.leg_actuated.shape[0]):
+        for j in range(k.leg_actuated.shape[1]):
+            i = k.leg_actuated[leg, j]
+            out_q[i], out_v[i], out_a[i] = k.q[leg, j], w.qd_legs[leg, j], w.qdd_legs[leg, j]
+    return np.isfinite(out_q).all() and np.isfinite(out_v).all() and np.isfinite(out_a).all()

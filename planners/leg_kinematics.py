@@ -94,6 +94,7 @@ class LegKinematics:
                    for name in self._ws.dtype.names}       # views (scalars as 1-element arrays)
         w = self._w
         w["leg_v"][:], w["leg_q"][:], w["threshold"][...] = self.leg_v, self.leg_q, self._min_sigma
+        w["leg_actuated"][:] = self.leg_actuated
         w["pin_q"][:] = pin.neutral(pm)
         self._q, self._v = w["pin_q"], w["pin_v"]
         self._flags = {name: w[name].view(bool) for name in ("active", "ok", "stuck")}
@@ -213,37 +214,48 @@ class LegKinematics:
         if targets.shape != self._x_shape or q_init.shape != self.leg_v.shape:
             raise InvalidInputError(f"solve needs targets {self._x_shape} and q_init {self.leg_v.shape}, "
                                     f"got {targets.shape} and {q_init.shape}")
-        self._newton(targets, q_init, tol, max_iters, beta, min_step, None, None)
+        kernel.newton_begin(self._ws, q_init)
+        self._pass()
+        self._newton(targets, tol, max_iters, beta, min_step, None, None)
         w = self._w
         return w["q"].copy(), w["x"].copy(), w["J"].copy(), w["err"].copy()
 
-    def solve_with_rates(self, targets, q_init, xd, qd, tol: float, max_iters: int):
-        """:meth:`solve` (default line search) for the planner's own (L, 3) ``targets`` and
-        (L, n) ``q_init``, then the joint rates qd = J^-1 xd into ``qd`` (L, n) and the angles and
-        rates into pinocchio's vectors for :meth:`drifts`. Returns ``(q_legs, J^-1, err)``, live
-        views overwritten by the next solve."""
-        self._newton(targets, q_init, tol, max_iters, 0.75, 1e-4, xd, qd)
-        w = self._w
-        return w["q"], w["J_inv"], w["err"]
+    @property
+    def workspace(self) -> np.ndarray:
+        """The Newton iteration's record (:func:`planners._leg_kernel.newton_dtype`), for compiled
+        callers: the planner's step starts the iteration (:func:`~planners._leg_kernel.newton_begin`)
+        and reads the answer from it."""
+        return self._ws
 
-    def _newton(self, targets, q_init, tol, max_iters, beta, min_step, xd, qd) -> None:
-        """Drive :func:`planners._leg_kernel.newton_advance`: pinocchio's passes, the inverses it
-        cannot certify and the line search happen here, everything else in the compiled loop."""
-        model, data, ws, w = self._model, self._data, self._ws, self._w
+    def solve_begun(self, targets, xd, qd, tol: float, max_iters: int) -> np.ndarray:
+        """:meth:`solve` (default line search) of an iteration a compiled caller began
+        (:func:`planners._leg_kernel.newton_begin`), for its own (L, 3) ``targets``; then the
+        final inverses, the joint rates qd = J^-1 xd into ``qd`` (L, n) and the angles and rates
+        into pinocchio's vectors for :meth:`drifts`. Returns the per-leg errors; the angles and
+        inverses are in :attr:`workspace`."""
+        self._pass()
+        self._newton(targets, tol, max_iters, 0.75, 1e-4, xd, qd)
+        return self._w["err"]
+
+    def _pass(self) -> None:
+        """pinocchio's joint Jacobians and frame placements at the configuration ``self._q``."""
+        pin.computeJointJacobians(self._model, self._data, self._q)
+        pin.updateFramePlacements(self._model, self._data)
+
+    def _newton(self, targets, tol, max_iters, beta, min_step, xd, qd) -> None:
+        """Drive :func:`planners._leg_kernel.newton_advance` from pinocchio's first pass on:
+        further passes, the inverses it cannot certify and the line search happen here,
+        everything else in the compiled loop."""
+        ws, w = self._ws, self._w
         Jw, points, advance = self._Jw, self._points, kernel.newton_advance
         tol, max_iters = float(tol), int(max_iters)
-        try:
-            while (status := advance(ws, Jw, points, targets, q_init, tol, max_iters, xd, qd)) != kernel.DONE:
-                if status == kernel.NEED_INVERSE:
-                    w["J_inv"][:] = self.inverse(w["J"])
-                    continue
-                if status == kernel.NEED_BACKTRACK:
-                    self._backtrack(targets, beta, min_step)
-                pin.computeJointJacobians(model, data, self._q)
-                pin.updateFramePlacements(model, data)
-        except BaseException:
-            w["stage"][...] = kernel.BEGIN      # the next solve starts afresh
-            raise
+        while (status := advance(ws, Jw, points, targets, tol, max_iters, xd, qd)) != kernel.DONE:
+            if status == kernel.NEED_INVERSE:
+                w["J_inv"][:] = self.inverse(w["J"])
+                continue
+            if status == kernel.NEED_BACKTRACK:
+                self._backtrack(targets, beta, min_step)
+            self._pass()
         self._x = w["x"]                        # base_velocity() at the returned configuration
 
     def _backtrack(self, targets, beta, min_step) -> None:

@@ -53,7 +53,6 @@ from idyn.state import Desired, RobotState
 from . import _plan_kernel as kernel
 from .base_motion import BaseCommand, PlanarPose, rot_z, yaw_of
 from .gait import Gait, TrotGait
-from ._leg_kernel import joint_targets
 from .leg_kinematics import LegKinematics
 from .spline import ClampedCubicSpline
 
@@ -284,9 +283,9 @@ class QuadrupedPlanner:
         base_p = q[:3]
         if not self._started:
             self._start(t, q, base_p, R)
-        ws, measured = self._ws, self._measured
+        ws, measured, ik = self._ws, self._measured, self.kin.workspace
         have_measured = False
-        status = kernel.plan_motion(ws, t, base_p, R, command, measured, have_measured, touching)
+        status = kernel.plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching)
         if status == kernel.TIME_WENT_BACKWARDS:
             raise InvalidInputError(f"time went backwards: {t} after {self._w.t_prev}; call reset()")
         try:
@@ -297,7 +296,7 @@ class QuadrupedPlanner:
                 else:
                     measured[:] = base_p + self.kin.positions(q[self.kin.leg_q]) @ R.T
                     have_measured = True
-                status = kernel.plan_motion(ws, t, base_p, R, command, measured, have_measured, touching)
+                status = kernel.plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching)
         except BaseException:
             self._w.stage = 0          # the next step starts afresh, not inside this one
             raise
@@ -311,16 +310,12 @@ class QuadrupedPlanner:
 
     # ------------------------------------------------------------------ internals
     def _joint_targets(self) -> Desired:
-        """Leg IK of the step's targets relative to the gait pose: q by Newton from the warm
-        start, qd = J^-1 xd, qdd = J^-1 (xdd - Jdot qd)."""
-        view, kin = self._view, self.kin
-        qd = view["qd_legs"]
-        q_legs, J_inv, err = kin.solve_with_rates(view["x_rel"], view["q_guess"], view["xd"], qd, self.ik_tol,
-                                                  self.ik_max_iters)
-        self.ik_error = err.copy()
-        desired = self._desired
-        if not joint_targets(J_inv, view["xdd"], kin.drifts(), q_legs, qd, kin.leg_actuated, view["q_legs"],
-                             view["qdd_legs"], desired.q, desired.v, desired.vdot):
+        """Leg IK of the step's targets relative to the gait pose (begun by the step's compiled
+        call): q by Newton from the warm start, qd = J^-1 xd, qdd = J^-1 (xdd - Jdot qd)."""
+        view, kin, desired = self._view, self.kin, self._desired
+        self.ik_error = kin.solve_begun(view["x_rel"], view["xd"], view["qd_legs"], self.ik_tol,
+                                        self.ik_max_iters).copy()
+        if not kernel.joint_targets(self._ws, kin.workspace, kin.drifts(), desired.q, desired.v, desired.vdot):
             raise NonFiniteError("the planned joint targets are not finite")
         return desired
 
