@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
+import pinocchio as pin
 
 from idyn import RobotModel
 from idyn.errors import InvalidInputError
@@ -97,12 +98,21 @@ def torque_limits(model: RobotModel, limit) -> np.ndarray | None:
     return lim
 
 
+def _center_of_mass(model: RobotModel):
+    """``com(q)``: pinocchio's centre of mass on data of its own (the trace copies the answer)."""
+    pm = model.pinocchio_model
+    data = pm.createData()
+    return lambda q: pin.centerOfMass(pm, data, q)
+
+
 def run_loop(testbed, model: RobotModel, reference: Reference, controller, duration: float, *,
              limit=None, trace_path=None, meta: dict | None = None, com=None,
              stop=None, progress=None, clock=None) -> LoopResult:
     """Run ``duration`` seconds of closed loop at the testbed's ``dt``; return the trace.
 
-    ``com(q)`` (default ``model.center_of_mass``) fills the trace's centre-of-mass column;
+    ``com(q)`` (default: pinocchio's centre of mass, what ``model.center_of_mass`` gives, on the
+    loop's own data without re-validating the state the controller has checked) fills the
+    trace's centre-of-mass column;
     ``stop(state)`` may end the run early (a fall); ``progress(k, steps)`` is called every
     step if given. With ``trace_path`` the trace is saved there (compressed ``.npz``).
     ``clock`` (default ``time.perf_counter``) times the phases of every step
@@ -113,7 +123,7 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
         raise InvalidInputError(f"duration must be positive, got {duration}")
     steps = int(round(duration / dt))
     lim = torque_limits(model, limit)
-    com = com or model.center_of_mass
+    com = com or _center_of_mass(model)
     trace = Trace.allocate(steps, model.nq, model.nv, model.na, meta=meta)
     observe = getattr(controller, "observe_contact_forces", None)
     clock = clock or time.perf_counter
@@ -123,6 +133,7 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
     controller.reset()
     state = testbed.reset()
     clipped = 0
+    codes = {}      # solver status -> its trace code
     t_start = time.perf_counter()
     for k in range(steps):
         t0 = clock()
@@ -151,11 +162,15 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
         if observe is not None:
             observe(contacts, sensed)
         t8 = clock()
+        info = out.info
+        status = info.get("status")
+        code = codes.get(status)
+        if code is None:
+            code = codes[status] = trace.status_code(str(status))
         trace.record(state.t, state.q, state.v, desired.q, desired.v, tau,
                      out.contact_forces[:, 0].sum() if len(active) else 0.0,
                      sensed[:, 0].sum() if len(contacts) else 0.0, len(contacts),
-                     trace.status_code(str(out.info.get("status"))), out.info.get("solve_time", np.nan),
-                     com(state.q))
+                     code, info.get("solve_time", np.nan), com(state.q))
         if progress is not None:
             progress(k + 1, steps)
         done = stop is not None and stop(state)

