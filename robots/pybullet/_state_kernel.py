@@ -4,9 +4,9 @@ Every control step turns PyBullet's joint states and base pose and velocity into
 (q, v).  Through pinocchio's SE3 objects (``XYZQUATToSE3``, an SE3 product, ``SE3ToXYZQUAT``)
 and numpy's small-vector operations that was about 11 us of interpreted overhead for under a
 microsecond of arithmetic.  This kernel does the scatter of the joints and the free-flyer pose
-in one call with the *operations of pinocchio 3.x/Eigen in their order*, so the numbers are
-those of the pinocchio chain to the bit (tested on random poses in
-``tests/test_testbed_state_kernel.py``):
+in one call with the *operations of pinocchio's compiled Eigen code in their order* (found by
+testing candidate orders against pinocchio 4.1's wheel), so the numbers are those of the
+pinocchio chain to the bit (tested on random poses in ``tests/test_testbed_state_kernel.py``):
 
 * quaternion -> rotation: Eigen's ``QuaternionBase::toRotationMatrix``;
 * SE3 product ``R = R_1 R_2``, ``t = t_1 + R_1 t_2``: Eigen's lazy 3x3 product sums rows 0 and 1

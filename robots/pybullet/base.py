@@ -162,11 +162,12 @@ class MultiBodyMap:
         idx = [pm.joints[pm.getJointId(n)] for n in model.actuated_joint_names]
         if any(j.nq != 1 or j.nv != 1 for j in idx):
             raise ModelLoadError(f"only 1-DOF actuated joints are supported in {urdf}")
-        self._iq = np.array([j.idx_q for j in idx])
-        self._iv = np.array([j.idx_v for j in idx])
+        #: positions in q and v of the actuated joints (pinocchio's order)
+        self.iq = np.array([j.idx_q for j in idx])
+        self.iv = np.array([j.idx_v for j in idx])
         self._na = len(self.joints)
         #: (q, v) from :meth:`raw_state`
-        self.reader = StateReader(self._iq, self._iv, model.nq, model.nv,
+        self.reader = StateReader(self.iq, self.iv, model.nq, model.nv,
                                   (0, 0) if self.floating else None, self.base_inertial)
 
     # ---------------------------------------------------------------- frames and links
@@ -200,7 +201,7 @@ class MultiBodyMap:
     def write(self, q, v) -> None:
         """Set PyBullet's state from pinocchio (q, v)."""
         c = self.client
-        for j, qi, vi in zip(self.joints, q[self._iq], v[self._iv]):
+        for j, qi, vi in zip(self.joints, q[self.iq], v[self.iv]):
             pb.resetJointState(self.body, j, float(qi), float(vi), physicsClientId=c)
         if self.floating:
             com, lin, ang = com_from_free_flyer(q[:7], v[:6], self.base_inertial)

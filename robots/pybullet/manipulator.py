@@ -60,7 +60,7 @@ class ManipulatorTestbed(Testbed):
         self._corners = np.array(list(itertools.product((-half, half), repeat=3)))
         self._na_q = d.model.nq
         arm = self.robot
-        self._reader = StateReader(arm._iq, arm._iv, self.model.nq, self.model.nv, (d.model.nq, d.model.nv),
+        self._reader = StateReader(arm.iq, arm.iv, self.model.nq, self.model.nv, (d.model.nq, d.model.nv),
                                    pin.SE3.Identity())
         self.reset()
 
