@@ -17,6 +17,7 @@ from idyn.lcp._lemke_kernel import first_max
 from idyn.lcp.lemke import cold_checked
 from idyn.separation import separating_into
 
+from ._dynamics_kernel import pyramid_inputs, pyramid_outputs
 from ._reduced_kernel import resolve
 
 #: relative tolerance of the rank decisions (rows that impulses cannot move, nullspace of Y)
@@ -314,3 +315,51 @@ def stage_one_priced(H, G, c, g, tol, Y, free, phi, dt, weight, priced, new, Mlc
             priced[new[i]] = True
         out[1] += added
         price_contacts(H, c, Y, free, new[:added], weight)
+
+
+#: :func:`two_stages` left the common path: the caller solves the step the general way
+LEFT = 1
+
+
+@cached_jit
+def two_stages(rows, L, p, qd, u, a, phi, dt, cone, mu, tol, weight, ridge, try_quadprog, schedule, v, dt_h_u,
+               B_dva, Ma, h, impact, tau, v_next, forces, out):
+    """A ``qp-coulomb`` step in its common case, in one call: Stage I's inputs
+    (:func:`controllers._dynamics_kernel.pyramid_inputs` of the contact ``rows``), its data with
+    the contact-work objective (:func:`stage_one_rows`), Stage I with its separation loop
+    (:func:`stage_one_priced`), Stage II without a level row (:func:`stage_two`, ``mu`` as it
+    takes it) and the outputs ``tau``, ``v_next``, ``forces``
+    (:func:`controllers._dynamics_kernel.pyramid_outputs`) -- the kernels, arrays and order of
+    the general path (:mod:`controllers.dissipation`), so the same numbers.  ``out``:
+    ``[Stage I pivots, contacts priced, nullity, Stage II iterations]``.  Returns 0, or
+    :data:`LEFT` as soon as a step needs more (a non-penetration row no impulse can change, an
+    SVD that did not converge, a Stage I or Stage II answer that needs the fallbacks): the
+    outputs are then not written and the caller solves the step the general way."""
+    k3, nv = rows.shape
+    m, nu = k3 // 3, u.shape[0]
+    k = 5 * m
+    R, Y, free = np.empty((k, nv)), np.empty((k, nu)).T, np.empty(k3)
+    pyramid_inputs(rows, L, p, qd, u, a, R, Y, free)
+    nc = m + cone.shape[0]
+    c, G, g, H = np.empty(k), np.empty((nc, k)), np.empty(nc), np.empty((k, k))
+    sv, Vt = np.empty(min(nu, k)), np.empty((k, k))
+    rank, smallest, largest = stage_one_rows(Y, free, True, True, free, phi, dt, cone, sv, Vt, c, G, g, H)
+    if rank < 0 or not smallest > RANK_TOL * max(largest, 1.0):
+        return LEFT
+    priced, new = np.zeros(m, np.bool_), np.empty(m, np.intp)
+    Mlcp, qlcp, z1, stage1 = np.empty((k + nc, k + nc)), np.empty(k + nc), np.empty(k + nc), np.empty(2, np.intp)
+    if not stage_one_priced(H, G, c, g, tol, Y, free, phi, dt, weight, priced, new, Mlcp, qlcp, z1, stage1):
+        return LEFT
+    out[0], out[1], out[2], out[3] = stage1[0], stage1[1], k - rank, 0
+    z = z1[:k]
+    if rank < k:
+        W = Vt[rank:].T
+        nul, kc = k - rank, k + cone.shape[0]
+        H2, c2, A_in, b_in = np.empty((nul, nul)), np.empty(nul), np.empty((kc, nul)), np.empty(kc)
+        z, result = np.empty(k), np.empty(5)
+        if stage_two(R, W, z1[:k], ridge, cone, mu, np.zeros((0, nul)), try_quadprog, schedule, L, v, qd, dt_h_u,
+                     B_dva, Ma, h, dt, u, a, H2, c2, A_in, b_in, z, result) != SOLVED:
+            return LEFT
+        out[3] = result[1]
+    pyramid_outputs(R, z, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, impact, tau, v_next, forces)
+    return 0

@@ -391,6 +391,31 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
     return z, info
 
 
+def solve_common(step: Step, weight: float, ridge: float, qp_backend: str
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict] | None:
+    """``(tau, v+, forces, info)`` of a step of the default two-stage controller (Coulomb cones,
+    the contact-work objective, no gap rate, Stage I by Lemke's method with the separation of
+    ``weight``, Stage II with ``ridge``) in one compiled call (:func:`kernel.two_stages`): the
+    kernels of :func:`build_stage_one`, :func:`solve_priced`, :func:`solve_stage_two` and
+    :meth:`Step.pyramid_outputs` in their order, the same numbers and ``info``.  None when the
+    step needs more than the common case: the caller then solves it the general way."""
+    mu = step.jac.mu
+    cone = cone_rows(mu)
+    tau, v_next, forces, out = np.empty(step.a_index.size), np.empty(step.v.size), np.empty((step.m, 3)), np.empty(4, np.intp)
+    if kernel.two_stages(step.rows, step.L, step.p, step.qd, step.u_index, step.a_index, step.jac.phi, step.dt, cone,
+                         mu if cone.shape[0] else _NO_CONE, DEFAULT_TOL, weight, ridge,
+                         _backend(qp_backend) == "quadprog", _RIDGES, step.v, step.dt_h_u, step.B_dva, step.Ma, step.h,
+                         step.impact_rows, tau, v_next, forces, out):
+        return None
+    info = {"stage1_status": "solved", "pivots": int(out[0]), "regularization": 0.0,
+            "separation_priced": int(out[1]), "stage2_status": "solved" if out[2] else "determinate",
+            "nullity": int(out[2])}
+    if out[2]:
+        info["stage2_iterations"] = int(out[3])
+    info["unenforceable_contacts"] = 0
+    return tau, v_next, forces, info
+
+
 def _level_row(prob: StageOne, W: np.ndarray) -> np.ndarray:
     """Eq. 108 for Stage II: ``c^T W w = 0``, the nullspace moves that keep Stage I's objective.
     ``c``'s projected part is orthogonal to ``W``; the closing speeds of ``gap_rate`` are not, and

@@ -204,9 +204,13 @@ class Step:
         :meth:`forces_from_impulses`, in one compiled call."""
         tau, v_next, forces = np.empty(self.a_index.size), np.empty(self.v.size), np.empty((self.m, 3))
         kernel.pyramid_outputs(R, z, self.L, self.v, self.qd, self.dt_h_u, self.B_dva, self.Ma, self.h, self.dt,
-                               self.u_index, self.a_index, _NO_IMPACT if self.impact is None else self.impact,
-                               tau, v_next, forces)
+                               self.u_index, self.a_index, self.impact_rows, tau, v_next, forces)
         return tau, v_next, forces
+
+    @property
+    def impact_rows(self) -> np.ndarray:
+        """:attr:`impact`, or (0, 3) without a touchdown impact: the form the compiled loops take."""
+        return _NO_IMPACT if self.impact is None else self.impact
 
     def normal_speeds(self, v_next: np.ndarray) -> np.ndarray:
         """``w_N = N v+ + phi/dt`` (eqs. 36, 54): non-negative when no contact closes further."""

@@ -27,7 +27,8 @@ import numpy as np
 from idyn.errors import InvalidInputError
 
 from .base import Controller, Solution, register
-from .dissipation import OBJECTIVES, build_stage_one, solve_one_stage, solve_priced, solve_stage_two
+from .dissipation import (OBJECTIVES, build_stage_one, solve_common, solve_one_stage, solve_priced,
+                          solve_stage_two)
 from .dynamics import Step
 
 
@@ -61,12 +62,21 @@ class DissipationController(Controller):
         if not (np.isfinite(ridge) and ridge > 0):
             raise InvalidInputError(f"ridge must be positive, got {ridge}")
         self.stage2, self.stage1_solver, self.ridge, self.qp_backend = stage2, stage1_solver, ridge, qp_backend
+        #: the configuration :func:`controllers.dissipation.solve_common` solves in one call (with no
+        #: no-slip rows, which a subclass may set)
+        self._common = bool(stage2) and stage1_solver == "lemke" and objective == "contact-work" \
+            and not self.gap_rate and self.coulomb
 
     def _solve(self, q, v, vdot, contacts) -> Solution:
         step = self._step(q, v, vdot, contacts)
         if step.m == 0:
             tau, v_next = step.resolve(np.zeros(self.model.nv))
             return Solution(tau, np.zeros((0, 3)), v_next)
+        if self._common and self.no_slip_tol is None:
+            common = solve_common(step, self._separation_mass, self.ridge, self.qp_backend)
+            if common is not None:    # the usual step; otherwise the general path from the start
+                tau, v_next, forces, info = common
+                return Solution(tau, forces, v_next, info)
         prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate)
         z, info = self._impulses(step, prob)
         info["unenforceable_contacts"] = prob.unenforceable

@@ -178,3 +178,22 @@ def test_compiled_separation_price_equals_the_numpy_form(speed, feet, seed):
     dissipation.price_separation(step, prob, priced, 3.7)
     dissipation.kernel.price_contacts(H, c, prob.Y, step.free_velocity, priced.astype(np.intp), 3.7)
     assert np.array_equal(H, prob.H) and np.array_equal(c, prob.c)
+
+
+@settings(max_examples=25, deadline=None)
+@given(speed=st.floats(0.0, 0.6), heading=st.floats(-np.pi, np.pi), mu=st.sampled_from([0.1, 0.5, 2.0]),
+       feet=st.integers(1, 4), weight=st.sampled_from([None, 0.0]))
+def test_common_step_in_one_call_equals_the_general_path(speed, heading, mu, feet, weight):
+    """qp-coulomb's one-call common path (dissipation.solve_common) gives the torques, forces,
+    predicted velocity and info of the general path it stands for, bit for bit."""
+    model, state, desired, contacts, _ = sliding_stance(speed, heading, mu)
+    outs = []
+    for common in (True, False):
+        ctrl = controllers.make("qp-coulomb", model, separation_weight=weight)
+        ctrl._common = common
+        outs.append(ctrl.compute(state, desired, contacts[:feet]))
+    fast, general = outs
+    assert np.array_equal(fast.tau, general.tau) and np.array_equal(fast.contact_forces, general.contact_forces)
+    assert np.array_equal(fast.info.pop("v_next"), general.info.pop("v_next"))
+    fast.info.pop("solve_time"), general.info.pop("solve_time")
+    assert fast.info == general.info and list(fast.info) == list(general.info)
