@@ -36,7 +36,7 @@ def fallen(q: np.ndarray, nominal_height: float, max_tilt: float = 1.0) -> np.nd
     SPEC section 6: base height below half its nominal value, or |roll| or |pitch| above
     ``max_tilt`` (rad)."""
     if q.ndim == 1:         # the loop's test of every step: the same formulas on Python floats
-        z, (x, y, qz, w) = float(q[2]), q[3:7].tolist()
+        z, x, y, qz, w = q[2:7].tolist()
         roll = math.atan2(2 * (w * x + y * qz), 1 - 2 * (x * x + y * y))
         pitch = math.asin(min(max(2 * (w * y - qz * x), -1.0), 1.0))
         return z < 0.5 * nominal_height or abs(roll) > max_tilt or abs(pitch) > max_tilt

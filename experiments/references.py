@@ -69,17 +69,20 @@ class QuadrupedReference:
         self._model = quadruped.model
         #: foot link -> index of its leg in the planner's order
         self._leg_index = {feet[leg]: i for i, leg in enumerate(self.planner.legs)}
-        self._rotation = (None, None, None)     # (q, its quaternion, base rotation) of the last desired()
+        self._no_leg = len(self.planner.legs)
+        self._stance_flags = self.planner.stance_flags      # a live view of the planned stance
+        #: (q, v, base quaternion, base rotation) of the state the last desired() validated
+        self._pose = (None, None, None, None)
         self._stance = (None, None)             # (contacts, those in planned stance) since the last desired()
 
     def reset(self) -> None:
         self.planner.reset()
         self.follower.reset()
-        self._rotation = (None, None, None)
+        self._pose = (None, None, None, None)
         self._stance = (None, None)
 
     def desired(self, state, contacts):
-        q, _ = self._model.check_state(state)
+        q, v = self._model.check_state(state)
         self._stance = (None, None)             # the stance flags change with this step
         touching = self.planner.touching_flags
         touching[:] = 0
@@ -92,15 +95,18 @@ class QuadrupedReference:
         # the rotation pinocchio gives for q[3:7]; from four floats, which boost.python matches
         # sooner than an array (1.1 instead of 1.7 us)
         R = pin.Quaternion(pose[6], pose[3], pose[4], pose[5]).normalized().toRotationMatrix()
-        self._rotation = (q, quaternion, R)
+        self._pose = (q, v, quaternion, R)
         command = self.follower.twist_at(pose[0], pose[1], math.atan2(R[1, 0], R[0, 0]))
         return self.planner.plan_checked(q, float(state.t), R, command, True)
 
-    def _base_rotation(self, q):
-        """The base rotation :meth:`desired` formed this step, if ``q`` is still that state's
-        configuration (same array, same quaternion), else None."""
-        seen, quaternion, R = self._rotation
-        return R if q is seen and q[3:7].tolist() == quaternion else None
+    def _checked_pose(self, state):
+        """``(q, v, R)`` of ``state`` as :meth:`desired` validated it and formed the base rotation
+        this step, if ``state`` is still that state (same arrays, same base quaternion), else
+        None."""
+        q, v, quaternion, R = self._pose
+        if state.q is q and state.v is v and q[3:7].tolist() == quaternion:
+            return q, v, R
+        return None
 
     def _in_stance(self, contacts) -> list:
         """The contacts of feet in planned stance, in order: formed once per step for the list
@@ -108,10 +114,9 @@ class QuadrupedReference:
         :meth:`extra_torque`)."""
         seen, in_stance = self._stance
         if contacts is not seen:
-            stance, leg_index = self.planner.stance_flags.tolist(), self._leg_index
-            stance.append(0)                    # the flag of a body that is no foot
-            none = len(leg_index)
-            in_stance = [c for c in contacts if stance[leg_index.get(c.body_a, none)]]
+            stance, leg_index = self._stance_flags.tolist(), self._leg_index
+            stance.append(0)                    # the flag of a body that is no foot (index len(legs))
+            in_stance = [c for c in contacts if stance[leg_index.get(c.body_a, self._no_leg)]]
             self._stance = (contacts, in_stance)
         return in_stance
 
@@ -131,15 +136,16 @@ class QuadrupedReference:
             active = list(contacts)
         else:
             active = [c for c in self._in_stance(contacts) if c.phi <= TOUCH_GAP]
-        if cap is None:
-            return active
-        return [c if c.mu <= cap else c.with_friction(cap) for c in active]
+        return active if cap is None else [c if c.mu <= cap else c.with_friction(cap) for c in active]
 
     def extra_torque(self, state, contacts):
         if self.balance is None:
             return None
-        return self.balance.torque(state, self._in_stance(contacts), self._goal,
-                                   self._base_rotation(state.q))
+        used, checked = self._in_stance(contacts), self._checked_pose(state)
+        if checked is None:
+            return self.balance.torque(state, used, self._goal)
+        q, v, R = checked
+        return self.balance.torque_checked(q, v, used, self._goal, R)
 
 
 class ArmReference:
@@ -168,10 +174,9 @@ class ArmReference:
         :meth:`extra_torque`)."""
         seen, in_stance = self._stance
         if contacts is not seen:
-            stance, leg_index = self.planner.stance_flags.tolist(), self._leg_index
-            stance.append(0)                    # the flag of a body that is no foot
-            none = len(leg_index)
-            in_stance = [c for c in contacts if stance[leg_index.get(c.body_a, none)]]
+            stance, leg_index = self._stance_flags.tolist(), self._leg_index
+            stance.append(0)                    # the flag of a body that is no foot (index len(legs))
+            in_stance = [c for c in contacts if stance[leg_index.get(c.body_a, self._no_leg)]]
             self._stance = (contacts, in_stance)
         return in_stance
 

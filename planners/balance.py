@@ -119,6 +119,12 @@ class BalanceController:
         q, v = self.model.check_state(state)
         return self._step(q, v, contacts, goal_rows, R)[2]
 
+    def torque_checked(self, q: np.ndarray, v: np.ndarray, contacts: list, goal_rows: np.ndarray,
+                       R: np.ndarray) -> np.ndarray:
+        """:meth:`torque` for a ``q``, ``v`` the caller validated this step
+        (:meth:`idyn.RobotModel.check_state`) and their base rotation ``R``."""
+        return self._step(q, v, contacts, goal_rows, R)[2]
+
     def _step(self, q: np.ndarray, v: np.ndarray, contacts: list, goal: np.ndarray, R=None):
         """(wrench, normal forces, torques) for validated ``q``, ``v``, the used ``contacts`` and
         the goal rows, in one compiled call after pinocchio's passes: the base rotation (unless
