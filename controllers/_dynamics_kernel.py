@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from idyn._contact_kernel import contact_rows
 from idyn._lapack_kernel import cholesky_lower, lower_solve
 from idyn.jit import cached_jit
 
-from ._reduced_kernel import free_motion, resolve
+from ._reduced_kernel import free_motion, resolve, step_gaps
 
 #: [f_N, f_S+, f_S-, f_T+, f_T-] -> [normal, s, t]: sums with coefficients 1, -1, 0 are exact
 PYRAMID_TO_FRAME = np.array([[1.0, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]])
@@ -40,6 +41,21 @@ def reduced_step(M, h, v, vdot_a, dt, u, a, L, free):
             L[i, j] = 0.0
     free_motion(M, h, v, vdot_a, L, dt, u, a, free)
     return 0
+
+
+@cached_jit
+def step_arrays(J, support, ja, jb, two_bodies, frames, points, phi, v, dt, recovery, impact_speed, M, h, vdot_a,
+                u, a, rows, gaps, L, free):
+    """A control step's arrays in one call (outputs ``rows``, ``gaps``, ``L``, ``free``): the
+    contact rows ``[N; S; T]`` (:func:`idyn._contact_kernel.contact_rows` of the inputs of
+    :func:`idyn.contact.contact_inputs`), the gaps (:func:`controllers._reduced_kernel.step_gaps`)
+    and, unless a contact closes faster than ``impact_speed`` (the caller then applies the
+    touchdown impact first and runs :func:`reduced_step` itself), :func:`reduced_step`.  Returns
+    :func:`reduced_step`'s ``info``, or -1 when it was not run for the impact."""
+    contact_rows(J, support, ja, jb, two_bodies, frames, points, rows)
+    if step_gaps(rows[:phi.shape[0]], v, phi, dt, recovery, gaps) < -impact_speed:
+        return -1
+    return reduced_step(M, h, v, vdot_a, dt, u, a, L, free)
 
 
 @cached_jit

@@ -47,7 +47,7 @@ from scipy.linalg import lapack
 
 from idyn import RobotModel
 from idyn.model import as_slice
-from idyn.contact import ContactJacobians, contact_arrays
+from idyn.contact import ContactJacobians, contact_inputs
 from idyn.errors import SolverError
 from idyn.lcp.find_indices import kept_mask
 from idyn.lcp.qr import column_pivots
@@ -279,19 +279,22 @@ class StepDynamics:
         dt, u, a = self.dt, self.u, self.a
         ws = self.workspace.compute_checked(q, v, drift=False, placements=False)   # one pinocchio pass: M, h, J
         M, h = ws.M, ws.h
-        rows, phi, mu = contact_arrays(ws, contacts)
-        gaps = np.empty(phi.size)                                    # see "Gap stabilization" above
-        approach = reduced_kernel.step_gaps(rows[:phi.size], v, phi, dt, self.penetration_recovery, gaps)
+        ja, jb, two_bodies, frames, points, phi, mu = contact_inputs(self.model, contacts)
+        m, na, nu = phi.size, self._a_index.size, self.nu
+        rows, gaps = np.empty((3 * m, self.model.nv)), np.empty(m)     # gaps: see "Gap stabilization" above
+        L, free = np.empty((nu, nu), order="F"), np.empty(na + 3 * nu)   # free: [qd_des, dt h_u, B dva, p]
+        info = kernel.step_arrays(ws.J, self.model.support, ja, jb, two_bodies, frames, points, phi, v, dt,
+                                  self.penetration_recovery, self.impact_speed_tol if self.impact else np.inf,
+                                  M, h, vdot_a, self._u_index, self._a_index, rows, gaps, L, free)
         jac = ContactJacobians.from_stacked(rows, gaps, mu)
         v_measured, self.last_impact, self.last_impact_status = None, None, None
-        if self.impact and approach < -self.impact_speed_tol:      # a contact closes too fast
+        if info < 0:                                               # a contact closes too fast
             v_after, hit = passive_impact(M, v, jac, dt)
             self.last_impact_status = hit.status
             if hit.solved:
                 v_measured, v, self.last_impact = v, v_after, hit.impulses / dt
-        na, nu = self._a_index.size, self.nu
-        L, free = np.empty((nu, nu), order="F"), np.empty(na + 3 * nu)   # free: [qd_des, dt h_u, B dva, p]
-        if kernel.reduced_step(M, h, v, vdot_a, dt, self._u_index, self._a_index, L, free):
+            info = kernel.reduced_step(M, h, v, vdot_a, dt, self._u_index, self._a_index, L, free)
+        if info:
             raise SolverError("the unactuated block of M is not positive definite")
         qd, dt_h_u, B_dva, p = free[:na], free[na:na + nu], free[na + nu:na + 2 * nu], free[na + 2 * nu:]
         A, B = M[self._uu], M[self._ua]

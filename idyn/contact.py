@@ -319,8 +319,8 @@ def _directional_rows(workspace: Workspace, ja: np.ndarray, jb: np.ndarray, poin
 
 def contact_arrays(workspace: Workspace, contacts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``([N; S; T], phi, mu)`` of :func:`jacobians_at` as fresh arrays (a caller that adjusts the
-    gaps builds its :class:`ContactJacobians` once).  A list of :class:`Contact` is read straight
-    from the contacts' frames (no :class:`ContactSet` built) and its rows come from the compiled
+    gaps builds its :class:`ContactJacobians` once).  A list of :class:`Contact` is read by
+    :func:`contact_inputs` and its rows come from the compiled
     :func:`idyn._contact_kernel.contact_rows` (the rows of :func:`stacked_contact_jacobian`,
     whose numpy version serves the simulator, to round-off)."""
     model = workspace.model
@@ -331,13 +331,25 @@ def contact_arrays(workspace: Workspace, contacts) -> tuple[np.ndarray, np.ndarr
     contacts = contacts if isinstance(contacts, list) else list(contacts)
     if not contacts:
         return np.zeros((0, model.nv)), np.zeros(0), np.zeros(0)
+    ja, jb, two_bodies, frames, points, phi, mu = contact_inputs(model, contacts)
+    J = np.empty((3 * len(contacts), model.nv))
+    contact_rows(workspace.J, model.support, ja, jb, two_bodies, frames, points, J)
+    return J, phi, mu
+
+
+def contact_inputs(model: RobotModel, contacts: list) -> tuple:
+    """``(ja, jb, two_bodies, frames, points, phi, mu)``: what
+    :func:`idyn._contact_kernel.contact_rows` takes for a list of :class:`Contact` (``jb`` is
+    ``ja`` when every body B is the world), read straight from the contacts' frames (no
+    :class:`ContactSet` built), with their gaps and friction coefficients (fresh arrays)."""
+    if not contacts:
+        none = np.zeros(0, np.intp)
+        return none, none, False, np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0)
     ja = model.body_joints([c.body_a for c in contacts])
     two_bodies = any(c.body_b is not None for c in contacts)
-    J = np.empty((3 * len(contacts), model.nv))
-    contact_rows(workspace.J, model.support, ja, model.body_joints([c.body_b for c in contacts]) if two_bodies
-                 else ja, two_bodies, np.array([c._frame for c in contacts]), np.array([c.point for c in contacts]), J)
     phi, mu = np.array([(c.phi, c.mu) for c in contacts]).T
-    return J, phi, mu
+    return (ja, model.body_joints([c.body_b for c in contacts]) if two_bodies else ja, two_bodies,
+            np.array([c._frame for c in contacts]), np.array([c.point for c in contacts]), phi, mu)
 
 
 def jacobians_at(workspace: Workspace, contacts) -> ContactJacobians:
