@@ -1,5 +1,6 @@
 """The compiled state conversion of the PyBullet testbeds (robots/pybullet/_state_kernel.py) gives
-the numbers of pinocchio's SE3 chain to the bit, on random poses and inertial frames."""
+the numbers of pinocchio's SE3 chain (to round-off; to the bit with the libraries it was written
+against), on random poses and inertial frames."""
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -25,8 +26,15 @@ def pinocchio_chain(raw13, inertial: pin.SE3):
     return pin.SE3ToXYZQUAT(base), np.concatenate((RT.dot(v_origin), RT.dot(a)))
 
 
-def _same_bits(a, b) -> bool:
-    return np.asarray(a, dtype=float).tobytes() == np.asarray(b, dtype=float).tobytes()
+def _agree(a, b) -> bool:
+    """Equal to round-off: a few units in the last place of the largest entry.
+
+    The kernel follows Eigen's and BLAS's operation order, so on the machine it was written on
+    the two agree to the bit (the closed-loop traces stayed bit-identical). That depends on
+    library builds (numba's dot is scipy's OpenBLAS, numpy's is its own; a CPU with another
+    kernel may fuse differently), so a test of correctness asks for round-off agreement."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= 8 * np.finfo(float).eps * max(1.0, np.abs(b).max())))
 
 
 @settings(max_examples=300, deadline=None)
@@ -43,8 +51,8 @@ def test_free_flyer_first_matches_the_pinocchio_chain(pose, quat, seed, identity
     reader = StateReader(np.array([8, 7]), np.array([6, 7]), 9, 8, (0, 0), inertial)
     q, v = reader.read(joints + pose)
     q7, v6 = pinocchio_chain(pose, inertial)
-    assert _same_bits(q[:7], q7) and _same_bits(v[:6], v6)
-    assert _same_bits(q[[8, 7]], joints[:2]) and _same_bits(v[[6, 7]], joints[2:])
+    assert _agree(q[:7], q7) and _agree(v[:6], v6)
+    assert q[[8, 7]].tolist() == joints[:2] and v[[6, 7]].tolist() == joints[2:]
 
 
 def test_degenerate_rotations_take_every_branch():
@@ -61,7 +69,7 @@ def test_degenerate_rotations_take_every_branch():
             pose = np.concatenate((rng.normal(size=3), quat / np.linalg.norm(quat), rng.normal(size=6)))
             q, v = reader.read(pose.tolist())
             q7, v6 = pinocchio_chain(pose, inertial)
-            assert _same_bits(q, q7) and _same_bits(v, v6)
+            assert _agree(q, q7) and _agree(v, v6)
 
 
 def test_many_random_poses_and_inertial_frames():
@@ -78,7 +86,7 @@ def test_many_random_poses_and_inertial_frames():
                                    rng.normal(scale=3.0, size=6)))
             q, v = reader.read(pose.tolist())
             q7, v6 = pinocchio_chain(pose, inertial)
-            assert _same_bits(q, q7) and _same_bits(v, v6)
+            assert _agree(q, q7) and _agree(v, v6)
 
 
 def test_fixed_base_scatters_joints_and_non_finite_state_raises():
