@@ -168,18 +168,6 @@ class ArmReference:
     def extra_torque(self, state, contacts):
         return None
 
-    def _in_stance(self, contacts) -> list:
-        """The contacts of feet in planned stance, in order: formed once per step for the list
-        ``contacts`` (the closed loop hands the same list to :meth:`active_contacts` and
-        :meth:`extra_torque`)."""
-        seen, in_stance = self._stance
-        if contacts is not seen:
-            stance, leg_index = self._stance_flags.tolist(), self._leg_index
-            stance.append(0)                    # the flag of a body that is no foot (index len(legs))
-            in_stance = [c for c in contacts if stance[leg_index.get(c.body_a, self._no_leg)]]
-            self._stance = (contacts, in_stance)
-        return in_stance
-
     def active_contacts(self, contacts):
         """Every fingertip and box contact: the grasp has no planned schedule."""
         return list(contacts)
