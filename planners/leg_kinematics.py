@@ -150,16 +150,13 @@ class LegKinematics:
         self._set(q_legs)
         self._v[self.leg_v] = qd_legs
         x = np.empty((len(self._fids), 3))
-        gather_points(self._drifts(), x)
+        gather_points(self.drifts(), x)
         return x
 
     def drifts(self) -> tuple:
-        """Jdot qd of every foot (a tuple of L base-frame 3-vectors) at the angles and joint rates
-        :meth:`solve_with_rates` left in pinocchio's vectors: the planner's per-step drift pass."""
-        return self._drifts()
-
-    def _drifts(self) -> tuple:
-        """Jdot qd of every foot at the configuration and joint rates in pinocchio's vectors."""
+        """Jdot qd of every foot (a tuple of L base-frame 3-vectors) at the configuration and
+        joint rates in pinocchio's vectors (where :meth:`solve_begun` leaves the solved angles
+        and rates: the planner's per-step drift pass)."""
         model, data = self._model, self._data
         pin.forwardKinematics(model, data, self._q, self._v, self._zero_a)
         acceleration = pin.getFrameClassicalAcceleration

@@ -29,7 +29,7 @@ The planner also integrates the commanded twist into a *gait pose* (the planned 
 The planner's state lives in one workspace record (immutable model + reusable workspace): each
 control step is one compiled call (:func:`planners._plan_kernel.plan_motion`, which hands back
 only for a swing spline's solve and the measured feet), the leg IK (one compiled Newton loop
-between its pinocchio passes, :meth:`LegKinematics.solve_with_rates`), the drift pass and one
+between its pinocchio passes, :meth:`LegKinematics.solve_begun`), the drift pass and one
 compiled call for the joint accelerations.
 :meth:`QuadrupedPlanner.plan_checked` is the closed loop's entry, with the base rotation and the
 contact flags it already has.
