@@ -40,6 +40,7 @@ tangential zero) works whenever T_nu,nu 1 > 0, which :func:`trivial_feasible_poi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -89,13 +90,13 @@ class RowLayout:
     def m(self) -> int:
         return self.chi.shape[0]
 
-    @property
+    @cached_property
     def nu(self) -> np.ndarray:
-        return np.r_[np.arange(self.m)[self.n], np.arange(self.m)[self.u]]
+        return np.r_[np.arange(self.n.start, self.n.stop), np.arange(self.u.start, self.u.stop)]
 
-    @property
+    @cached_property
     def rs(self) -> np.ndarray:
-        return np.r_[np.arange(self.m)[self.r], np.arange(self.m)[self.s]]
+        return np.arange(self.r.start, self.s.stop)         # the r and s rows are contiguous
 
     def bounded_friction(self) -> np.ndarray:
         """Positions (into ``friction``) of contacts with finite mu (mu = inf: no cone)."""
@@ -186,7 +187,7 @@ class Reduced:
     and, built on first use, the whole program with its inequality rows (eqs. 181-186)."""
     T: np.ndarray | sp.spmatrix
     t: np.ndarray
-    P: sp.csc_matrix
+    P: np.ndarray | sp.csc_matrix                      # dense when T is
     c: np.ndarray
     rows: RowLayout
     _program: ConicProgram | None = None
@@ -216,7 +217,11 @@ def reduced_program(problem: ConstraintProblem, rows: RowLayout, inertia: MassMa
     t = rows.chi * (rows.G @ a0) - rows.rho
     T_rs = T[rows.r.start:rows.s.stop]                  # the r and s rows are contiguous
     TtT = T_rs.T @ T_rs
-    P = ((TtT if sp.issparse(TtT) else sp.csr_matrix(TtT)) + sp.diags(rows.weight)).tocsc()
+    if sp.issparse(TtT):
+        P = (TtT + sp.diags(rows.weight)).tocsc()
+    else:                                               # dense T: no sparse round trip
+        P = TtT
+        P[np.diag_indices(m)] += rows.weight
     return Reduced(T, t, P, np.asarray(T_rs.T @ t[rows.r.start:rows.s.stop]).ravel(), rows)
 
 
@@ -281,11 +286,12 @@ def _held_at_zero(rows: RowLayout, on: np.ndarray) -> np.ndarray:
     active set, and the tangents of contacts whose normal is off (no normal force, no
     friction; their cones would have an empty interior)."""
     off = rows.nu[~on]
-    n_idx = np.arange(rows.m)[rows.n]
-    pos = np.flatnonzero(np.isin(n_idx[rows.friction], off))
-    fixed = np.r_[off, np.arange(rows.m)[rows.r][pos]]
+    if off.size == 0:
+        return off
+    pos = np.flatnonzero(np.isin(rows.n.start + rows.friction, off))
+    fixed = np.r_[off, rows.r.start + pos]
     if rows.three_d:
-        fixed = np.r_[fixed, np.arange(rows.m)[rows.s][pos]]
+        fixed = np.r_[fixed, rows.s.start + pos]
     return fixed
 
 
@@ -365,7 +371,7 @@ def equality_optimum(red: Reduced, active: np.ndarray) -> np.ndarray | None:
             sol = spla.splu(kkt).solve(rhs)
         else:
             A = red.T[np.ix_(eq, fi)]
-            P = red.P[fi][:, fi].toarray()
+            P = red.P if every else red.P[np.ix_(fi, fi)]
             sol = np.linalg.solve(np.block([[P, A.T], [A, np.zeros((eq.size, eq.size))]]), rhs)
     except (RuntimeError, np.linalg.LinAlgError):
         return None
