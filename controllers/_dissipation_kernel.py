@@ -25,11 +25,11 @@ RANK_TOL = 1e-10
 
 
 @cached_jit
-def stage_one_rows(Y, c0, pyramid, project, free, phi, dt, cone, sv, Vt, c, G, g, H):
+def stage_one_rows(Y, lwork, c0, pyramid, project, free, phi, dt, cone, sv, Vt, c, G, g, H):
     """Stage I's data from ``Y`` (outputs ``sv``, ``Vt``, ``c``, ``G``, ``g``, ``H``): the SVD
-    ``(sv, Vt)`` of ``Y`` (:func:`idyn._lapack_kernel.full_svd`, the LAPACK call of
-    ``np.linalg.svd(Y, full_matrices=True)`` bit for bit: ``sv`` descending, ``Vt`` (k x k);
-    without rows, no values and ``Vt = I``), its rank
+    ``(sv, Vt)`` of ``Y`` (:func:`idyn._lapack_kernel.full_svd` with the workspace ``lwork``, the
+    LAPACK call of ``np.linalg.svd(Y, full_matrices=True)`` bit for bit: ``sv`` descending, ``Vt``
+    (k x k); without rows, no values and ``Vt = I``), its rank
     ``sum(sv > RANK_TOL max(sv_0, 1e-300))`` (returned; -1 when the SVD did not converge), the
     linear term ``c`` (``c0``, or with ``pyramid`` the pyramid layout ``[x_N, x_S, -x_S, x_T, -x_T]`` of
     ``free = [N; S; T] v+(0)``, projected onto the row space ``Vt[:rank]`` of ``Y`` when
@@ -42,7 +42,7 @@ def stage_one_rows(Y, c0, pyramid, project, free, phi, dt, cone, sv, Vt, c, G, g
     if nu:
         A, VtF = np.empty((k, nu)).T, np.empty((k, k)).T        # Fortran-ordered, as LAPACK takes them
         A[:, :] = Y
-        if full_svd(A, sv, np.empty((nu, nu)), VtF) != 0:
+        if full_svd(A, sv, np.empty((nu, nu)), VtF, lwork) != 0:
             return -1, 0.0, 0.0
         Vt[:, :] = VtF
     else:
@@ -323,10 +323,10 @@ LEFT = 1
 
 @cached_jit
 def two_stages(rows, L, p, qd, u, a, phi, dt, cone, mu, tol, weight, ridge, try_quadprog, schedule, v, dt_h_u,
-               B_dva, Ma, h, impact, tau, v_next, forces, out):
+               B_dva, Ma, h, impact, lwork, tau, v_next, forces, out):
     """A ``qp-coulomb`` step in its common case, in one call: Stage I's inputs
     (:func:`controllers._dynamics_kernel.pyramid_inputs` of the contact ``rows``), its data with
-    the contact-work objective (:func:`stage_one_rows`), Stage I with its separation loop
+    the contact-work objective (:func:`stage_one_rows`, SVD workspace ``lwork``), Stage I with its separation loop
     (:func:`stage_one_priced`), Stage II without a level row (:func:`stage_two`, ``mu`` as it
     takes it) and the outputs ``tau``, ``v_next``, ``forces``
     (:func:`controllers._dynamics_kernel.pyramid_outputs`) -- the kernels, arrays and order of
@@ -343,7 +343,7 @@ def two_stages(rows, L, p, qd, u, a, phi, dt, cone, mu, tol, weight, ridge, try_
     nc = m + cone.shape[0]
     c, G, g, H = np.empty(k), np.empty((nc, k)), np.empty(nc), np.empty((k, k))
     sv, Vt = np.empty(min(nu, k)), np.empty((k, k))
-    rank, smallest, largest = stage_one_rows(Y, free, True, True, free, phi, dt, cone, sv, Vt, c, G, g, H)
+    rank, smallest, largest = stage_one_rows(Y, lwork, free, True, True, free, phi, dt, cone, sv, Vt, c, G, g, H)
     if rank < 0 or not smallest > RANK_TOL * max(largest, 1.0):
         return LEFT
     priced, new = np.zeros(m, np.bool_), np.empty(m, np.intp)

@@ -130,6 +130,7 @@ import numpy as np
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp.regularized import regularized_checked
 from idyn.lcp.residuals import DEFAULT_TOL
+from idyn._lapack_kernel import full_svd_work
 from idyn._qp_kernel import SOLVED
 from idyn.qp import BACKENDS, solve_built
 from idyn.qp import REGULARIZATION_SCHEDULE as QP_REGULARIZATION
@@ -239,8 +240,9 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     # impulses move), from one SVD of Y in the same call: one rank decision for Stage II and the
     # projection of c
     sv, Vt = np.empty(min(Y.shape)), np.empty((k, k))
-    rank, smallest, largest = kernel.stage_one_rows(Y, c0, objective == "contact-work", objective == "contact-work",
-                                                    free, step.jac.phi, step.dt, cone, sv, Vt, c, G, g, H)
+    rank, smallest, largest = kernel.stage_one_rows(Y, svd_work(*Y.shape), c0, objective == "contact-work",
+                                                    objective == "contact-work", free, step.jac.phi, step.dt, cone,
+                                                    sv, Vt, c, G, g, H)
     if rank < 0:
         raise np.linalg.LinAlgError("SVD did not converge")
     threshold = RANK_TOL * max(largest, 1.0)
@@ -261,6 +263,13 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         kernel.no_slip_rows(Y, free, s_idx, t_idx, prob.E, prob.e)   # T_u A^-1 R_u^T, T v+(0)
         prob.kept_tangent_rows = (s_idx.size, t_idx.size)
     return prob
+
+
+@lru_cache(maxsize=64)
+def svd_work(m: int, n: int) -> int:
+    """The workspace of the SVD of an m x n ``Y`` (:func:`idyn._lapack_kernel.full_svd_work`, the
+    size query numpy makes before every SVD, ~3 us), asked once per size."""
+    return int(full_svd_work(m, n)) if m and n else 1
 
 
 def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
@@ -405,7 +414,7 @@ def solve_common(step: Step, weight: float, ridge: float, qp_backend: str
     if kernel.two_stages(step.rows, step.L, step.p, step.qd, step.u_index, step.a_index, step.jac.phi, step.dt, cone,
                          mu if cone.shape[0] else _NO_CONE, DEFAULT_TOL, weight, ridge,
                          _backend(qp_backend) == "quadprog", _RIDGES, step.v, step.dt_h_u, step.B_dva, step.Ma, step.h,
-                         step.impact_rows, tau, v_next, forces, out):
+                         step.impact_rows, svd_work(step.nu, 5 * step.m), tau, v_next, forces, out):
         return None
     info = {"stage1_status": "solved", "pivots": int(out[0]), "regularization": 0.0,
             "separation_priced": int(out[1]), "stage2_status": "solved" if out[2] else "determinate",

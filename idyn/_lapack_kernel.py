@@ -69,21 +69,30 @@ _dgesdd = external("idyn_scipy_dgesdd", get_cython_function_address("scipy.linal
 
 
 @cached_jit
-def full_svd(A, s, U, Vt):
-    """LAPACK ``dgesdd('A')``, the routine and workspace of ``np.linalg.svd(A, full_matrices=True)``
-    (numpy's gufunc queries the optimal ``lwork`` and passes it): ``A`` (m x n, Fortran-ordered,
-    destroyed), outputs ``s`` (min(m, n), descending), ``U`` (m x m) and ``Vt`` (n x n), both
-    Fortran-ordered.  Returns LAPACK's ``info`` (0: converged)."""
-    m, n = A.shape
+def full_svd_work(m, n):
+    """The workspace size LAPACK's ``dgesdd('A')`` asks for an m x n matrix (its ``lwork = -1``
+    query, as numpy's gufunc makes it before every SVD: it depends on the sizes only); at least 1."""
     jobz = np.full(1, 65, np.uint8)                           # 'A'
-    sizes = np.array([m, n, max(m, 1), max(n, 1), -1, 0], np.int32)   # m, n, lda = ldu, ldvt, lwork
+    sizes = np.array([m, n, max(m, 1), max(n, 1), -1], np.int32)   # m, n, lda = ldu, ldvt, lwork
     iwork, info, query = np.empty(8 * min(m, n), np.int32), np.zeros(1, np.int32), np.empty(1)
+    A, s, U, Vt = np.empty((max(m, 1), max(n, 1))), np.empty(max(min(m, n), 1)), np.empty((max(m, 1), max(m, 1))), \
+        np.empty((max(n, 1), max(n, 1)))
     _dgesdd(jobz.ctypes, sizes[0:].ctypes, sizes[1:].ctypes, A.ctypes, sizes[2:].ctypes, s.ctypes, U.ctypes,
             sizes[2:].ctypes, Vt.ctypes, sizes[3:].ctypes, query.ctypes, sizes[4:].ctypes, iwork.ctypes, info.ctypes)
-    if info[0] != 0:
-        return info[0]
-    sizes[4] = max(np.int32(query[0]), 1)
-    work = np.empty(sizes[4])
+    return max(np.int32(query[0]), 1)
+
+
+@cached_jit
+def full_svd(A, s, U, Vt, lwork):
+    """LAPACK ``dgesdd('A')``, the routine and workspace of ``np.linalg.svd(A, full_matrices=True)``:
+    ``A`` (m x n, Fortran-ordered, destroyed), outputs ``s`` (min(m, n), descending), ``U``
+    (m x m) and ``Vt`` (n x n), both Fortran-ordered; ``lwork`` the workspace numpy's gufunc
+    queries (:func:`full_svd_work` of the sizes, which a caller looping over one size keeps).
+    Returns LAPACK's ``info`` (0: converged)."""
+    m, n = A.shape
+    jobz = np.full(1, 65, np.uint8)                           # 'A'
+    sizes = np.array([m, n, max(m, 1), max(n, 1), lwork], np.int32)   # m, n, lda = ldu, ldvt, lwork
+    iwork, info, work = np.empty(8 * min(m, n), np.int32), np.zeros(1, np.int32), np.empty(lwork)
     _dgesdd(jobz.ctypes, sizes[0:].ctypes, sizes[1:].ctypes, A.ctypes, sizes[2:].ctypes, s.ctypes, U.ctypes,
             sizes[2:].ctypes, Vt.ctypes, sizes[3:].ctypes, work.ctypes, sizes[4:].ctypes, iwork.ctypes, info.ctypes)
     return info[0]

@@ -110,9 +110,9 @@ def test_penetration_recovery_option_pushes_overlap_apart():
 
 
 def test_stage_one_svd_is_numpys_bit_for_bit():
-    """Stage I calls numpy's LAPACK SVD (dgesdd, full matrices, numpy's workspace query) from
+    """Stage I calls numpy's LAPACK SVD (dgesdd, full matrices, the workspace numpy queries) from
     compiled code: the same numbers as np.linalg.svd, and a LinAlgError when it does not converge."""
-    from idyn._lapack_kernel import full_svd
+    from idyn._lapack_kernel import full_svd, full_svd_work
 
     rng = np.random.default_rng(3)
     for shape in [(6, 20), (6, 10), (6, 4), (12, 40)]:
@@ -120,7 +120,7 @@ def test_stage_one_svd_is_numpys_bit_for_bit():
         u, s, vt = np.linalg.svd(Y, full_matrices=True)
         m, n = shape
         A, s2, u2, vt2 = Y.copy(order="F"), np.empty(min(shape)), np.empty((m, m), order="F"), np.empty((n, n), order="F")
-        assert full_svd(A, s2, u2, vt2) == 0
+        assert full_svd(A, s2, u2, vt2, full_svd_work(m, n)) == 0
         assert np.array_equal(s, s2) and np.array_equal(vt, vt2) and np.array_equal(u, u2)
     Y[0, 0] = np.nan
-    assert full_svd(Y.copy(order="F"), s2, u2, vt2) != 0
+    assert full_svd(Y.copy(order="F"), s2, u2, vt2, full_svd_work(m, n)) != 0
