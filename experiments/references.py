@@ -71,6 +71,7 @@ class QuadrupedReference:
         self._leg_index = {feet[leg]: i for i, leg in enumerate(self.planner.legs)}
         self._no_leg = len(self.planner.legs)
         self._stance_flags = self.planner.stance_flags      # a live view of the planned stance
+        self._touching = self.planner.touching_flags        # the feet's contact flags the planner reads
         #: (q, v, base quaternion, base rotation) of the state the last desired() validated
         self._pose = (None, None, None, None)
         self._stance = (None, None)             # (contacts, those in planned stance) since the last desired()
@@ -84,7 +85,7 @@ class QuadrupedReference:
     def desired(self, state, contacts):
         q, v = self._model.check_state(state)
         self._stance = (None, None)             # the stance flags change with this step
-        touching = self.planner.touching_flags
+        touching = self._touching
         touching[:] = 0
         leg_index = self._leg_index
         for c in contacts:
