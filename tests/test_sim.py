@@ -10,6 +10,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from idyn import RobotModel
+from idyn.constraint_solver.models import coulomb_tangents
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError, SolverError
 from idyn.sim import Box, Plane, Simulator, Sphere, World, make
 
@@ -118,6 +119,39 @@ def test_compliant_models_slide_with_the_coulomb_acceleration(name, angle, mu):
     order m g / B_t, the penalty ground a transient while it sinks in."""
     speed, expected = slide(name, angle, mu)
     assert speed == pytest.approx(expected, abs=2e-3)
+
+
+@pytest.mark.parametrize("angle,mu", [(0.3, 0.2), (0.1, 0.6)])
+def test_compliant_dense_path_matches_the_general_solver(monkeypatch, angle, mu):
+    """The compiled dense path (idyn.constraint_solver.dense) answers the steps its loop settles
+    with the general solver's impulses to round-off and leaves the rest (sliding contacts that
+    need the conic backend) to it: a box landing on an incline, then sliding or resting."""
+    import idyn.sim.compliant as compliant
+
+    sim = box_on_plane("compliant", angle, mu)
+    sim.reset(sim.q + np.r_[0.0, 0.0, 2e-3, np.zeros(4)], np.r_[0.2, 0.0, -0.1, 0.0, 0.0, 0.0])
+    model = sim.contact_model
+    dense = general = 0
+    for _ in range(150):
+        problem = sim.problem(np.zeros(0))
+        if problem.m:
+            fast = model.solve(problem)
+            with monkeypatch.context() as patch:
+                patch.setattr(compliant, "DENSE_MAX_ROWS", 0)
+                slow = model.solve(problem)
+            # bit-identical here; the tolerances allow other BLAS builds: the tangential split of a
+            # resting box is ill-conditioned (B_t = 1e6 / h), its velocity is not
+            np.testing.assert_allclose(problem.velocity(fast.impulses), problem.velocity(slow.impulses), rtol=0,
+                                       atol=1e-9)
+            np.testing.assert_allclose(fast.impulses, slow.impulses, rtol=0, atol=1e-2 * np.abs(slow.impulses).max())
+            assert (fast.status, fast.iterations) == (slow.status, slow.iterations)
+            found = model._solve_dense(problem, coulomb_tangents(problem.m, problem.dt),
+                                       np.minimum(problem.mu, np.inf), np.where(problem.phi <= 0, model.damping, 0.0))
+            dense += found is not None
+            general += found is None
+        sim.step(np.zeros(0))
+    sliding = mu < math.tan(angle)
+    assert general > 0 and (dense > 0) != sliding          # the landing slides; then it rests or slides
 
 
 def test_no_slip_at_high_friction_holds_the_box_on_a_steep_incline():
