@@ -9,7 +9,9 @@ our reference controllers ... Both simulations and controllers had access to ide
 (Sec. 7). What "the same model" takes here, each measured on the trot (0.3-0.5 s):
 
 * the controller is given exactly the simulator's contact set (``contacts="all"``: points,
-  normals, tangent frames, gaps, mu);
+  normals, tangent frames, gaps, mu); against every other model (PyBullet included) it is given
+  the feet in planned stance, at most at the locomotion runs' friction cap, as the experiments
+  (:func:`contact_selection`, :func:`planning_friction_limit`);
 * touchdowns: the controllers resolve a foot closing faster than its gap allows as a passive
   impact before the step (``controllers.impact``); the rigid idyn.sim models do the same with
   ``impacts="passive"`` (:mod:`idyn.sim.impact`). With the time-stepping default instead, the
@@ -107,20 +109,38 @@ def stabilisation_options(backend: str) -> dict:
     return dict(RIGID_CONTROLLER_OPTIONS) if backend in RIGID_MODELS else {}
 
 
-def contact_selection(backend: str) -> str:
-    """What the controller models: idyn.sim's own contact set (``"all"``, the paper's identical
-    data), or in PyBullet, whose candidates are geometric and not its solver's contacts, the feet
-    in planned stance (``"schedule"``, as the experiments; with every candidate the QP
-    controllers keep force on the lifting swing feet and LINKS falls within 0.05 s)."""
-    return "schedule" if backend == "pybullet" else "all"
+def contact_selection(controller: str, backend: str) -> str:
+    """What the controller models: on its matched model idyn.sim's own contact set (``"all"``,
+    the paper's identical data); against any other model the feet in planned stance
+    (``"schedule"``, as the experiments). In PyBullet the candidates are geometric and not its
+    solver's contacts (with every candidate the QP controllers keep force on the lifting swing feet
+    and LINKS falls within 0.05 s). On idyn.sim's other models the set is the solver's, but a
+    controller whose contact model differs from the world's must not be handed the feet the gait
+    lifts: Stage I of ``qp-coulomb`` has no normal complementarity (paper Sec. 6), and at lift-off
+    it loads the swing foot while predicting it separate (LINKS on ``ap-lcp`` at mu = 100: 17-59 N
+    predicted on feet leaving at 0.07-0.30 m/s in the first 4 ms), which a complementarity world
+    holds down instead (0.01 rad/s of the 1.42 rad/s commanded knee speed): the swings start late,
+    land early at 0.6 m/s with 800-1000 N predicted, and the robot fell at 0.36 s."""
+    return "all" if is_matched(controller, backend) else "schedule"
 
 
-def planning_friction_limit(backend: str) -> float | None:
-    """The cap on the friction the controller plans with: in PyBullet the locomotion runs' cap
-    (:data:`experiments.scenario.LOCOMOTION_FRICTION_LIMIT`, README "Results"; without it at
-    mu = 0.5 ``qp-coulomb`` fell at 0.37 s, with it trotted the 30 s at 2.0 %), none on idyn.sim,
-    whose contact data the controller shares exactly."""
-    return LOCOMOTION_FRICTION_LIMIT if backend == "pybullet" else None
+def planning_friction_limit(controller: str, backend: str) -> float | None:
+    """The cap on the friction the controller plans with: none on its matched model, whose
+    contact data the controller shares exactly; elsewhere the locomotion runs' cap
+    (:data:`experiments.scenario.LOCOMOTION_FRICTION_LIMIT`, README "Results"). In PyBullet at
+    mu = 0.5 without it ``qp-coulomb`` fell at 0.37 s, with it trotted the 30 s at 2.0 %. On
+    idyn.sim's ``ap-lcp`` at the world's mu = 0.5, Stage I's maximal dissipation puts 78 % of the
+    loaded foot-steps on the friction pyramid's edge, where the relaxation predicts a sliding
+    loaded foot to lift (N v+ up to mu times its slip) and the LCP world slides it on the ground:
+    in a two-foot stance the joints then lag the prediction, the error feedback asks for more, and
+    the stance loads grew from 36 N to 1054 N in 16 steps and launched the robot (fell at 0.45 s;
+    the stance feet slid at 101 mm/s on average, with the cap at 7.5 mm/s)."""
+    return None if is_matched(controller, backend) else LOCOMOTION_FRICTION_LIMIT
+
+
+def is_matched(controller: str, backend: str) -> bool:
+    """Whether ``backend`` is the controller's own contact model (:data:`MATCHED`)."""
+    return MATCHED.get(controller, (None,))[0] == backend
 
 
 def build_testbed(robot, backend: str, mu: float, model_options: dict | None = None):
@@ -165,8 +185,8 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
         raise InvalidInputError(f"{controller} predicts no contact forces; choose from {', '.join(PREDICTING)}")
     mu = cell_mu(controller, backend) if mu is None else float(mu)
     testbed = build_testbed(robot, backend, mu, model_options)     # steps at the controllers' dt = 1 ms
-    reference = QuadrupedReference(robot, contacts=contact_selection(backend), balance=balance,
-                                   friction_limit=planning_friction_limit(backend))
+    reference = QuadrupedReference(robot, contacts=contact_selection(controller, backend), balance=balance,
+                                   friction_limit=planning_friction_limit(controller, backend))
     done = [0]
 
     def count(k, n):
@@ -174,7 +194,7 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
         if progress is not None:
             progress(k, n)
 
-    row = {"controller": controller, "backend": backend, "mu": mu, "matched": MATCHED.get(controller, (None,))[0] == backend,
+    row = {"controller": controller, "backend": backend, "mu": mu, "matched": is_matched(controller, backend),
            "balance": balance, "friction_limit": reference.friction_limit,
            "controller_options": dict(controller_options or {}),
            "model_options": dict(model_options or {}), "error": None}
@@ -223,7 +243,7 @@ def prediction_table(controllers=PREDICTING, backends=BACKENDS, duration: float 
 def matched_options(controller: str, backend: str) -> tuple[dict | None, dict | None]:
     """``(controller options, model options)`` of a cell: :data:`MATCHED_OPTIONS` on its matched
     pair, the defaults (None, None) elsewhere."""
-    if MATCHED.get(controller, (None,))[0] != backend:
+    if not is_matched(controller, backend):
         return None, None
     return MATCHED_OPTIONS.get(controller, (None, None))
 

@@ -8,7 +8,9 @@ default; ``idyn verify-forces`` prints the whole table.
 """
 import pytest
 
-from experiments.prediction_table import MATCHED, matched_options, relative_prediction_error
+from experiments.prediction_table import (BACKENDS, MATCHED, PREDICTING, contact_selection, matched_options,
+                                          planning_friction_limit, relative_prediction_error)
+from experiments.scenario import LOCOMOTION_FRICTION_LIMIT
 
 
 SHORT = 0.3   # s of the trot: start, liftoff, the first two touchdowns
@@ -93,8 +95,20 @@ def test_verify_forces_command_prints_and_writes_the_table(tmp_path, capsys):
     assert doc["settings"]["balance"] is False and len(doc["rows"]) == 2
     matched = doc["rows"][0]
     assert matched["matched"] and matched["trotted_s"] == pytest.approx(0.02) and matched["max_rel"] < 1e-9
-    # PyBullet's controller plans with the locomotion runs' friction cap; idyn.sim's shares the model's mu
+    # PyBullet's controller plans with the locomotion runs' friction cap; the matched model's shares its mu
     assert matched["friction_limit"] is None and doc["rows"][1]["friction_limit"] == 0.3
+
+
+def test_only_the_matched_model_shares_its_contact_data():
+    """The matched cells give the controller the simulator's own contacts and mu; every other cell
+    (PyBullet and idyn.sim's other models) the feet in planned stance at the locomotion runs'
+    friction cap, without which qp-coulomb fell within 0.5 s on ap-lcp, noslip, compliant and
+    penalty (experiments.prediction_table.contact_selection, planning_friction_limit)."""
+    for controller in PREDICTING:
+        for backend in BACKENDS:
+            own = MATCHED.get(controller, (None,))[0] == backend
+            assert contact_selection(controller, backend) == ("all" if own else "schedule")
+            assert planning_friction_limit(controller, backend) == (None if own else LOCOMOTION_FRICTION_LIMIT)
 
 
 @pytest.mark.parametrize("argv,message", [
