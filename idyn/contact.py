@@ -19,6 +19,7 @@ ground, so forces reported as [normal, s, t] read naturally.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -105,13 +106,19 @@ class Contact:
         object.__setattr__(self, "_frame", frame)
 
     @classmethod
-    def _trusted(cls, body_a, body_b, point, normal, mu, phi, tangents, frame) -> "Contact":
-        """Without the checks, from the validated arrays of a :class:`ContactSet`; ``frame`` is
-        the read-only (3, 3) rows n, s, t (a view of the set's frames, stacked once for all)."""
-        c = object.__new__(cls)
-        c.__dict__.update(body_a=body_a, body_b=body_b, point=point, normal=normal, mu=float(mu),
-                          phi=float(phi), tangents=tangents, _frame=frame)
-        return c
+    def _stacked(cls, body_a, body_b, points: np.ndarray, frames: np.ndarray, mu: list, phi: list) -> list:
+        """Contacts without the checks, from validated stacks (a :class:`ContactSet`'s, a
+        testbed's): each one's point, normal, tangents and frame are views of ``points``
+        (m, 3) and the read-only ``frames`` (m, 3, 3; rows n, s, t), one allocation per stack
+        instead of per contact; ``mu``, ``phi``: floats. (The views come from iterating the
+        stacks and their columns, cheaper than indexing each frame three times.)"""
+        new, out = object.__new__, []
+        for a, b, p, f, n, s, t, mu_i, phi_i in zip(body_a, body_b, points, frames, frames[:, 0], frames[:, 1],
+                                                     frames[:, 2], mu, phi):
+            c = new(cls)
+            c.__dict__.update(body_a=a, body_b=b, point=p, normal=n, mu=mu_i, phi=phi_i, tangents=(s, t), _frame=f)
+            out.append(c)
+        return out
 
     def with_friction(self, mu: float) -> "Contact":
         """The same contact with Coulomb coefficient ``mu``, sharing this one's arrays (they are
@@ -202,13 +209,11 @@ class ContactSet:
 
     def contacts(self) -> list[Contact]:
         """The same contacts as :class:`Contact` objects (their frames are views of one
-        read-only stack of all frames: one numpy call instead of one per contact)."""
-        s, t = self.tangents
+        read-only stack of all frames: one numpy call instead of one per contact; their points
+        views of :attr:`points`)."""
         frames = self.frames()
         frames.setflags(write=False)
-        return [Contact._trusted(*args, tangents=(si, ti), frame=fi) for *args, si, ti, fi in
-                zip(self.body_a, self.body_b, self.points, self.normals, self.mu.tolist(), self.phi.tolist(),
-                    s, t, frames)]
+        return Contact._stacked(self.body_a, self.body_b, self.points, frames, self.mu.tolist(), self.phi.tolist())
 
 
 #: the messages of :func:`idyn._contact_kernel.framed_rows`'s failure codes
@@ -233,7 +238,7 @@ def framed_contacts(body_a, body_b, rows, mu) -> tuple[list[Contact], np.ndarray
     if rows.shape != (m, 7) or mu.shape != (m,) or len(body_b) != m:
         raise ShapeError(f"{m} contacts need (m, 7) rows, m friction coefficients and m bodies B; "
                          f"got {rows.shape}, {mu.shape}, {len(body_b)}")
-    if any(a == b for a, b in zip(body_a, body_b)):
+    if any(map(operator.eq, body_a, body_b)):
         raise InvalidInputError("a contact needs two different bodies")
     frames, points = np.empty((m, 3, 3)), np.empty((m, 3))
     code = framed_rows(rows, mu, frames, points)
@@ -242,9 +247,7 @@ def framed_contacts(body_a, body_b, rows, mu) -> tuple[list[Contact], np.ndarray
         raise error(f"{message}; got row {rows[code // 4].tolist()}, mu {mu[code // 4]} for {body_a[code // 4]}")
     frames.setflags(write=False)
     points.setflags(write=False)
-    contacts = [Contact._trusted(a, b, p, f[0], mu_i, phi_i, (f[1], f[2]), f) for a, b, p, f, mu_i, phi_i in
-                zip(body_a, body_b, points, frames, mu.tolist(), rows[:, 6].tolist())]
-    return contacts, points, frames
+    return Contact._stacked(body_a, body_b, points, frames, mu.tolist(), rows[:, 6].tolist()), points, frames
 
 
 @dataclass(frozen=True)
