@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from idyn.contact import ContactJacobians
-from idyn.impact import IMPACT_SPEED_TOL, ImpactSolution, inelastic_impact
+from idyn.impact import IMPACT_SPEED_TOL, ImpactSolution, checked_impact
 
 __all__ = ["IMPACT_SPEED_TOL", "passive_impact"]
 
@@ -38,6 +38,8 @@ def passive_impact(M: np.ndarray, v: np.ndarray, jac: ContactJacobians, dt: floa
                    ) -> tuple[np.ndarray, ImpactSolution]:
     """``(v', solution)``: the impact of the module docstring for the contacts of ``jac`` (their
     gaps ``jac.phi`` as the step uses them); ``solution.impulses`` (m, 3) [normal, s, t] in N s,
-    and ``v' = v`` if the LCP is not solved (``solution.status``)."""
+    and ``v' = v`` if the LCP is not solved (``solution.status``). Its inputs are a control
+    step's, which :meth:`controllers.Controller.compute`, the contacts and
+    :class:`controllers.dynamics.StepDynamics` have checked: no second validation."""
     J = jac.rows if jac.rows is not None else jac.stacked()
-    return inelastic_impact(M, v, J, jac.phi, jac.mu, dt)
+    return checked_impact(M, v, J, jac.phi, jac.mu, dt)

@@ -61,8 +61,10 @@ import numpy as np
 from . import validation
 from .contact import NO_SLIP_MU
 from .errors import InvalidInputError, ShapeError
-from .friction_pyramid import PyramidLCP
+from ._pyramid_kernel import edged_impulses
+from .friction_pyramid import Layouts, PyramidLCP
 from .lcp import LCPStatus, lemke_regularized
+from .lcp.residuals import DEFAULT_TOL
 
 #: approach speed (m/s) beyond what the gap allows that makes a contact an impact
 IMPACT_SPEED_TOL = 1e-2
@@ -97,6 +99,11 @@ def impact_impulses(W, u, phi, mu, dt: float) -> ImpactSolution:
     m = phi.shape[0]
     W = validation.matrix(W, (3 * m, 3 * m), "W")
     u = validation.vector(u, 3 * m, "u")
+    return checked_impulses(W, u, phi, *_friction_and_period(mu, m, dt))
+
+
+def _friction_and_period(mu, m: int, dt) -> tuple[np.ndarray, float]:
+    """``(mu, dt)`` checked: m friction coefficients >= 0 (inf allowed), a positive finite period."""
     mu = np.asarray(mu, dtype=float)
     if mu.shape != (m,):
         raise ShapeError(f"mu must have shape ({m},), got {mu.shape}")
@@ -105,7 +112,24 @@ def impact_impulses(W, u, phi, mu, dt: float) -> ImpactSolution:
     dt = float(dt)
     if not (math.isfinite(dt) and dt > 0.0):
         raise InvalidInputError(f"dt must be positive and finite, got {dt}")
-    lcp = PyramidLCP(m, np.arange(m))
+    return mu, dt
+
+
+def checked_impulses(W: np.ndarray, u: np.ndarray, phi: np.ndarray, mu: np.ndarray, dt: float) -> ImpactSolution:
+    """:func:`impact_impulses` for arguments the caller has validated (float arrays of its
+    shapes, finite but ``mu``, which is >= 0; ``dt > 0``). The usual impact is one compiled call
+    (:func:`idyn._pyramid_kernel.edged_impulses`: the LCP on a per-size :class:`PyramidLCP`
+    and a cold Lemke solve that passes its residual check); the rest (no contact, a failed
+    check) goes through :func:`idyn.lcp.lemke_regularized`, whose first attempt is that same
+    cold solve, so the answer is the same either way."""
+    m = phi.shape[0]
+    lcp = _EDGED[(m,)]
+    if m:
+        out = np.empty((m, 3))
+        passed, pivots = edged_impulses(W, u, phi, mu, dt, NO_SLIP_MU, lcp.R, lcp.sel, lcp.sign, lcp.edged, lcp.Q,
+                                        lcp.r, lcp.s, lcp.Qs, lcp.rs, DEFAULT_TOL, out)
+        if passed:
+            return ImpactSolution(out, _SOLVED, pivots, 0.0)
     lcp.build(W, u, np.maximum(phi, 0.0) / dt, np.where(np.isinf(mu), NO_SLIP_MU, mu))
     res = lemke_regularized(lcp.Qs, lcp.rs)
     impulses = lcp.impulses(res.z, W, u) if res.solved else np.zeros((m, 3))
@@ -120,10 +144,22 @@ def inelastic_impact(M, v, J, phi, mu, dt: float) -> tuple[np.ndarray, ImpactSol
     v = validation.vector(v, M.shape[0], "v")
     phi = validation.vector(phi, None, "phi")
     J = validation.matrix(J, (3 * phi.shape[0], M.shape[0]), "J")
+    return checked_impact(M, v, J, phi, *_friction_and_period(mu, phi.shape[0], dt))
+
+
+def checked_impact(M: np.ndarray, v: np.ndarray, J: np.ndarray, phi: np.ndarray, mu: np.ndarray, dt: float
+                   ) -> tuple[np.ndarray, ImpactSolution]:
+    """:func:`inelastic_impact` for arguments the caller has validated (a controller's step: its
+    checked state, contacts and period). A mass matrix that makes ``W`` or ``J v`` non-finite
+    still raises :class:`idyn.errors.NonFiniteError` (from the LCP's check)."""
     try:
         Minv_JT = np.linalg.solve(M, J.T) if J.shape[0] else np.zeros((M.shape[0], 0))
     except np.linalg.LinAlgError as exc:
         raise InvalidInputError("the mass matrix is singular") from exc
-    sol = impact_impulses(J @ Minv_JT, J @ v, phi, mu, dt)
+    sol = checked_impulses(J @ Minv_JT, J @ v, phi, mu, dt)
     return v + Minv_JT @ sol.impulses.T.reshape(-1), sol
 
+
+#: the impact LCP's layout for m contacts (key: (m,)), every one edged; work arrays reused by each impact
+_EDGED = Layouts(lambda m: PyramidLCP(m, np.arange(m)))
+_SOLVED = LCPStatus.SOLVED.value
