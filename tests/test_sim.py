@@ -145,7 +145,7 @@ def test_compliant_dense_path_matches_the_general_solver(monkeypatch, angle, mu)
                                        atol=1e-9)
             np.testing.assert_allclose(fast.impulses, slow.impulses, rtol=0, atol=1e-2 * np.abs(slow.impulses).max())
             assert (fast.status, fast.iterations) == (slow.status, slow.iterations)
-            found = model._solve_dense(problem, coulomb_tangents(problem.m, problem.dt),
+            found = model._solve_dense(problem, np.split(problem.J, 3), coulomb_tangents(problem.m, problem.dt),
                                        np.minimum(problem.mu, np.inf), np.where(problem.phi <= 0, model.damping, 0.0))
             dense += found is not None
             general += found is None

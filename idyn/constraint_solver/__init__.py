@@ -2,7 +2,8 @@
 
 Generic multibody input (M dense or sparse, f, G, phi, phi_dot, K, B, mu) so the same solver
 runs on pinocchio models (:class:`idyn.RobotModel`) and on the free rigid bodies of
-:mod:`~idyn.constraint_solver.bodies`.
+:mod:`~idyn.constraint_solver.bodies`. Small dense contact problems (a simulator step) have a
+compiled path beside it, :mod:`~idyn.constraint_solver.dense`.
 """
 from .conic import BACKENDS, ConicStatus
 from .constraints import ConstraintProblem, ConstraintRows, ContactRows

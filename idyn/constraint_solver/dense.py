@@ -20,7 +20,11 @@ algorithm, in the same order, on dense contact-space data in one compiled call:
 Only what that loop settles is answered here: a round whose optimum leaves a cone (a sliding
 contact, which needs the conic backend), a singular KKT matrix, a pivoting or an active set that
 does not settle return None, and the caller solves the step with the general solver, which
-repeats these steps and goes on. Dense work is cubic in the rows: :data:`DENSE_MAX_ROWS`
+repeats these steps and goes on. Given the general path's L, G a0 and phi_dot (see
+:meth:`idyn.sim.compliant.Compliant._solve_dense`), the impulses are the general path's to the
+bit (measured: the standing quadruped and a 3 s trot on idyn.sim); other BLAS builds may round
+the matrix products differently, and the tangential split of a resting body is ill-conditioned
+(B_t = 1e6 / h), so there the two may differ by round-off amplified up to ~1e-3 relative. Dense work is cubic in the rows: :data:`DENSE_MAX_ROWS`
 bounds the problems sent here (measured, see there).
 """
 from __future__ import annotations

@@ -51,10 +51,10 @@ class Compliant(ContactModel):
         tangent = coulomb_tangents(m, problem.dt)
         mu = np.where(problem.mu >= self.no_slip_mu, np.inf, problem.mu)
         damping = np.where(problem.phi <= 0.0, self.damping, 0.0)
-        dense = self._solve_dense(problem, tangent, mu, damping)
+        N, S, T = blocks = tuple(problem.J[block * m:(block + 1) * m] for block in range(3))
+        dense = self._solve_dense(problem, blocks, tangent, mu, damping)
         if dense is not None:
             return dense
-        N, S, T = (problem.J[block * m:(block + 1) * m] for block in range(3))
         rows = ContactRows(
             normal=ConstraintRows(N, problem.phi, np.full(m, self.stiffness), damping),
             tangent_r=ConstraintRows(S, tangent.phi, tangent.K, tangent.B),
@@ -67,14 +67,16 @@ class Compliant(ContactModel):
         impulses[:, 2] = sol.lambda_s * problem.dt
         return ContactSolution(impulses, sol.info.status, 0, 0.0, sol.info.iterations)
 
-    def _solve_dense(self, problem: ContactProblem, tangent, mu, damping) -> ContactSolution | None:
+    def _solve_dense(self, problem: ContactProblem, blocks, tangent, mu, damping) -> ContactSolution | None:
         """The step by :func:`idyn.constraint_solver.dense.solve_contacts` (one compiled call, ~20x
         faster than the general path on the quadruped's 12 rows) when it is small, every contact
         has friction and the solver settings are the ones that path implements (exact normals,
         reduced form); None otherwise or when the general solver must decide. L = J M^-1 J^T
         and G a0 = J M^-1 f are formed as the general path forms them (not from the problem's
         W, whose different round-off the ill-conditioned tangential split of a resting body,
-        B_t = 1e6 / h, amplifies to 1e-3 relative): measured, the answers are the general path's to the bit."""
+        B_t = 1e6 / h, amplifies to 1e-3 relative), phi_dot = G v per block of ``blocks``
+        [N, S, T] as ConstraintRows.checked forms it (one J v rounds differently): measured,
+        the answers are the general path's to the bit."""
         m, solver = problem.m, self.solver
         if (3 * m > DENSE_MAX_ROWS or not problem.finite or not solver.exact_normals
                 or solver.formulation == "lifted" or not (problem.mu > 0).all()):
@@ -84,7 +86,8 @@ class Compliant(ContactModel):
         U = problem.chol[0]         # scipy's cho_solve is this LAPACK call behind its argument checks
         L = J @ dpotrs(U, J.T)[0]
         Ga0 = J @ dpotrs(U, problem.f)[0]
-        found = solve_contacts(L, Ga0, np.concatenate((problem.phi, zero)), J @ problem.v,
+        phi_dot = np.concatenate([G @ problem.v for G in blocks])
+        found = solve_contacts(L, Ga0, np.concatenate((problem.phi, zero)), phi_dot,
                                np.concatenate((np.full(m, self.stiffness), zero)),
                                np.concatenate((damping, tangent.B, tangent.B)), dt,
                                solver.zeta if solver.zeta is not None else 1.0 / dt, mu, solver.max_rounds)
