@@ -93,9 +93,15 @@ class _Scaled:
 
 
 def _row_scaled(A: sp.csc_matrix, b: np.ndarray):
-    norm = abs(A).max(axis=1).toarray().ravel() if A.shape[0] else np.zeros(0)
+    """diag(r) A and r b with r_i = 1 / max_j |A_ij|: each stored entry times its row's r (the
+    product diag(r) @ A went through a sparse matrix product and format conversions)."""
+    scaled = A.copy()
+    scaled.sum_duplicates()
+    norm = np.zeros(A.shape[0])
+    np.maximum.at(norm, scaled.indices, np.abs(scaled.data))
     r = 1.0 / np.where(norm > 0, norm, 1.0)
-    return sp.csc_matrix(sp.diags(r) @ A), b * r
+    scaled.data *= r[scaled.indices]
+    return scaled, b * r
 
 
 def _equilibrate(prog: ConicProgram) -> _Scaled:
