@@ -17,8 +17,6 @@ from idyn._triangular import gram_solve
 from idyn.jit import cached_jit
 from idyn.validation import finite
 
-_EMPTY = np.zeros(0)
-
 
 @cached_jit
 def resolve(g, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, tau, v_next):
@@ -86,6 +84,9 @@ def free_motion(M, h, v, vdot_a, L, dt, u, a, out):
 
 
 @cached_jit
-def all_finite(a, b, c=_EMPTY, d=_EMPTY, e=_EMPTY):
-    """Whether every entry of the vectors ``a`` ... ``e`` is finite (:func:`idyn.validation.finite`)."""
+def all_finite(a, b, c, d, e):
+    """Whether every entry of the vectors ``a`` ... ``e`` is finite (:func:`idyn.validation.finite`).
+    Five float vectors always (pad with empty ones): no defaults, because numba cannot cache a
+    variant with omitted array arguments and compiled it anew in every process (~0.1-0.3 s in
+    the first control step)."""
     return finite(a) and finite(b) and finite(c) and finite(d) and finite(e)

@@ -123,7 +123,7 @@ class Controller(ABC):
             impact = self.dynamics.last_impact if self.predicts_contact_forces else None
             if impact is not None:   # included in contact_forces; reported for the residual checks
                 info["impact_forces"] = split_forces(impact, owner, copies) if merged else impact
-        if sol is None or not all_finite(sol.tau, sol.contact_forces.ravel()):
+        if sol is None or not all_finite(sol.tau, sol.contact_forces.ravel(), _NOTHING, _NOTHING, _NOTHING):
             sol = self._fallback(q, v, vdot, len(contacts))
             info["fallback"] = "no-contact-id"
             if info["status"] == "solved":
@@ -177,6 +177,10 @@ class Controller(ABC):
 
     def _step(self, q, v, vdot, contacts) -> Step:
         return self.dynamics.update(q, v, vdot, contacts)
+
+
+#: the vectors :func:`all_finite` is not given (it always takes five)
+_NOTHING = np.zeros(0)
 
 
 # ---------------------------------------------------------------------- registry
