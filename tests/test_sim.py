@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pinocchio as pin
 import pytest
-from hypothesis import Phase, given, settings
+from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
 from idyn import RobotModel
@@ -170,6 +170,10 @@ def check_step_conditions(sim, tau, tol=1e-7):
     if m == 0:
         return problem, f, v1
     uN = problem.J[:m] @ v1
+    # a Lemke answer after the regularisation fallback (idyn.lcp.regularized) solves the LCP with
+    # W + eps I: its conditions hold to eps relative (a resting box's four coplanar contacts
+    # needed eps = 1e-4 on ap-lcp: 1.4e-6 m/s of approach, hypothesis found it)
+    tol = max(tol, sol.regularization)
     # tolerances relative to the step's impulse and velocity scales (m g dt, |u*|, phi / dt)
     scale = max(np.abs(f).max(), 9.81e-3)
     vscale = (np.abs(problem.u_free).max() + np.abs(problem.phi / problem.dt).max()
@@ -187,6 +191,7 @@ def check_step_conditions(sim, tau, tol=1e-7):
 @settings(max_examples=8, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(st.sampled_from(RIGID), st.floats(0.05, 1.5), st.floats(-2, 2), st.floats(-2, 2),
        st.floats(-10, 10), st.floats(0.0, 0.05))
+@example("ap-lcp", 1.4511867811407, 0.015, -0.6556802927370764, -5.4139184756063, 0.0489783471808086)
 def test_contact_impulses_never_add_energy(name, mu, vx, vy, wz, drop):
     """A tumbling box dropped on a plane: every step satisfies the model's conditions and the
     contact impulse does no positive work, KE(v+) <= KE(v*) (paper Sec. 2.3.4 for qp; for the
