@@ -110,7 +110,7 @@ def test_penetration_recovery_option_pushes_overlap_apart():
 
 
 def test_stage_one_svd_is_numpys():
-    """Stage I calls numpy's LAPACK SVD (dgesdd, full matrices, the workspace numpy queries) from
+    """Stage I calls LAPACK's SVD (dgesdd through scipy, full matrices, the workspace numpy queries) from
     compiled code: np.linalg.svd's numbers, and a failure code when it does not converge."""
     from idyn._lapack_kernel import full_svd, full_svd_work
 
