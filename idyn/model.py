@@ -438,10 +438,14 @@ class Workspace:
         self.h: np.ndarray | None = None
         self.J = np.zeros((6, model.nv))
         self.dJ: np.ndarray | None = None
+        #: whether the frame placements ``data.oMf`` are those of :attr:`q` (a pass without
+        #: ``placements`` leaves the previous ones)
+        self.placed = False
 
     @property
     def data(self) -> pin.Data:
-        """The pinocchio Data of the last pass (placements ``oMf``, ``oMi``; read-only use)."""
+        """The pinocchio Data of the last pass (placements ``oMi``, and ``oMf`` if :attr:`placed`;
+        read-only use)."""
         return self._data
 
     def compute(self, q, v=None, *, dynamics: bool = True, drift: bool = True) -> "Workspace":
@@ -470,6 +474,7 @@ class Workspace:
             self.J, self.dJ = data.J.copy(), data.dJ.copy()
         if placements:
             pin.updateFramePlacements(pm, data)
+        self.placed = placements
         return self
 
     def is_at(self, q, v=None) -> bool:

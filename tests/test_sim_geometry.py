@@ -124,3 +124,22 @@ def test_plane_world_contacts_equal_the_general_path_and_share_read_only_data():
         if cs.m:
             assert not (cs.normals.flags.writeable or cs.mu.flags.writeable or fast[4].flags.writeable)
     assert len(patterns) > 3
+
+
+def test_detection_does_not_reuse_a_pass_without_frame_placements():
+    """A controller's pinocchio pass skips the frame placements (Workspace.compute_checked with
+    placements=False): handed to World.detect at that same q it must not be read as placed, or the
+    contacts would come from the previous configuration's frames."""
+    from robots import sim as sim_testbeds
+
+    tb = sim_testbeds.QuadrupedTestbed("links", "rigid", 0.5)
+    world, model = tb.sim.world, tb.model
+    q0, q1 = tb.quadruped.q_stand.copy(), tb.quadruped.q_stand.copy()
+    q1[2] -= 0.004                                    # every foot 4 mm further into the ground
+    ws = model.workspace()
+    ws.compute_checked(q0)
+    ws.compute_checked(q1, placements=False)
+    assert ws.is_at(q1) and not ws.placed
+    reused, fresh = world.detect(q1, workspace=ws), world.detect(q1)
+    assert fresh.m and np.array_equal(reused.phi, fresh.phi) and np.array_equal(reused.points, fresh.points)
+    assert ws.compute_checked(q1).placed

@@ -185,7 +185,8 @@ class World:
         q = self.model.check_q(q)
         v = None if v is None else self.model.check_v(v)
         ws = workspace
-        if ws is None or ws.model is not self.model or not ws.is_at(q, v) or (v is not None and ws.v is None):
+        if ws is None or ws.model is not self.model or not ws.is_at(q, v) or (v is not None and ws.v is None) \
+                or not ws.placed:
             ws = self._workspace.compute(q, v, dynamics=False)
         return self.detect_at(ws, dt if v is not None else None)
 
