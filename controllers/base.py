@@ -36,6 +36,7 @@ import numpy as np
 
 from idyn import Contact, RobotModel, validation
 from idyn.errors import InvalidInputError
+from idyn.jit import load_cached
 from idyn.state import Desired, RobotState
 
 from ._reduced_kernel import all_finite
@@ -92,6 +93,7 @@ class Controller(ABC):
         self.dynamics = StepDynamics(model, self.dt, penetration_recovery, impact, impact_speed_tol)
         self._shapes = ((model.nq,), (model.nv,), (model.na,), (model.na,), (model.na,))   # of _check's vectors
         self.feedback = ErrorFeedback(model, kp, kv, ki, integral_limit) if feedback else None
+        load_cached()   # every kernel a step may call, loaded now: no stall at a first touchdown or fallback
 
     # ------------------------------------------------------------------ contract
     def reset(self) -> None:
