@@ -189,6 +189,29 @@ def test_rough_terrain_is_seeded_and_per_cell_friction():
             tb.step()
 
 
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_bare_links_out_of_collision_detection_change_nothing(robot, monkeypatch):
+    """The links without a collision shape are filtered out of collision detection
+    (:func:`robots.pybullet.base.exclude_bare_links`): a stance under PD control gives the same
+    states and sensed forces, to the bit, as with them left in (as PyBullet loads them)."""
+    runs = []
+    for exclude in (True, False):
+        if not exclude:
+            monkeypatch.setattr(robots.pybullet.base, "exclude_bare_links", lambda client, body: [])
+        with QuadrupedTestbed(robot, "rigid", mu=math.inf) as tb:
+            normals = hold_stance(tb, 200)
+            s = tb.state()
+            runs.append((normals.tobytes(), s.q.tobytes(), s.v.tobytes(), tb.sensed_contact_forces().tobytes()))
+            if exclude:
+                bare = tb.robot.bare_links
+                names = {link: name for name, link in tb.robot.link_of_name.items()}
+                assert all(pb.getCollisionShapeData(tb.robot.body, k, physicsClientId=tb.client) == ()
+                           for k in bare)
+    assert runs[0] == runs[1]
+    if robot == "links":             # the leg links have no <collision>, the base and feet do
+        assert len(bare) == 12 and all("_LEG_" in names[k] for k in bare)
+
+
 def test_several_testbeds_coexist():
     with QuadrupedTestbed("links") as a, QuadrupedTestbed("a1", "compliant") as b:
         assert a.client != b.client
