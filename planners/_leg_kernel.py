@@ -168,9 +168,48 @@ def leg_rates(J_inv, xd, leg_v, qd, v, leg_q, q_legs, q):
 
 
 @cached_jit
+def _cross(a0, a1, a2, b0, b1, b2):
+    """``a x b`` as Eigen's ``cross`` forms it (the plain formula, coefficient by coefficient)."""
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@cached_jit
+def _rotate(R, x0, x1, x2):
+    """``R x`` for the column-major 3 x 3 ``R`` (9 values) as pinocchio's Eigen build evaluates
+    it, so bit for bit: rows 0 and 1 as one SSE2 packet summing the columns in order, row 2 by
+    the scalar tail's pairwise sum ``r0 + (r1 + r2)``."""
+    return (R[0] * x0 + R[3] * x1 + R[6] * x2,
+            R[1] * x0 + R[4] * x1 + R[7] * x2,
+            R[2] * x0 + (R[5] * x1 + R[8] * x2))
+
+
+@cached_jit
+def frame_drifts(joints, offsets, placements, velocities, accelerations, out):
+    """``out[l]``: the classical linear acceleration, in world axes, of the point ``offsets[l]``
+    of joint ``joints[l]`` after pinocchio's second-order forward kinematics, the same operations
+    as ``pin.getFrameClassicalAcceleration(..., LOCAL_WORLD_ALIGNED).linear`` (bit for bit):
+    with the joint's world rotation R and its spatial velocity (v, w) and acceleration (a, al) in
+    joint axes, ``R (a + al x p) + (R w) x (R (v + w x p))``. ``placements``, ``velocities``,
+    ``accelerations``: pinocchio's ``data.oMi`` (rotation column-major first), ``data.v`` and
+    ``data.a`` as (njoints, 12), (njoints, 6) and (njoints, 6) rows [linear; angular]. At zero
+    joint acceleration this is the feet's drift Jdot qd."""
+    for leg in range(joints.shape[0]):
+        j = joints[leg]
+        R, v, a = placements[j], velocities[j], accelerations[j]
+        p0, p1, p2 = offsets[leg, 0], offsets[leg, 1], offsets[leg, 2]
+        c0, c1, c2 = _cross(v[3], v[4], v[5], p0, p1, p2)
+        l0, l1, l2 = _rotate(R, v[0] + c0, v[1] + c1, v[2] + c2)
+        w0, w1, w2 = _rotate(R, v[3], v[4], v[5])
+        c0, c1, c2 = _cross(a[3], a[4], a[5], p0, p1, p2)
+        a0, a1, a2 = _rotate(R, a[0] + c0, a[1] + c1, a[2] + c2)
+        c0, c1, c2 = _cross(w0, w1, w2, l0, l1, l2)
+        out[leg, 0], out[leg, 1], out[leg, 2] = a0 + c0, a1 + c1, a2 + c2
+
+
+@cached_jit
 def accelerations_into(J_inv, xdd, drift, out):
     """``out[l] = J_inv[l] (xdd[l] - drift[l])``: the joint accelerations qdd = J^-1 (xdd - Jdot qd)
-    (``drift``: (L, 3) or a tuple of L 3-vectors)."""
+    (``drift``: (L, 3))."""
     for leg in range(J_inv.shape[0]):
         d = drift[leg]
         for j in range(J_inv.shape[1]):

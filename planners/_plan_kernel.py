@@ -244,10 +244,10 @@ def plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching
 @cached_jit
 def joint_targets(ws, ik, drift, out_q, out_v, out_a):
     """The step's joint targets from the solved leg IK (record ``ik``: angles ``q``, inverses
-    ``J_inv``, joint indices ``leg_actuated``) and the feet's drifts Jdot qd (a tuple of L
-    3-vectors): qdd = J^-1 (xdd - Jdot qd) into ``qdd_legs``, the angles into ``q_legs``, and
-    the actuated vectors of desired q, v, vdot (zero except the leg joints). Returns whether
-    they are all finite (the check :class:`idyn.state.Desired` makes of new arrays)."""
+    ``J_inv``, joint indices ``leg_actuated``) and the feet's drifts Jdot qd (L, 3): qdd = J^-1
+    (xdd - Jdot qd) into ``qdd_legs``, the angles into ``q_legs``, and the actuated vectors of
+    desired q, v, vdot (zero except the leg joints). Returns whether they are all finite (the
+    check :class:`idyn.state.Desired` makes of new arrays)."""
     w, k = ws[0], ik[0]
     accelerations_into(k.J_inv, w.xdd, drift, w.qdd_legs)
     w.q_legs[:] = k.q

@@ -13,16 +13,16 @@ frame and the base columns of the foot Jacobians are J_base = [I, -[r]x] in base
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pinocchio as pin
 
 from idyn import RobotModel
-from idyn.errors import InvalidInputError
+from idyn.errors import IdynError, InvalidInputError
 
 from . import _leg_kernel as kernel
-from ._leg_kernel import foot_jacobians, gather_points, regular_inverses
-
-LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+from ._leg_kernel import foot_jacobians, frame_drifts, gather_points, regular_inverses
 
 
 class LegKinematics:
@@ -81,6 +81,13 @@ class LegKinematics:
         # the world joint Jacobians and the planned foot points (read without a call)
         self._Jw = self._data.J
         self._points = tuple(self._data.oMf[f].translation for f in self._fids)
+        # the drift pass's inputs: each foot's joint and point in it, and live (njoints, k) rows
+        # of pinocchio's joint placements, velocities and accelerations
+        self._foot_joints = np.array([pm.frames[f].parentJoint for f in self._fids])
+        self._foot_offsets = np.array([pm.frames[f].placement.translation for f in self._fids])
+        self._oMi, self._vi, self._ai = (_joint_rows(self._data.oMi, "rotation"),
+                                         _joint_rows(self._data.v, "linear"),
+                                         _joint_rows(self._data.a, "linear"))
         self._damping = float(damping)
         root = pm.joints[pm.getJointId("root_joint")]
         self._base_v = np.arange(root.idx_v, root.idx_v + 6)
@@ -100,6 +107,7 @@ class LegKinematics:
         self._flags = {name: w[name].view(bool) for name in ("active", "ok", "stuck")}
         self._zero_a = np.zeros(pm.nv)
         self._x = np.zeros((len(self.legs), 3))
+        self._drifts = np.zeros((len(self.legs), 3))
         self._x_shape, self._J_shape = (L, 3), (L, 3, n)
         self._regular = np.empty(L, dtype=bool)      # inverse()'s certainty flags
 
@@ -149,18 +157,18 @@ class LegKinematics:
         (pinocchio forms each frame's placement from its joint's inside this call.)"""
         self._set(q_legs)
         self._v[self.leg_v] = qd_legs
-        x = np.empty((len(self._fids), 3))
-        gather_points(self.drifts(), x)
-        return x
+        return self.drifts().copy()
 
-    def drifts(self) -> tuple:
-        """Jdot qd of every foot (a tuple of L base-frame 3-vectors) at the configuration and
-        joint rates in pinocchio's vectors (where :meth:`solve_begun` leaves the solved angles
-        and rates: the planner's per-step drift pass)."""
-        model, data = self._model, self._data
-        pin.forwardKinematics(model, data, self._q, self._v, self._zero_a)
-        acceleration = pin.getFrameClassicalAcceleration
-        return tuple([acceleration(model, data, f, LWA).linear for f in self._fids])
+    def drifts(self) -> np.ndarray:
+        """Jdot qd of every foot, (L, 3) in the base frame, at the configuration and joint rates
+        in pinocchio's vectors (where :meth:`solve_begun` leaves the solved angles and rates: the
+        planner's per-step drift pass): pinocchio's second-order pass at zero acceleration, then
+        each foot's classical acceleration
+        (``pin.getFrameClassicalAcceleration(..., LOCAL_WORLD_ALIGNED)``) in one compiled call,
+        :func:`planners._leg_kernel.frame_drifts`. A buffer overwritten by the next call."""
+        pin.forwardKinematics(self._model, self._data, self._q, self._v, self._zero_a)
+        frame_drifts(self._foot_joints, self._foot_offsets, self._oMi, self._vi, self._ai, self._drifts)
+        return self._drifts
 
     def inverse(self, J) -> np.ndarray:
         """Per-leg inverses, shape (L, n, 3): exact for a well-conditioned square leg, damped
@@ -279,6 +287,20 @@ class LegKinematics:
             q += step
             w["stage"][...] = kernel.GATHER
         self._set(q)
+
+
+def _joint_rows(vector, field: str) -> np.ndarray:
+    """A live (njoints, k) view of one of pinocchio's per-joint vectors of fixed-size records
+    (``data.oMi``, ``data.v``, ``data.a``: a std::vector, contiguous, which the passes overwrite
+    in place), a row per joint from its first field ``field`` on (k = the record's size in
+    doubles); the even stride is checked, element by element. The view does not keep ``data``
+    alive: its owner must."""
+    addresses = [getattr(vector[j], field).__array_interface__["data"][0] for j in range(len(vector))]
+    stride = addresses[1] - addresses[0]
+    if stride <= 0 or stride % 8 or addresses != [addresses[0] + j * stride for j in range(len(addresses))]:
+        raise IdynError(f"pinocchio's joint records are not evenly strided ({field})")
+    memory = (ctypes.c_char * (stride * len(addresses))).from_address(addresses[0])
+    return np.frombuffer(memory, dtype=np.float64).reshape(len(addresses), stride // 8)
 
 
 def _inv(J: np.ndarray) -> np.ndarray:

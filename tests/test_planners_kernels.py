@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import robots
 from idyn.errors import NonFiniteError, ShapeError
 from idyn.state import RobotState
-from planners import ClampedCubicSpline
+from planners import ClampedCubicSpline, LegKinematics
 from planners._balance_kernel import pd_wrench, virtual_forces
 from planners._leg_kernel import accelerations_into, decreased, newton_steps, per_leg_into, residuals
 from planners._motion_kernel import gait_frame_motion
@@ -124,6 +124,38 @@ def test_spline_evaluation_is_its_cubic_bit_for_bit():
                     2.0 * c2 + 6.0 * s * c3)
         for got, exp in zip((x, xd, xdd), want):
             np.testing.assert_array_equal(got, exp)
+
+
+@pytest.mark.parametrize("name", ["links", "a1"])
+def test_foot_drifts_are_pinocchios_classical_accelerations_bit_for_bit(name):
+    """LegKinematics.drifts (planners._leg_kernel.frame_drifts on live rows of pinocchio's joint
+    records) gives what pin.getFrameClassicalAcceleration gives, to the last bit: the planner's
+    joint accelerations, and so the closed-loop traces, are unchanged by the compiled form. Random
+    base poses and rates too, though the planner's pass holds the base at rest at the origin."""
+    robot = robots.quadruped(name)
+    m = robot.model
+    kin = LegKinematics(m, {leg: f.link for leg, f in robot.feet.items()}, robot.leg_joints,
+                        {leg: f.offset for leg, f in robot.feet.items()})
+    model, data = kin._model, kin._data
+    rng = np.random.default_rng(11)
+    for k in range(300):
+        q = kin._q
+        q[kin.leg_q] = robot.q_stand[kin.leg_q] + rng.uniform(-0.5, 0.5, kin.leg_q.shape)
+        kin._v[:] = 0.0
+        kin._v[kin.leg_v] = rng.normal(0.0, 5.0, kin.leg_v.shape)
+        if k % 2:                       # a moving base away from the origin
+            q[:3] = rng.normal(size=3)
+            q[3:7] = pin.Quaternion(*rng.normal(size=4)).normalized().coeffs()
+            kin._v[:6] = rng.normal(size=6)
+        got = kin.drifts()
+        for i, f in enumerate(kin._fids):
+            want = pin.getFrameClassicalAcceleration(model, data, f, pin.LOCAL_WORLD_ALIGNED).linear
+            np.testing.assert_array_equal(got[i], want)
+    for j in range(model.njoints):      # the live rows are the records' fields
+        np.testing.assert_array_equal(kin._oMi[j, :9], data.oMi[j].rotation.ravel(order="F"))
+        np.testing.assert_array_equal(kin._oMi[j, 9:], data.oMi[j].translation)
+        np.testing.assert_array_equal(kin._vi[j], data.v[j].vector)
+        np.testing.assert_array_equal(kin._ai[j], data.a[j].vector)
 
 
 def test_check_state_keeps_the_typed_errors():
