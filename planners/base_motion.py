@@ -84,6 +84,26 @@ def yaw_of(rotation: np.ndarray) -> float:
     return math.atan2(rotation[1, 0], rotation[0, 0])
 
 
+@cached_jit
+def base_rotation(q, out) -> None:
+    """The base rotation of the floating-base configuration ``q`` into ``out`` (3 x 3), as
+    ``pin.Quaternion(q[3:7]).normalized().toRotationMatrix()`` forms it from the quaternion (x,
+    y, z, w), bit for bit: Eigen's vectorised squared norm ``(x^2 + z^2) + (y^2 + w^2)`` (two SSE2
+    lanes, then their sum), each coefficient divided by its root, then Eigen's
+    ``toRotationMatrix`` products. One compiled call instead of pinocchio's three (the closed
+    loop forms this rotation every step)."""
+    x, y, z, w = q[3], q[4], q[5], q[6]
+    norm = math.sqrt((x * x + z * z) + (y * y + w * w))
+    x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    tx, ty, tz = 2.0 * x, 2.0 * y, 2.0 * z
+    twx, twy, twz = tx * w, ty * w, tz * w
+    txx, txy, txz = tx * x, ty * x, tz * x
+    tyy, tyz, tzz = ty * y, tz * y, tz * z
+    out[0, 0], out[0, 1], out[0, 2] = 1.0 - (tyy + tzz), txy - twz, txz + twy
+    out[1, 0], out[1, 1], out[1, 2] = txy + twz, 1.0 - (txx + tzz), tyz - twx
+    out[2, 0], out[2, 1], out[2, 2] = txz - twy, tyz + twx, 1.0 - (txx + tyy)
+
+
 def rot_z(yaw: float) -> np.ndarray:
     c, s = math.cos(yaw), math.sin(yaw)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])

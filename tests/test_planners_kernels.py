@@ -20,7 +20,7 @@ from planners import ClampedCubicSpline, LegKinematics
 from planners._balance_kernel import pd_wrench, virtual_forces
 from planners._leg_kernel import accelerations_into, decreased, newton_steps, per_leg_into, residuals
 from planners._motion_kernel import gait_frame_motion
-from planners.base_motion import rot_z
+from planners.base_motion import base_rotation, rot_z
 
 TOL = 1e-13
 
@@ -156,6 +156,20 @@ def test_foot_drifts_are_pinocchios_classical_accelerations_bit_for_bit(name):
         np.testing.assert_array_equal(kin._oMi[j, 9:], data.oMi[j].translation)
         np.testing.assert_array_equal(kin._vi[j], data.v[j].vector)
         np.testing.assert_array_equal(kin._ai[j], data.a[j].vector)
+
+
+def test_base_rotation_is_pinocchios_bit_for_bit():
+    """base_rotation forms pin.Quaternion(q[3:7]).normalized().toRotationMatrix() to the last bit,
+    for unit quaternions, nearly unit ones (as a simulator's state holds) and arbitrary ones."""
+    rng = np.random.default_rng(13)
+    q, out = np.zeros(7), np.empty((3, 3))
+    for k in range(20000):
+        c = rng.normal(size=4)
+        if k % 2:
+            c *= (1.0 + 1e-9 * rng.normal()) / np.linalg.norm(c)
+        q[3:7] = c
+        base_rotation(q, out)
+        np.testing.assert_array_equal(out, pin.Quaternion(q[3:7]).normalized().toRotationMatrix())
 
 
 def test_check_state_keeps_the_typed_errors():
