@@ -64,7 +64,8 @@ def test_lemke_answer_read_as_numpy_would(n, seed, kind):
 def test_cold_checked_equals_checked_lemke(n, seed, kind):
     """The compiled cold solve with its verdict (Stage I's common path) answers as
     checked_lemke does: the same z bit for bit when it passes, and a pass exactly when
-    checked_lemke returns SOLVED without polishing; its BLAS product equals numpy's."""
+    checked_lemke returns SOLVED without polishing or re-following the path with the textbook
+    exit rule (whose pivots it adds); its BLAS product equals numpy's."""
     from idyn.lcp.lemke import checked_lemke, cold_checked
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((n, max(1, n // 3) if kind == "degenerate" else n))
@@ -79,7 +80,7 @@ def test_cold_checked_equals_checked_lemke(n, seed, kind):
         assert res.solved and pivots == res.pivots and np.array_equal(z, res.z)
         assert np.array_equal(z, np.maximum(z, 0.0))
     else:
-        assert not res.solved or res.pivots == pivots   # failed, or solved only after polishing
+        assert not res.solved or res.pivots >= pivots   # failed, polished, or re-followed
 
 
 def test_compiled_gemv_equals_numpy():

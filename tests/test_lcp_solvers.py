@@ -357,3 +357,72 @@ def test_compiled_algorithm_2_pivots_as_the_python_loop(n, seed, warm):
     # agree to round-off amplified by the conditioning (seed 2267: cond 1e9, 7e-6 relative)
     rtol = max(1e-9, 1e-14 * np.linalg.cond(G.T @ G))
     np.testing.assert_allclose(ours.z, ref.z, rtol=rtol, atol=rtol * (1 + np.abs(ref.z).max()))
+
+
+# The friction-pyramid LCP (paper eqs. 52-56, 64) of a box resting flat on a plane on four
+# coplanar contacts, equilibrated as idyn.sim's ap-lcp builds it (idyn.friction_pyramid): step 145
+# of test_sim's energy example.  Rows: f_N (4), the pyramid edges +S, -S, +T, -T (4 each), the
+# slip speeds (4).  Data: the Delassus block of [N; S; T] (upper triangle, row by row), the
+# scaled friction coefficient, the scaled edge sums and the normal constants, which differ by
+# 2e-11 (5e-9 relative: the box is flat but for round-off).
+RESTING_BOX_W = [
+    0.9999999999999998, 0.22361504245855235, 0.13627173473513965, -0.640113222806308, -0.5287342391966171,
+    -0.34985071097457243, -0.3498507109745726, -0.5287342391966171, -0.13535872884615366,
+    -0.19045201694777075, -0.19045201694777075, -0.1353587288461537,
+    1.0000000000000002, -0.6401132228063081, 0.1362717347351395, -0.15522877633658172,
+    -0.10271114245898351, -0.10271114245898352, -0.15522877633658172, 0.34172520189151956,
+    0.48081312891239847, 0.48081312891239836, 0.3417252018915196,
+    1.0000000000000002, 0.22361504245855246, 0.15522877633658164, 0.10271114245898347, 0.1027111424589835,
+    0.15522877633658164, -0.34172520189151956, -0.48081312891239836, -0.48081312891239836,
+    -0.3417252018915196,
+    1.0000000000000002, 0.5287342391966172, 0.34985071097457254, 0.3498507109745726, 0.5287342391966172,
+    0.13535872884615363, 0.1904520169477707, 0.19045201694777075, 0.1353587288461537,
+    1.0000000000000002, 0.3872334932445887, 0.8284066244564068, 0.8372137960761146, -0.19045232284984687,
+    -0.09188893722977504, 0.18489396600116637, 0.25655318474960764,
+    1.0, -0.1956402140456896, 0.8284066244564066, 0.627592054537196, 0.40582957158427024,
+    -0.34429038416693675, -0.5838547063246025,
+    1.0000000000000002, 0.3872334932445889, -0.5838547063246022, -0.3442903841669368, 0.40582957158427024,
+    0.6275920545371962,
+    1.0000000000000002, 0.25655318474960753, 0.18489396600116637, -0.09188893722977501,
+    -0.1904523228498469,
+    1.0, 0.9235051413859656, 0.16346848489235152, -0.2274622726485686,
+    1.0000000000000002, 0.52939024515389, 0.1634684848923515,
+    1.0, 0.9235051413859658,
+    1.0000000000000002,
+]
+RESTING_BOX_MU = np.float64(1.1822749016585006)
+RESTING_BOX_E = ([1.4345898688350278, 0.9492335626522902, 0.9492335626522904, 1.4345898688350278], [0.8905943518702772, 1.2530812903005977, 1.2530812903005977, 0.8905943518702775])
+RESTING_BOX_QN = [-0.004161375977491367, -0.004161375963604125, -0.0041613759693321, -0.004161375955444856]
+
+
+def resting_box_lcp():
+    """``(M, q)`` of the resting box: ``M = [[P W P^T, [0; E]], [mu I, -E^T, 0]]`` with
+    ``P = [I; S; -S; T; -T]`` picking the rows of ``W``."""
+    W = np.zeros((12, 12))
+    W[np.triu_indices(12)] = RESTING_BOX_W
+    W += np.triu(W, 1).T
+    eye, zero = np.eye(4), np.zeros((4, 4))
+    P = np.block([[eye, zero, zero], [zero, eye, zero], [zero, -eye, zero], [zero, zero, eye], [zero, zero, -eye]])
+    E = np.vstack([np.diag(RESTING_BOX_E[0])] * 2 + [np.diag(RESTING_BOX_E[1])] * 2)
+    M = np.zeros((24, 24))
+    M[:20, :20] = P @ W @ P.T
+    M[4:20, 20:] = E
+    M[20:, 4:20] = -E.T
+    M[20:, :4] = RESTING_BOX_MU * eye
+    return M, np.concatenate((RESTING_BOX_QN, np.zeros(20)))
+
+
+def test_lemke_solves_the_resting_box_that_needed_regularisation():
+    """The early z0 exit (Z0_EXIT tie widths) ended this path 80 tie widths above the minimum
+    ratio, leaving w = -8e-12 (2e-9 of max|q|): rejected, and only eps = 1e-4 regularisation got
+    an answer.  The LCP is solvable (either diagonal pair of contacts carries the box); the path
+    re-followed with the textbook exit rule (z0 leaves on a tie only) ends at a solution."""
+    from idyn.lcp.lemke import cold_checked
+    from idyn.lcp.residuals import DEFAULT_TOL
+
+    M, q = resting_box_lcp()
+    passed, _ = cold_checked(M, q, 1e-12, DEFAULT_TOL, np.empty(24))
+    assert not passed                       # the early-exit path's answer is rejected
+    res = lemke_regularized(M, q)
+    assert res.solved and res.regularization == 0.0 and lcp_residuals(M, q, res.z).worst < 1e-13
+    np.testing.assert_allclose(res.z[:4], [0.0, 0.0115630, 0.0115630, 0.0], atol=1e-7)

@@ -171,8 +171,9 @@ def check_step_conditions(sim, tau, tol=1e-7):
         return problem, f, v1
     uN = problem.J[:m] @ v1
     # a Lemke answer after the regularisation fallback (idyn.lcp.regularized) solves the LCP with
-    # W + eps I: its conditions hold to eps relative (a resting box's four coplanar contacts
-    # needed eps = 1e-4 on ap-lcp: 1.4e-6 m/s of approach, hypothesis found it)
+    # W + eps I: its conditions hold to eps relative.  (The example below, a resting box's four
+    # coplanar contacts, needed eps = 1e-4 on ap-lcp, 1.4e-6 m/s of approach, until Lemke
+    # re-followed a path whose early z0 exit was rejected: test_lcp_solvers' resting box.)
     tol = max(tol, sol.regularization)
     # tolerances relative to the step's impulse and velocity scales (m g dt, |u*|, phi / dt)
     scale = max(np.abs(f).max(), 9.81e-3)

@@ -23,7 +23,12 @@ _EPS = np.finfo(np.float64).eps
 #: z0 leaves when its ratio is within this many tie widths of the minimum: ending the path a
 #: hair early perturbs the answer by about 1e-11 * Z0_EXIT relative, which the residual check
 #: then accepts or rejects, whereas missing the exit can send the path onto a secondary ray.
+#: That perturbation is ``1e-9 max|x_B|``, the size of the check's tolerance ``1e-9 max|q|``, so
+#: an exit near the window's edge is rejected whenever ``max|x_B| > max|q|``.
 Z0_EXIT = 100.0
+#: The window of the textbook rule (z0 leaves only when it ties for the minimum ratio), which
+#: :func:`idyn.lcp.lemke` follows when the answer of a :data:`Z0_EXIT` path is rejected.
+Z0_TIES = 1.0
 #: Ratios closer than ``TIE * max|x_B| / max|y|`` to the minimum count as ties.
 TIE = 1e-11
 #: A column entry is round-off, not a pivot candidate, unless it exceeds ``NOISE * n * eps``
@@ -168,13 +173,14 @@ def _pivot(Binv, xb, y, r):
 
 
 @_jit
-def lemke_path(M, q, d, Binv, xb, basic, limit, pivot_tol, cold, z, support):
+def lemke_path(M, q, d, Binv, xb, basic, limit, pivot_tol, cold, z0_exit, z, support):
     """Lemke's path for the LCP ``(q, M)`` and the basic solution where it ends, as one call.
 
     With ``cold`` the slack basis (``B = I``, ``x_B = q``, covering vector ``d = 1``) is first
     written into ``Binv``, ``xb``, ``d`` and ``basic`` (their contents are ignored); otherwise
-    they hold the caller's complementary basis.  The path is :func:`_follow_path`.  A secondary
-    ray whose ``z0`` is already at zero (within :data:`Z0_EXIT` tie widths) ends at a
+    they hold the caller's complementary basis.  The path is :func:`_follow_path`; ``z0`` leaves
+    within ``z0_exit`` tie widths of the minimum ratio (:data:`Z0_EXIT` or :data:`Z0_TIES`).  A
+    secondary ray whose ``z0`` is already at zero (within ``z0_exit`` tie widths) ends at a
     complementary point and is reported :data:`SOLVED` for the residual check to judge.
     ``z`` receives the basic ``z`` clipped at zero exactly as ``np.maximum(z, 0.0)`` does (NaN
     kept, ``-0.0`` made ``+0.0``) and ``support[:count]`` the indices of its positive entries.
@@ -197,8 +203,8 @@ def lemke_path(M, q, d, Binv, xb, basic, limit, pivot_tol, cold, z, support):
     for i in range(n):
         for j in range(n):
             MT[j, i] = M[i, j]
-    code, pivots, z0_row = _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol)
-    if code == RAY and xb[z0_row] <= Z0_EXIT * TIE * first_max(_abs_max(xb), 1e-300):
+    code, pivots, z0_row = _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol, z0_exit)
+    if code == RAY and xb[z0_row] <= z0_exit * TIE * first_max(_abs_max(xb), 1e-300):
         code = SOLVED
     for i in range(n):
         z[i] = 0.0
@@ -233,10 +239,11 @@ def first_max(a, b):
 
 
 @_jit
-def _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol):
+def _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol, z0_exit):
     """Follow Lemke's path from the complementary basis ``(Binv, xb, basic)`` (updated in place).
 
-    ``d`` is the covering vector (the column of ``z0`` is ``-d``).  Every pivot checks that
+    ``d`` is the covering vector (the column of ``z0`` is ``-d``); ``z0`` leaves when its ratio
+    is within ``z0_exit`` tie widths of the minimum.  Every pivot checks that
     ``x_B`` and the entering column still solve their systems with the current basis and
     refactorises ``B^-1`` when they do not (:data:`REFACTOR`).  Returns
     ``(status, pivots, z0_row)``; ``status`` is :data:`SOLVED`, :data:`MAX_PIVOTS`, :data:`RAY`
@@ -299,7 +306,7 @@ def _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol):
             return RAY, pivots, z0_row
         width = _tie_width(xb, ymax)
         yz = y[z0_row]
-        if yz > floor and yz > noise[z0_row] and xb[z0_row] / yz <= theta + Z0_EXIT * width:
+        if yz > floor and yz > noise[z0_row] and xb[z0_row] / yz <= theta + z0_exit * width:
             r = z0_row  # z0 can (nearly) leave: end the path (the residual check judges)
             continue
         ties = 0

@@ -20,6 +20,18 @@ round-off bound of the dot product that computed it, ratio ties are detected rel
 ratios' own scale, and the final answer is polished by one solve of the terminal complementary
 basis and accepted only through :func:`idyn.lcp.lcp_residuals`.
 
+Early exit.  ``z0`` is let leave when its ratio is within ``Z0_EXIT = 100`` tie widths of the
+minimum (:mod:`idyn.lcp._lemke_kernel`): the exit is then taken even if round-off puts it a hair
+above the minimum.  When the larger ratio is genuine, the rows whose ratios were smaller go
+negative by up to ``1e-9 max|x_B|``, beyond the residual check's ``1e-9 max|q|`` when
+``max|x_B| > max|q|``.  A box resting flat on four coplanar contacts does this (the friction
+LCP of ``idyn.sim``'s ``ap-lcp``, ``tests/test_lcp_solvers.py``): its normal constants differ by
+``2e-11`` (``5e-9`` relative), ``z0``'s ratio exceeded the minimum by 80 tie widths, and the exit
+left ``w = -8e-12``, ``2.0e-9`` of ``max|q|`` (``max|x_B|`` was 3.3 times ``max|q|``), so only
+``eps = 1e-4`` regularisation got an answer.  A cold path whose answer is rejected is therefore
+followed again with the textbook rule (``z0`` leaves only on a tie, ``Z0_TIES``); on that
+problem it ends three pivots later at a solution (residuals ``1e-15``).
+
 Why the round-off bound.  Duplicated contacts make many columns of ``B^-1 M`` exactly zero in
 degenerate rows (``x_r = 0``).  Computed, those zeros come out as ``+-1e-12``-sized noise; any
 positive one ties at ratio 0 with the genuine pivots, and the lexicographic rule, dividing by
@@ -40,7 +52,7 @@ import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
 from ..jit import cached_jit
-from ._lemke_kernel import AT_START, MAX_PIVOTS, RAY, SINGULAR, SOLVED, lemke_path
+from ._lemke_kernel import AT_START, MAX_PIVOTS, RAY, SINGULAR, SOLVED, Z0_EXIT, Z0_TIES, lemke_path
 from .inputs import check_indices, check_lcp
 from .residuals import DEFAULT_TOL, exact_pass
 from .result import LCPResult, LCPStatus
@@ -95,11 +107,12 @@ def cold_checked(M, q, pivot_tol, tol, z):
     numpy's ``@``, bit for bit: ``tests/test_lcp_residual_kernel.py``).  Returns
     ``(passed, pivots)``; ``passed`` is False whenever :func:`checked_lemke` would not return
     SOLVED straight from the path, and the caller then runs it (or
-    :func:`idyn.lcp.regularized.regularized_checked`), which polishes and reports the status."""
+    :func:`idyn.lcp.regularized.regularized_checked`), which polishes, re-follows the path with
+    the textbook exit rule, and reports the status."""
     n = q.shape[0]
     Binv, xb, d = np.empty((n, n)), np.empty(n), np.empty(n)
     basic, support = np.empty(n, np.int64), np.empty(n, np.intp)
-    code, pivots, _ = lemke_path(M, q, d, Binv, xb, basic, max(100, 50 * n), pivot_tol, True, z, support)
+    code, pivots, _ = lemke_path(M, q, d, Binv, xb, basic, max(100, 50 * n), pivot_tol, True, Z0_EXIT, z, support)
     if code == AT_START:
         z[:] = 0.0
         return True, 0
@@ -152,7 +165,9 @@ def _polish(M, q, z_basic: np.ndarray) -> np.ndarray | None:
     return z
 
 
-def _solve(M, q, warm, limit, pivot_tol, tol) -> LCPResult:
+def _solve(M, q, warm, limit, pivot_tol, tol, z0_exit=Z0_EXIT) -> LCPResult:
+    """Lemke's path from ``warm`` (or cold), its residual check, the polish of a rejected answer
+    and, for a cold path still rejected, :func:`_ties_only`; ``z0_exit`` in tie widths."""
     n = q.shape[0]
     Binv, xb, d = np.empty((n, n)), np.empty(n), np.empty(n)   # the cold start fills them
     basic = np.empty(n, dtype=np.int64)  # see idyn.lcp._lemke_kernel for the encoding
@@ -180,7 +195,8 @@ def _solve(M, q, warm, limit, pivot_tol, tol) -> LCPResult:
         else:
             cold = True
     z, support = np.empty(n), np.empty(n, dtype=np.intp)
-    code, pivots, count = lemke_path(M, q, d, Binv, xb, basic, limit, float(pivot_tol), cold, z, support)
+    code, pivots, count = lemke_path(M, q, d, Binv, xb, basic, limit, float(pivot_tol), cold, z0_exit, z,
+                                     support)
     if code == AT_START:
         return _at_start(q)
     status = _STATUS[code]
@@ -191,4 +207,14 @@ def _solve(M, q, warm, limit, pivot_tol, tol) -> LCPResult:
             polished = _clipped_finish(M, q, zp, LCPStatus.SOLVED, pivots, tol)
             if polished.solved:
                 return polished
+        if cold and z0_exit > Z0_TIES:
+            return _ties_only(M, q, limit, pivot_tol, tol, res)
     return res
+
+
+def _ties_only(M, q, limit, pivot_tol, tol, rejected: LCPResult) -> LCPResult:
+    """The cold path again with ``z0`` leaving only on a minimum-ratio tie (the rule of Cottle,
+    Pang & Stone 1992, Sec. 4.4, without the early exit that gave the ``rejected`` answer); its
+    answer if it passes, else ``rejected``, with the pivots of both paths."""
+    strict = _solve(M, q, None, limit, pivot_tol, tol, Z0_TIES)
+    return _with_pivots(strict if strict.solved else rejected, rejected.pivots + strict.pivots)
