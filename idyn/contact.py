@@ -116,7 +116,9 @@ class Contact:
         for a, b, p, f, n, s, t, mu_i, phi_i in zip(body_a, body_b, points, frames, frames[:, 0], frames[:, 1],
                                                      frames[:, 2], mu, phi):
             c = new(cls)
-            c.__dict__.update(body_a=a, body_b=b, point=p, normal=n, mu=mu_i, phi=phi_i, tangents=(s, t), _frame=f)
+            d = c.__dict__      # item by item: ~0.1 us per contact less than update(**fields)
+            d["body_a"], d["body_b"], d["point"], d["normal"] = a, b, p, n
+            d["mu"], d["phi"], d["tangents"], d["_frame"] = mu_i, phi_i, (s, t), f
             out.append(c)
         return out
 
@@ -240,6 +242,15 @@ def framed_contacts(body_a, body_b, rows, mu) -> tuple[list[Contact], np.ndarray
                          f"got {rows.shape}, {mu.shape}, {len(body_b)}")
     if any(map(operator.eq, body_a, body_b)):
         raise InvalidInputError("a contact needs two different bodies")
+    return _framed(body_a, body_b, rows, mu)
+
+
+def _framed(body_a, body_b, rows: np.ndarray, mu: np.ndarray) -> tuple[list[Contact], np.ndarray, np.ndarray]:
+    """:func:`framed_contacts` for a caller whose inputs have the right form by construction: m
+    bodies A and B pairwise different (a testbed's feet against the world), float64 ``rows``
+    (m, 7) and ``mu`` (m,). The numbers are still checked (finite rows, non-zero normals, mu >=
+    0: they come from the simulator), in the compiled call."""
+    m = rows.shape[0]
     frames, points = np.empty((m, 3, 3)), np.empty((m, 3))
     code = framed_rows(rows, mu, frames, points)
     if code:
