@@ -105,6 +105,12 @@ def _center_of_mass(model: RobotModel):
     return lambda q: pin.centerOfMass(pm, data, q)
 
 
+def _normal_total(forces: np.ndarray) -> float:
+    """The summed normal force of (m, 3) contact forces [normal, s, t]: the column's floats added
+    left to right (for m < 8 the order of numpy's sum, which costs ~1.5 us a call to this ~0.4)."""
+    return sum(forces[:, 0].tolist())
+
+
 def run_loop(testbed, model: RobotModel, reference: Reference, controller, duration: float, *,
              limit=None, trace_path=None, meta: dict | None = None, com=None,
              stop=None, progress=None, clock=None) -> LoopResult:
@@ -168,8 +174,8 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
         if code is None:
             code = codes[status] = trace.status_code(str(status))
         trace.record(state.t, state.q, state.v, desired.q, desired.v, tau,
-                     out.contact_forces[:, 0].sum() if len(active) else 0.0,
-                     sensed[:, 0].sum() if len(contacts) else 0.0, len(contacts),
+                     _normal_total(out.contact_forces) if active else 0.0,
+                     _normal_total(sensed) if contacts else 0.0, len(contacts),
                      code, info.get("solve_time", np.nan), com(state.q))
         if progress is not None:
             progress(k + 1, steps)
