@@ -17,7 +17,7 @@ from idyn.lcp._lemke_kernel import first_max
 from idyn.lcp.lemke import cold_checked
 from idyn.separation import separating_into
 
-from ._dynamics_kernel import pyramid_inputs, pyramid_outputs
+from ._dynamics_kernel import pyramid_inputs, pyramid_outputs, step_arrays
 from ._reduced_kernel import resolve
 
 #: relative tolerance of the rank decisions (rows that impulses cannot move, nullspace of Y)
@@ -363,3 +363,25 @@ def two_stages(rows, L, p, qd, u, a, phi, dt, cone, mu, tol, weight, ridge, try_
         out[3] = result[1]
     pyramid_outputs(R, z, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, impact, tau, v_next, forces)
     return 0
+
+
+@cached_jit
+def step_two_stages(J, support, ja, jb, two_bodies, frames, points, phi, v, dt, recovery, impact_speed, M, h, vdot_a,
+                    u, a, rows, gaps, L, free, cone, mu, tol, weight, ridge, try_quadprog, schedule, lwork, tau, v_next,
+                    forces, out):
+    """A ``qp-coulomb`` step from its inputs in one call: the step's arrays
+    (:func:`controllers._dynamics_kernel.step_arrays`, outputs ``rows``, ``gaps``, ``L``, ``free``
+    with ``free = [qd_des, dt h_u, B dva, p]``), then, if it returned 0, :func:`two_stages` on them
+    (``phi`` the gaps, ``Ma = M[a]``, no touchdown impact), as
+    :meth:`controllers.dynamics.StepDynamics.update` and :func:`controllers.dissipation.solve_common`
+    call them.  Returns ``(info, code)``: ``step_arrays``'s ``info`` and, when that is 0,
+    ``two_stages``'s code, else :data:`LEFT` (the caller then finishes the step in Python from the
+    arrays written so far: the touchdown impact, or the error of an ``A`` not positive definite)."""
+    info = step_arrays(J, support, ja, jb, two_bodies, frames, points, phi, v, dt, recovery, impact_speed, M, h,
+                       vdot_a, u, a, rows, gaps, L, free)
+    if info != 0:
+        return info, LEFT
+    na, nu = a.shape[0], u.shape[0]
+    qd, dt_h_u, B_dva, p = free[:na], free[na:na + nu], free[na + nu:na + 2 * nu], free[na + 2 * nu:]
+    return 0, two_stages(rows, L, p, qd, u, a, gaps, dt, cone, mu, tol, weight, ridge, try_quadprog, schedule, v,
+                         dt_h_u, B_dva, M[a], h, np.zeros((0, 3)), lwork, tau, v_next, forces, out)

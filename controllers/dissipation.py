@@ -140,7 +140,7 @@ from idyn.separation import price_separation as core_price_separation
 from . import _dissipation_kernel as kernel
 
 if TYPE_CHECKING:   # dynamics imports this module's cone rows (touchdown impact)
-    from .dynamics import Step
+    from .dynamics import Step, StepArrays
 
 RANK_TOL = kernel.RANK_TOL
 
@@ -408,14 +408,45 @@ def solve_common(step: Step, weight: float, ridge: float, qp_backend: str
     kernels of :func:`build_stage_one`, :func:`solve_priced`, :func:`solve_stage_two` and
     :meth:`Step.pyramid_outputs` in their order, the same numbers and ``info``.  None when the
     step needs more than the common case: the caller then solves it the general way."""
-    mu = step.jac.mu
-    cone = cone_rows(mu)
-    tau, v_next, forces, out = np.empty(step.a_index.size), np.empty(step.v.size), np.empty((step.m, 3)), np.empty(4, np.intp)
-    if kernel.two_stages(step.rows, step.L, step.p, step.qd, step.u_index, step.a_index, step.jac.phi, step.dt, cone,
-                         mu if cone.shape[0] else _NO_CONE, DEFAULT_TOL, weight, ridge,
-                         _backend(qp_backend) == "quadprog", _RIDGES, step.v, step.dt_h_u, step.B_dva, step.Ma, step.h,
-                         step.impact_rows, svd_work(step.nu, 5 * step.m), tau, v_next, forces, out):
+    outputs = _common_outputs(step.a_index.size, step.v.size, step.m)
+    if kernel.two_stages(step.rows, step.L, step.p, step.qd, step.u_index, step.a_index, step.jac.phi, step.dt,
+                         *_common_settings(step.jac.mu, weight, ridge, qp_backend), step.v, step.dt_h_u, step.B_dva,
+                         step.Ma, step.h, step.impact_rows, svd_work(step.nu, 5 * step.m), *outputs):
         return None
+    return _common_result(*outputs)
+
+
+def solve_step_common(arrays: StepArrays, nu: int, weight: float, ridge: float, qp_backend: str
+                      ) -> tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray, dict] | None]:
+    """:func:`solve_common` from a step's inputs (:meth:`StepDynamics.prepare`, ``nu`` unactuated
+    coordinates) with the step's arrays in the same compiled call (:func:`kernel.step_two_stages`,
+    no :class:`Step` built): ``(info, answer)`` with the ``info`` of
+    :func:`controllers._dynamics_kernel.step_arrays` and :func:`solve_common`'s answer, None when
+    ``info`` is not 0 (then :meth:`StepDynamics.finish` takes it from there) or the step needs more
+    than the common case."""
+    m = arrays.phi.size
+    outputs = _common_outputs(arrays.a.size, arrays.v.size, m)
+    info, code = kernel.step_two_stages(*arrays.kernel_args, *_common_settings(arrays.mu, weight, ridge, qp_backend),
+                                        svd_work(nu, 5 * m), *outputs)
+    return info, None if code else _common_result(*outputs)
+
+
+def _common_settings(mu: np.ndarray, weight: float, ridge: float, qp_backend: str) -> tuple:
+    """:func:`kernel.two_stages`'s ``(cone, mu, tol, weight, ridge, try_quadprog, schedule)`` for
+    contacts of friction ``mu``."""
+    cone = cone_rows(mu)
+    return (cone, mu if cone.shape[0] else _NO_CONE, DEFAULT_TOL, weight, ridge, _backend(qp_backend) == "quadprog",
+            _RIDGES)
+
+
+def _common_outputs(na: int, nv: int, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`kernel.two_stages`'s outputs ``(tau, v_next, forces, out)``, not yet written."""
+    return np.empty(na), np.empty(nv), np.empty((m, 3)), np.empty(4, np.intp)
+
+
+def _common_result(tau: np.ndarray, v_next: np.ndarray, forces: np.ndarray, out: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """``(tau, v+, forces, info)`` from :func:`kernel.two_stages`'s outputs after it passed."""
     info = {"stage1_status": "solved", "pivots": int(out[0]), "regularization": 0.0,
             "separation_priced": int(out[1]), "stage2_status": "solved" if out[2] else "determinate",
             "nullity": int(out[2])}

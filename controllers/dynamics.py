@@ -41,6 +41,7 @@ fraction of the correction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import lapack
@@ -276,30 +277,76 @@ class StepDynamics:
     def update(self, q: np.ndarray, v: np.ndarray, vdot_a: np.ndarray, contacts) -> Step:
         """Evaluate M, h (pinocchio CRBA / RNEA), the contact Jacobians and ``p`` at (q, v), which
         the caller has validated (:meth:`controllers.Controller.compute` does)."""
-        dt, u, a = self.dt, self.u, self.a
+        arrays = self.prepare(q, v, vdot_a, contacts)
+        return self.finish(arrays, kernel.step_arrays(*arrays.kernel_args))
+
+    def prepare(self, q: np.ndarray, v: np.ndarray, vdot_a: np.ndarray, contacts) -> StepArrays:
+        """A step's inputs at (q, v): one pinocchio pass (M, h and the joint Jacobians), the contact
+        inputs and the output arrays of :func:`kernel.step_arrays`, not yet filled; the last
+        update's impact is forgotten.  :meth:`update` is ``finish(prepare(...), step_arrays(...))``;
+        a controller may run ``step_arrays`` inside a larger compiled call instead."""
         ws = self.workspace.compute_checked(q, v, drift=False, placements=False)   # one pinocchio pass: M, h, J
-        M, h = ws.M, ws.h
         ja, jb, two_bodies, frames, points, phi, mu = contact_inputs(self.model, contacts)
         m, na, nu = phi.size, self._a_index.size, self.nu
         rows, gaps = np.empty((3 * m, self.model.nv)), np.empty(m)     # gaps: see "Gap stabilization" above
         L, free = np.empty((nu, nu), order="F"), np.empty(na + 3 * nu)   # free: [qd_des, dt h_u, B dva, p]
-        info = kernel.step_arrays(ws.J, self.model.support, ja, jb, two_bodies, frames, points, phi, v, dt,
-                                  self.penetration_recovery, self.impact_speed_tol if self.impact else np.inf,
-                                  M, h, vdot_a, self._u_index, self._a_index, rows, gaps, L, free)
-        jac = ContactJacobians.from_stacked(rows, gaps, mu)
-        v_measured, self.last_impact, self.last_impact_status = None, None, None
+        self.last_impact, self.last_impact_status = None, None
+        return StepArrays(ws.J, self.model.support, ja, jb, two_bodies, frames, points, phi, v, self.dt,
+                          self.penetration_recovery, self.impact_speed_tol if self.impact else np.inf,
+                          ws.M, ws.h, vdot_a, self._u_index, self._a_index, rows, gaps, L, free, mu)
+
+    def finish(self, arrays: StepArrays, info: int) -> Step:
+        """The :class:`Step` of ``arrays`` after :func:`kernel.step_arrays` returned ``info`` on them:
+        the touchdown impact first when it asked for one (``info < 0``, see :mod:`controllers.impact`)."""
+        dt, v, M, h, L, free = self.dt, arrays.v, arrays.M, arrays.h, arrays.L, arrays.free
+        na, nu = self._a_index.size, self.nu
+        jac = ContactJacobians.from_stacked(arrays.rows, arrays.gaps, arrays.mu)
+        v_measured = None
         if info < 0:                                               # a contact closes too fast
             v_after, hit = passive_impact(M, v, jac, dt)
             self.last_impact_status = hit.status
             if hit.solved:
                 v_measured, v, self.last_impact = v, v_after, hit.impulses / dt
-            info = kernel.reduced_step(M, h, v, vdot_a, dt, self._u_index, self._a_index, L, free)
+            info = kernel.reduced_step(M, h, v, arrays.vdot_a, dt, self._u_index, self._a_index, L, free)
         if info:
             raise SolverError("the unactuated block of M is not positive definite")
         qd, dt_h_u, B_dva, p = free[:na], free[na:na + nu], free[na + nu:na + 2 * nu], free[na + 2 * nu:]
         A, B = M[self._uu], M[self._ua]
-        return Step(dt, u, a, M, A, B, M[a], h, L, v, qd, p, jac, v_measured, self.last_impact,
+        return Step(dt, self.u, self.a, M, A, B, M[self.a], h, L, v, qd, p, jac, v_measured, self.last_impact,
                     dt_h_u, B_dva, self._u_index, self._a_index)
+
+
+class StepArrays(NamedTuple):
+    """What :meth:`StepDynamics.prepare` returns: the arguments of :func:`kernel.step_arrays` in its
+    order (:attr:`kernel_args`, the last four its outputs) and the contacts' friction ``mu``."""
+
+    J: np.ndarray
+    support: np.ndarray
+    ja: np.ndarray
+    jb: np.ndarray
+    two_bodies: np.ndarray
+    frames: np.ndarray
+    points: np.ndarray
+    phi: np.ndarray
+    v: np.ndarray
+    dt: float
+    recovery: float
+    impact_speed: float
+    M: np.ndarray
+    h: np.ndarray
+    vdot_a: np.ndarray
+    u: np.ndarray
+    a: np.ndarray
+    rows: np.ndarray       #: outputs: [N; S; T], the gaps, the Cholesky factor of M_uu, [qd_des, dt h_u, B dva, p]
+    gaps: np.ndarray
+    L: np.ndarray
+    free: np.ndarray
+    mu: np.ndarray
+
+    @property
+    def kernel_args(self) -> tuple:
+        """The arguments of :func:`kernel.step_arrays` (all fields but ``mu``)."""
+        return self[:-1]
 
 
 _NO_IMPACT = np.zeros((0, 3))   # Step.impact without a touchdown impact

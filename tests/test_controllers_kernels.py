@@ -200,3 +200,35 @@ def test_common_step_in_one_call_equals_the_general_path(speed, heading, mu, fee
     assert np.array_equal(fast.info.pop("v_next"), general.info.pop("v_next"))
     fast.info.pop("solve_time"), general.info.pop("solve_time")
     assert fast.info == general.info and list(fast.info) == list(general.info)
+
+
+@settings(max_examples=20, deadline=None)
+@given(speed=st.floats(0.0, 0.6), heading=st.floats(-np.pi, np.pi), mu=st.sampled_from([0.1, 0.5, 2.0]),
+       feet=st.integers(1, 4), drop=st.sampled_from([0.0, 0.3]))
+def test_common_step_from_its_inputs_equals_update_then_solve_common(speed, heading, mu, feet, drop):
+    """dissipation.solve_step_common (the step's arrays and the common path in one call) answers
+    as StepDynamics.update followed by solve_common, bit for bit; a base dropping at ``drop``
+    lands its feet: step_arrays then asks for the touchdown impact (info < 0), answers nothing,
+    and StepDynamics.finish on its arrays builds the Step update builds."""
+    model, state, desired, contacts, _ = sliding_stance(speed, heading, mu)
+    v = state.v.copy()
+    v[2] = -drop
+    ctrl = controllers.make("qp-coulomb", model, feedback=False)
+    common = (ctrl._separation_mass, ctrl.ridge, ctrl.qp_backend)
+    arrays = ctrl.dynamics.prepare(state.q, v, desired.vdot, contacts[:feet])
+    info, fast = dissipation.solve_step_common(arrays, ctrl.dynamics.nu, *common)
+    finished = ctrl.dynamics.finish(arrays, info)
+    step = ctrl.dynamics.update(state.q, v, desired.vdot, contacts[:feet])
+    assert (info < 0) == (drop > 0) and (step.impact is not None) == (drop > 0)
+    for name in ("v", "L", "p", "qd", "dt_h_u", "B_dva", "h", "rows", "impact_rows"):
+        assert np.array_equal(getattr(finished, name), getattr(step, name)), name
+    assert np.array_equal(finished.jac.phi, step.jac.phi)
+    if info < 0:
+        assert fast is None
+        return
+    slow = dissipation.solve_common(step, *common)
+    assert (fast is None) == (slow is None)
+    if fast is not None:
+        for a, b in zip(fast[:3], slow[:3]):
+            assert np.array_equal(a, b)
+        assert fast[3] == slow[3]
