@@ -35,17 +35,37 @@ def leg_jacobians(Jw, leg_v, x, out):
 
 
 @cached_jit
-def gather_points(points, x):
-    """``x[l] = points[l]`` for a tuple of 3-vectors (pinocchio's foot placements, read in place)."""
-    for leg in range(len(points)):
-        for i in range(3):
-            x[leg, i] = points[leg][i]
+def _cross(a0, a1, a2, b0, b1, b2):
+    """``a x b`` as Eigen's ``cross`` forms it (the plain formula, coefficient by coefficient)."""
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
 @cached_jit
-def foot_jacobians(Jw, leg_v, points, x, out):
-    """:func:`gather_points` into ``x``, then :func:`leg_jacobians` at those points into ``out``."""
-    gather_points(points, x)
+def _rotate(R, x0, x1, x2):
+    """``R x`` for the column-major 3 x 3 ``R`` (9 values) as pinocchio's Eigen build evaluates
+    it, so bit for bit: rows 0 and 1 as one SSE2 packet summing the columns in order, row 2 by
+    the scalar tail's pairwise sum ``r0 + (r1 + r2)``."""
+    return (R[0] * x0 + R[3] * x1 + R[6] * x2,
+            R[1] * x0 + R[4] * x1 + R[7] * x2,
+            R[2] * x0 + (R[5] * x1 + R[8] * x2))
+
+
+@cached_jit
+def foot_points(placements, joints, offsets, x):
+    """``x[l] = t + R offsets[l]``: the point ``offsets[l]`` of joint ``joints[l]`` in world axes,
+    from the joints' placements (R, t) (pinocchio's ``data.oMi`` as (njoints, 12) rows, rotation
+    column-major first): the translation of pinocchio's frame placement ``oMi * placement``
+    (``updateFramePlacements``), the same operations bit for bit (:func:`_rotate`)."""
+    for leg in range(joints.shape[0]):
+        M = placements[joints[leg]]
+        r0, r1, r2 = _rotate(M, offsets[leg, 0], offsets[leg, 1], offsets[leg, 2])
+        x[leg, 0], x[leg, 1], x[leg, 2] = M[9] + r0, M[10] + r1, M[11] + r2
+
+
+@cached_jit
+def foot_jacobians(Jw, leg_v, placements, joints, offsets, x, out):
+    """:func:`foot_points` into ``x``, then :func:`leg_jacobians` at those points into ``out``."""
+    foot_points(placements, joints, offsets, x)
     leg_jacobians(Jw, leg_v, x, out)
 
 
@@ -168,22 +188,6 @@ def leg_rates(J_inv, xd, leg_v, qd, v, leg_q, q_legs, q):
 
 
 @cached_jit
-def _cross(a0, a1, a2, b0, b1, b2):
-    """``a x b`` as Eigen's ``cross`` forms it (the plain formula, coefficient by coefficient)."""
-    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
-
-
-@cached_jit
-def _rotate(R, x0, x1, x2):
-    """``R x`` for the column-major 3 x 3 ``R`` (9 values) as pinocchio's Eigen build evaluates
-    it, so bit for bit: rows 0 and 1 as one SSE2 packet summing the columns in order, row 2 by
-    the scalar tail's pairwise sum ``r0 + (r1 + r2)``."""
-    return (R[0] * x0 + R[3] * x1 + R[6] * x2,
-            R[1] * x0 + R[4] * x1 + R[7] * x2,
-            R[2] * x0 + (R[5] * x1 + R[8] * x2))
-
-
-@cached_jit
 def frame_drifts(joints, offsets, placements, velocities, accelerations, out):
     """``out[l]``: the classical linear acceleration, in world axes, of the point ``offsets[l]``
     of joint ``joints[l]`` after pinocchio's second-order forward kinematics, the same operations
@@ -227,12 +231,14 @@ GATHER, ITERATE, STEP, TRIAL, GATHER_FINISH, FINISH, RATES = 0, 1, 2, 3, 4, 5, 6
 
 def newton_dtype(legs: int, joints: int, nq: int, nv: int) -> np.dtype:
     """The record of :class:`planners.leg_kinematics.LegKinematics`'s Newton iteration: the leg
-    indices (velocity, configuration, actuated), pinocchio's configuration and velocity vectors (its passes read them in place), the
-    iterate and trial (angles, foot points, Jacobians), the inverses, residuals, step, errors and
-    the per-leg flags (int8: numba has no nested bools). Aligned, as numba wants its arguments."""
+    indices (velocity, configuration, actuated), each foot's joint and point in it, pinocchio's
+    configuration and velocity vectors (its passes read them in place), the iterate and trial
+    (angles, foot points, Jacobians), the inverses, residuals, step, errors and the per-leg flags
+    (int8: numba has no nested bools). Aligned, as numba wants its arguments."""
     L, n = legs, joints
     return np.dtype([
         ("leg_v", "i8", (L, n)), ("leg_q", "i8", (L, n)), ("leg_actuated", "i8", (L, n)), ("threshold", "f8"),
+        ("foot_joint", "i8", (L,)), ("foot_offset", "f8", (L, 3)),
         ("iters", "i8"), ("stage", "i8"),
         ("pin_q", "f8", (nq,)), ("pin_v", "f8", (nv,)),
         ("q", "f8", (L, n)), ("x", "f8", (L, 3)), ("J", "f8", (L, 3, n)),
@@ -272,21 +278,22 @@ def _inverses(w):
 
 
 @cached_jit
-def newton_advance(ws, Jw, points, targets, tol, max_iters, xd, qd):
+def newton_advance(ws, Jw, placements, targets, tol, max_iters, xd, qd):
     """Resolved-rate Newton IK of every leg (:meth:`~planners.leg_kinematics.LegKinematics.solve`)
     as one compiled loop between pinocchio's passes, begun by :func:`newton_begin` and resuming
-    at ``ws[0].stage`` (``tol`` and ``max_iters`` as there). Returns :data:`NEED_PASS` when pinocchio's joint Jacobians and frame placements are wanted at
-    ``w.pin_q`` (``Jw`` and ``points`` are their live views), :data:`NEED_INVERSE` when
-    ``w.J_inv`` must be formed from ``w.J`` in Python, :data:`NEED_BACKTRACK` when a full step
-    failed (Python's line search, then ``stage`` set by it), :data:`DONE` with ``w.q``, ``w.x``,
-    ``w.J``, ``w.err`` the answer. Given ``xd`` (else None) it also forms the final inverses and the
-    joint rates ``qd = J^-1 xd`` (into ``qd`` and ``w.pin_v``, the angles into ``w.pin_q``: the
+    at ``ws[0].stage`` (``tol`` and ``max_iters`` as there). Returns :data:`NEED_PASS` when
+    pinocchio's joint Jacobians and placements are wanted at ``w.pin_q`` (``Jw`` and
+    ``placements``, the (njoints, 12) rows of ``data.oMi``, are their live views),
+    :data:`NEED_INVERSE` when ``w.J_inv`` must be formed from ``w.J`` in Python,
+    :data:`NEED_BACKTRACK` when a full step failed (Python's line search, then ``stage`` set by
+    it), :data:`DONE` with ``w.q``, ``w.x``, ``w.J``, ``w.err`` the answer. Given ``xd`` (else
+    None) it also forms the final inverses and the joint rates ``qd = J^-1 xd`` (into ``qd`` and ``w.pin_v``, the angles into ``w.pin_q``: the
     configuration of the drift pass). The same operations as the Python loop, in its order."""
     w = ws[0]
     while True:
         stage = w.stage
         if stage == GATHER or stage == GATHER_FINISH:
-            foot_jacobians(Jw, w.leg_v, points, w.x, w.J)
+            foot_jacobians(Jw, w.leg_v, placements, w.foot_joint, w.foot_offset, w.x, w.J)
             w.stage = ITERATE if stage == GATHER else FINISH
         elif stage == ITERATE:
             if w.iters == max_iters:         # iterations exhausted: the error at the last iterate
@@ -306,7 +313,7 @@ def newton_advance(ws, Jw, points, targets, tol, max_iters, xd, qd):
             w.stage = TRIAL
             return NEED_PASS
         elif stage == TRIAL:
-            foot_jacobians(Jw, w.leg_v, points, w.x_try, w.J_try)
+            foot_jacobians(Jw, w.leg_v, placements, w.foot_joint, w.foot_offset, w.x_try, w.J_try)
             if not decreased(targets, w.x_try, w.err, w.active, w.r_try, w.e_try, w.ok):
                 return NEED_BACKTRACK
             w.q[:] = w.q_try

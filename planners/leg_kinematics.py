@@ -22,7 +22,7 @@ from idyn import RobotModel
 from idyn.errors import IdynError, InvalidInputError
 
 from . import _leg_kernel as kernel
-from ._leg_kernel import foot_jacobians, frame_drifts, gather_points, regular_inverses
+from ._leg_kernel import foot_jacobians, foot_points, frame_drifts, regular_inverses
 
 
 class LegKinematics:
@@ -77,12 +77,10 @@ class LegKinematics:
                                                     pin.FrameType.OP_FRAME)))
         self._model = pm
         self._data = pm.createData()
-        # live views of pinocchio's results in self._data, which every pass overwrites in place:
-        # the world joint Jacobians and the planned foot points (read without a call)
+        # live views of pinocchio's results in self._data, which every pass overwrites in place
+        # (read without a call): the world joint Jacobians and (njoints, k) rows of the joints'
+        # placements, velocities and accelerations; and each foot's joint and point in it
         self._Jw = self._data.J
-        self._points = tuple(self._data.oMf[f].translation for f in self._fids)
-        # the drift pass's inputs: each foot's joint and point in it, and live (njoints, k) rows
-        # of pinocchio's joint placements, velocities and accelerations
         self._foot_joints = np.array([pm.frames[f].parentJoint for f in self._fids])
         self._foot_offsets = np.array([pm.frames[f].placement.translation for f in self._fids])
         self._oMi, self._vi, self._ai = (_joint_rows(self._data.oMi, "rotation"),
@@ -102,6 +100,7 @@ class LegKinematics:
         w = self._w
         w["leg_v"][:], w["leg_q"][:], w["threshold"][...] = self.leg_v, self.leg_q, self._min_sigma
         w["leg_actuated"][:] = self.leg_actuated
+        w["foot_joint"][:], w["foot_offset"][:] = self._foot_joints, self._foot_offsets
         w["pin_q"][:] = pin.neutral(pm)
         self._q, self._v = w["pin_q"], w["pin_v"]
         self._flags = {name: w[name].view(bool) for name in ("active", "ok", "stuck")}
@@ -116,18 +115,14 @@ class LegKinematics:
         self._q[self.leg_q] = q_legs
         return self._q
 
-    def _foot_points(self) -> np.ndarray:
-        """The planned foot points at the last kinematics pass: their frames' placements
-        (each the parent joint's placement applied to the point, as SE3.act would)."""
-        pin.updateFramePlacements(self._model, self._data)
-        x = np.empty((len(self._points), 3))
-        gather_points(self._points, x)
-        return x
-
     def positions(self, q_legs) -> np.ndarray:
-        """(L, 3) foot points in the base frame at leg angles ``q_legs`` (L, n)."""
+        """(L, 3) foot points in the base frame at leg angles ``q_legs`` (L, n): each the parent
+        joint's placement applied to the point (:func:`planners._leg_kernel.foot_points`, what
+        pinocchio's frame placements give)."""
         pin.forwardKinematics(self._model, self._data, self._set(q_legs))
-        return self._foot_points()
+        x = np.empty(self._x_shape)
+        foot_points(self._oMi, self._foot_joints, self._foot_offsets, x)
+        return x
 
     def jacobians(self, q_legs) -> tuple[np.ndarray, np.ndarray]:
         """Foot points (L, 3) and leg Jacobians (L, 3, n) in base axes.
@@ -136,11 +131,9 @@ class LegKinematics:
         serves every foot: the velocity of point p is v_O + omega x p. The pass is kept for
         :meth:`base_velocity`.
         """
-        model, data = self._model, self._data
-        pin.computeJointJacobians(model, data, self._set(q_legs))
-        pin.updateFramePlacements(model, data)
+        pin.computeJointJacobians(self._model, self._data, self._set(q_legs))
         x, J = np.empty(self._x_shape), np.empty(self._J_shape)
-        foot_jacobians(self._Jw, self.leg_v, self._points, x, J)
+        foot_jacobians(self._Jw, self.leg_v, self._oMi, self._foot_joints, self._foot_offsets, x, J)
         self._x = x
         return x, J
 
@@ -153,8 +146,7 @@ class LegKinematics:
         return spatial[:3] + self._x @ W.T                               # v_O + omega x p
 
     def drift(self, q_legs, qd_legs) -> np.ndarray:
-        """(L, 3) Jdot qd: the foot accelerations (base frame) at zero joint acceleration.
-        (pinocchio forms each frame's placement from its joint's inside this call.)"""
+        """(L, 3) Jdot qd: the foot accelerations (base frame) at zero joint acceleration."""
         self._set(q_legs)
         self._v[self.leg_v] = qd_legs
         return self.drifts().copy()
@@ -243,18 +235,18 @@ class LegKinematics:
         return self._w["err"]
 
     def _pass(self) -> None:
-        """pinocchio's joint Jacobians and frame placements at the configuration ``self._q``."""
+        """pinocchio's joint Jacobians and joint placements at the configuration ``self._q`` (the
+        foot points are formed from the latter in the compiled loop)."""
         pin.computeJointJacobians(self._model, self._data, self._q)
-        pin.updateFramePlacements(self._model, self._data)
 
     def _newton(self, targets, tol, max_iters, beta, min_step, xd, qd) -> None:
         """Drive :func:`planners._leg_kernel.newton_advance` from pinocchio's first pass on:
         further passes, the inverses it cannot certify and the line search happen here,
         everything else in the compiled loop."""
         ws, w = self._ws, self._w
-        Jw, points, advance = self._Jw, self._points, kernel.newton_advance
+        Jw, placements, advance = self._Jw, self._oMi, kernel.newton_advance
         tol, max_iters = float(tol), int(max_iters)
-        while (status := advance(ws, Jw, points, targets, tol, max_iters, xd, qd)) != kernel.DONE:
+        while (status := advance(ws, Jw, placements, targets, tol, max_iters, xd, qd)) != kernel.DONE:
             if status == kernel.NEED_INVERSE:
                 w["J_inv"][:] = self.inverse(w["J"])
                 continue

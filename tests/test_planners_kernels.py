@@ -158,6 +158,26 @@ def test_foot_drifts_are_pinocchios_classical_accelerations_bit_for_bit(name):
         np.testing.assert_array_equal(kin._ai[j], data.a[j].vector)
 
 
+@pytest.mark.parametrize("name", ["links", "a1"])
+def test_foot_points_are_pinocchios_frame_placements_bit_for_bit(name):
+    """LegKinematics.positions and .jacobians form the foot points from the joints' placements
+    (planners._leg_kernel.foot_points) as pinocchio's updateFramePlacements does, to the last
+    bit, so the IK iterates are unchanged by skipping that pass."""
+    robot = robots.quadruped(name)
+    kin = LegKinematics(robot.model, {leg: f.link for leg, f in robot.feet.items()}, robot.leg_joints,
+                        {leg: f.offset for leg, f in robot.feet.items()})
+    model, data = kin._model, kin._data
+    rng = np.random.default_rng(17)
+    for k in range(300):
+        q_legs = robot.q_stand[kin.leg_q] + rng.uniform(-0.7, 0.7, kin.leg_q.shape)
+        if k % 3 == 0:                  # a base away from the origin (the planner's is at rest there)
+            kin._q[:3] = rng.normal(size=3)
+            kin._q[3:7] = pin.Quaternion(*rng.normal(size=4)).normalized().coeffs()
+        got = kin.positions(q_legs) if k % 2 else kin.jacobians(q_legs)[0]
+        pin.updateFramePlacements(model, data)
+        np.testing.assert_array_equal(got, np.array([data.oMf[f].translation for f in kin._fids]))
+
+
 def test_base_rotation_is_pinocchios_bit_for_bit():
     """base_rotation forms pin.Quaternion(q[3:7]).normalized().toRotationMatrix() to the last bit,
     for unit quaternions, nearly unit ones (as a simulator's state holds) and arbitrary ones."""
