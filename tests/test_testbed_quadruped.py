@@ -212,6 +212,29 @@ def test_bare_links_out_of_collision_detection_change_nothing(robot, monkeypatch
         assert len(bare) == 12 and all("_LEG_" in names[k] for k in bare)
 
 
+@pytest.mark.parametrize("terrain", ["rigid", "rough"])
+def test_probe_skips_pybullet_only_where_it_finds_nothing(terrain):
+    """SphereProbe.nearest given the terrain's top answers a sphere out of reach without PyBullet:
+    around the threshold (margin + TOP_SLACK above the top, over the highest node of the rough
+    ground) the answers are PyBullet's, point for point, and both sides of it occur."""
+    from robots.pybullet.base import TOP_SLACK
+    from robots.terrain import ROUGH_RESOLUTION, ROUGH_SIZE
+    with QuadrupedTestbed("links", terrain, mu=math.inf if terrain == "rigid" else math.nan) as tb:
+        probe, body, top = tb._foot_probes[0], tb.terrain.body, tb.terrain.max_height
+        x, y = 0.1, -0.2
+        if terrain == "rough":
+            iy, ix = np.unravel_index(np.argmax(tb.terrain.heights), tb.terrain.heights.shape)
+            x, y = ix * ROUGH_RESOLUTION - ROUGH_SIZE / 2, iy * ROUGH_RESOLUTION - ROUGH_SIZE / 2
+        answers = []
+        for margin in (0.0, 0.01):
+            for excess in (-1e-3, -1e-6, -1e-9, 0.0, 1e-9, 0.5 * TOP_SLACK, TOP_SLACK, 2 * TOP_SLACK, 1e-3):
+                centre = [x, y, top + probe.radius + margin + excess]
+                got = probe.nearest(centre, body, margin, top)
+                assert got == probe.nearest(centre, body, margin)
+                answers.append(got is not None)
+        assert any(answers) and not all(answers)
+
+
 def test_several_testbeds_coexist():
     with QuadrupedTestbed("links") as a, QuadrupedTestbed("a1", "compliant") as b:
         assert a.client != b.client

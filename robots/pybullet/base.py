@@ -21,6 +21,7 @@ on body A, and negated when the robot is body B.
 """
 from __future__ import annotations
 
+import math
 import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -306,6 +307,12 @@ class ClosestPoint:
     link_b: int
 
 
+#: (m) how far beyond ``margin`` above a body's top a sphere must be for :meth:`SphereProbe.nearest`
+#: to answer without PyBullet: a thousand times the ~1e-9 m by which PyBullet's heightfield
+#: (heights stored in float32) can stand above the float64 heights it was made from
+TOP_SLACK = 1e-6
+
+
 class SphereProbe:
     """A collision-only sphere used to query the closest point of a body to a sphere."""
 
@@ -314,18 +321,28 @@ class SphereProbe:
         self.radius = float(radius)
         self.shape = pb.createCollisionShape(pb.GEOM_SPHERE, radius=self.radius, physicsClientId=client)
 
-    def closest(self, centre, body: int, margin: float) -> ClosestPoint | None:
-        """The nearest point of ``body`` within ``margin`` of the sphere at ``centre``."""
-        best = self.nearest(np.asarray(centre, dtype=float).tolist(), body, float(margin))
+    def closest(self, centre, body: int, margin: float, top: float = math.inf) -> ClosestPoint | None:
+        """The nearest point of ``body`` within ``margin`` of the sphere at ``centre``; ``top``:
+        see :meth:`nearest`."""
+        best = self.nearest(np.asarray(centre, dtype=float).tolist(), body, float(margin), top)
         if best is None:
             return None
         return ClosestPoint(np.array(best[5]), np.array(best[6]), np.array(best[7]),
                             float(best[8]), int(best[4]))
 
-    def nearest(self, centre: list[float], body: int, margin: float) -> tuple | None:
+    def nearest(self, centre: list[float], body: int, margin: float, top: float = math.inf) -> tuple | None:
         """:meth:`closest` as PyBullet's raw contact-point tuple (index 6: point on ``body``, 7:
         normal towards the sphere, 8: signed distance), without array conversions; ``centre``:
-        three floats, ``margin`` a float (a control step's query passes them as PyBullet reads them)."""
+        three floats, ``margin`` a float (a control step's query passes them as PyBullet reads them).
+
+        ``top``: a height (world z) that no point of ``body`` exceeds, if known (a terrain's
+        highest point). A sphere whose lowest point is more than ``margin`` + :data:`TOP_SLACK`
+        above it is farther than ``margin`` from the body, and PyBullet would return no point
+        (it returns those at a reported distance <= ``margin``, and the distance it reports is
+        never below the vertical clearance, measured on the planes and the heightfield), so it is
+        answered None without the query: the same answer, for a swing foot of a trot ~5 us less."""
+        if centre[2] - self.radius - top > margin + TOP_SLACK:
+            return None
         pts = pb.getClosestPoints(-1, body, margin, collisionShapeA=self.shape, collisionShapePositionA=centre,
                                   physicsClientId=self.client)
         if len(pts) < 2:

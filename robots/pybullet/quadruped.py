@@ -116,7 +116,7 @@ class QuadrupedTestbed(Testbed):
     def _closest(self, i: int, q, margin: float, centres=None):
         foot = self._feet[i]
         centre = (self._foot_centres(q) if centres is None else centres)[i]
-        return self._probes[foot.radius].closest(centre, self.terrain.body, margin)
+        return self._probes[foot.radius].closest(centre, self.terrain.body, margin, self.terrain.max_height)
 
     def contacts(self, margin: float = CONTACT_MARGIN) -> list[Contact]:
         """Geometric contact candidates: every foot whose sphere is within ``margin`` of the terrain.
@@ -130,10 +130,10 @@ class QuadrupedTestbed(Testbed):
         margin = float(margin)
         if not (math.isfinite(margin) and margin >= 0):
             raise InvalidInputError(f"margin must be finite and >= 0, got {margin}")
-        body = self.terrain.body
+        body, top = self.terrain.body, self.terrain.max_height
         found, rows = [], []
         for i, (probe, centre) in enumerate(zip(self._foot_probes, self._foot_centres(self.state().q))):
-            if (cp := probe.nearest(centre, body, margin)) is not None:
+            if (cp := probe.nearest(centre, body, margin, top)) is not None:
                 found.append(i)
                 rows += cp[6]
                 rows += cp[7]

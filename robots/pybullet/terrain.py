@@ -53,6 +53,8 @@ class Terrain:
             self._uniform_mu = np.empty(0)
         pb.changeDynamics(self.body, -1, lateralFriction=surface_mu, restitution=0.0,
                           spinningFriction=0.0, rollingFriction=0.0, physicsClientId=client)
+        #: highest terrain point (m); the planes are at z = 0 (every contact query reads it)
+        self.max_height = 0.0 if self.heights is None else float(self.heights.max())
         self.stiffness = self.damping = None
         if kind == "compliant":
             # ``load``: the weight (N) the ground carries at rest, shared by four contacts
@@ -61,10 +63,6 @@ class Terrain:
             pb.changeDynamics(self.body, -1, contactStiffness=self.stiffness,
                               contactDamping=self.damping, physicsClientId=client)
 
-    @property
-    def max_height(self) -> float:
-        """Highest terrain point (m); the planes are at z = 0."""
-        return 0.0 if self.heights is None else float(self.heights.max())
 
     @property
     def per_cell_friction(self) -> bool:
