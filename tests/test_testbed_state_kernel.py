@@ -95,3 +95,14 @@ def test_fixed_base_scatters_joints_and_non_finite_state_raises():
     assert q.tolist() == [2.0, 1.0] and v.tolist() == [3.0, 4.0]
     with pytest.raises(NonFiniteError):
         reader.read([1.0, np.nan, 3.0, 4.0])
+
+
+def test_non_finite_free_flyer_raises():
+    """A NaN or infinity anywhere in PyBullet's base numbers reaches q or v and is caught in the
+    compiled call."""
+    reader = StateReader(np.array([7]), np.array([6]), 8, 7, (0, 0), pin.SE3.Random())
+    pose = [0.1, 0.0, 0.2, 0.0, 0.0, 0.0, 1.0, 0.1, 0.2, 0.3, 0.0, 0.1, 0.0]
+    reader.read([0.5, 0.1] + pose)
+    for k, bad in ((0, np.nan), (3, np.inf), (8, np.nan), (12, -np.inf)):
+        with pytest.raises(NonFiniteError):
+            reader.read([0.5, 0.1] + pose[:k] + [bad] + pose[k + 1:])

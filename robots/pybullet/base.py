@@ -262,7 +262,7 @@ class StateReader:
     The free-flyer conversion (module docstring): ``T_link = T_com * T_inertial^-1``,
     ``v = R^T (v_com - w x (c - o))``, ``w_b = R^T w``, by one compiled call
     (:func:`._state_kernel.read_rows`: pinocchio's SE3 arithmetic and numpy's BLAS rotations, to
-    the bit).  q and v are views of one new array, checked finite in one pass.
+    the bit).  q and v are views of one new array, checked finite in the same compiled call.
     """
 
     def __init__(self, iq, iv, nq: int, nv: int, free_flyer: tuple[int, int] | None, inertial: pin.SE3):
@@ -279,8 +279,7 @@ class StateReader:
         :func:`base_raw` if there is one. Raises NonFiniteError if PyBullet's state is not finite."""
         raw = np.fromiter(raw, float)
         out = np.empty(self.nq + self.nv)
-        read_rows(raw, self._index, self._work, self._qo, self._vo, out)
-        if not validation.finite(out):
+        if not read_rows(raw, self._index, self._work, self._qo, self._vo, out):
             raise validation.NonFiniteError("PyBullet's state contains NaN or infinite values")
         return out[:self.nq], out[self.nq:]
 
