@@ -17,7 +17,7 @@ import robots
 from idyn.errors import NonFiniteError, ShapeError
 from idyn.state import RobotState
 from planners import ClampedCubicSpline, LegKinematics
-from planners._balance_kernel import pd_wrench, virtual_forces
+from planners._balance_kernel import pd_wrench, relative_rotation, virtual_forces
 from planners._leg_kernel import accelerations_into, decreased, newton_steps, per_leg_into, residuals
 from planners._motion_kernel import gait_frame_motion
 from planners.base_motion import base_rotation, rot_z
@@ -176,6 +176,24 @@ def test_foot_points_are_pinocchios_frame_placements_bit_for_bit(name):
         got = kin.positions(q_legs) if k % 2 else kin.jacobians(q_legs)[0]
         pin.updateFramePlacements(model, data)
         np.testing.assert_array_equal(got, np.array([data.oMf[f].translation for f in kin._fids]))
+
+
+def test_relative_rotation_is_numpys_product():
+    """relative_rotation forms numpy's G.dot(R.T): to round-off anywhere, bit for bit where
+    numpy's BLAS fuses its multiply-adds as the kernel does (OpenBLAS on FMA hardware, this
+    project's machines: the closed-loop traces depend on it). Elsewhere the bit-for-bit part is
+    skipped."""
+    rng = np.random.default_rng(19)
+    out, exact = np.empty((3, 3)), True
+    for _ in range(5000):
+        G = pin.rpy.rpyToMatrix(rng.uniform(-math.pi, math.pi, 3))
+        R = pin.Quaternion(*rng.normal(size=4)).normalized().toRotationMatrix()
+        want = G.dot(R.T)
+        relative_rotation(G, R, out)
+        np.testing.assert_allclose(out, want, rtol=0, atol=4e-16)
+        exact = exact and np.array_equal(out, want)
+    if not exact:
+        pytest.skip("numpy's BLAS does not fuse its 3 x 3 products here")
 
 
 def test_base_rotation_is_pinocchios_bit_for_bit():
