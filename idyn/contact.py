@@ -108,19 +108,29 @@ class Contact:
     @classmethod
     def _stacked(cls, body_a, body_b, points: np.ndarray, frames: np.ndarray, mu: list, phi: list) -> list:
         """Contacts without the checks, from validated stacks (a :class:`ContactSet`'s, a
-        testbed's): each one's point, normal, tangents and frame are views of ``points``
-        (m, 3) and the read-only ``frames`` (m, 3, 3; rows n, s, t), one allocation per stack
-        instead of per contact; ``mu``, ``phi``: floats. (The views come from iterating the
-        stacks and their columns, cheaper than indexing each frame three times.)"""
+        testbed's): each one's point and frame are views of ``points`` (m, 3) and the read-only
+        ``frames`` (m, 3, 3; rows n, s, t), one allocation per stack instead of per contact, and
+        its normal and tangents views of its frame's rows made on first use (:meth:`__getattr__`);
+        ``mu``, ``phi``: floats."""
         new, out = object.__new__, []
-        for a, b, p, f, n, s, t, mu_i, phi_i in zip(body_a, body_b, points, frames, frames[:, 0], frames[:, 1],
-                                                     frames[:, 2], mu, phi):
+        for a, b, p, f, mu_i, phi_i in zip(body_a, body_b, points, frames, mu, phi):
             c = new(cls)
             d = c.__dict__      # item by item: ~0.1 us per contact less than update(**fields)
-            d["body_a"], d["body_b"], d["point"], d["normal"] = a, b, p, n
-            d["mu"], d["phi"], d["tangents"], d["_frame"] = mu_i, phi_i, (s, t), f
+            d["body_a"], d["body_b"], d["point"] = a, b, p
+            d["mu"], d["phi"], d["_frame"] = mu_i, phi_i, f
             out.append(c)
         return out
+
+    def __getattr__(self, name: str):
+        """``normal`` and ``tangents`` of a contact made by :meth:`_stacked`, on first use: the
+        views ``_frame[0]`` and ``(_frame[1], _frame[2])``, kept. A testbed makes its contacts
+        every control step and the loop reads their frames, not these (~0.5 us per contact of
+        views otherwise made and dropped). Only called for attributes not set."""
+        frame = self.__dict__.get("_frame")
+        if frame is None or name not in ("normal", "tangents"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self.__dict__[name] = value = frame[0] if name == "normal" else (frame[1], frame[2])
+        return value
 
     def with_friction(self, mu: float) -> "Contact":
         """The same contact with Coulomb coefficient ``mu``, sharing this one's arrays (they are

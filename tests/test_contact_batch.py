@@ -176,6 +176,35 @@ def test_framed_contacts_equal_the_validated_contact_set_bit_for_bit_and_reject_
     assert framed_contacts([], [], np.zeros((0, 7)), np.zeros(0))[0] == []
 
 
+def test_stacked_contacts_make_normal_and_tangents_from_their_frame_on_first_use():
+    """Contacts from stacks (ContactSet.contacts, framed_contacts) set their normal and tangents
+    when first read, as read-only views of their frame's rows; equality, copies, pickling and
+    with_friction see them; any other missing attribute is an AttributeError."""
+    import copy
+    import pickle
+    rows = np.array([[0.1, 0.2, 0.0, 0.0, 0.3, 1.0, -1e-4], [0.1, -0.2, 0.0, 0.0, 0.0, -1.0, 0.0]])
+    got, _, frames = framed_contacts(["LF", "RF"], [None, None], rows, [0.5, np.inf])
+    a = got[0]
+    assert "normal" not in vars(a) and "tangents" not in vars(a)
+    b = a.with_friction(0.5)
+    assert a.normal.base is not None and np.shares_memory(a.normal, frames) and not a.normal.flags.writeable
+    np.testing.assert_array_equal(a.normal, frames[0, 0])
+    s, t = a.tangents
+    np.testing.assert_array_equal(s, frames[0, 1])
+    np.testing.assert_array_equal(t, frames[0, 2])
+    assert vars(a)["normal"] is a.normal
+    built = Contact("LF", None, rows[0, :3], rows[0, 3:6], 0.5, -1e-4)
+    np.testing.assert_array_equal(built.normal, a.normal)
+    np.testing.assert_array_equal(np.array(built.tangents), np.array(a.tangents))
+    np.testing.assert_array_equal(b.normal, a.normal)
+    for c in (copy.copy(got[1]), copy.deepcopy(got[1]), pickle.loads(pickle.dumps(got[1]))):
+        np.testing.assert_array_equal(c.normal, frames[1, 0])
+        np.testing.assert_array_equal(np.array(c.tangents), frames[1, 1:])
+    assert not hasattr(a, "no_such_field")
+    with pytest.raises(AttributeError):
+        a.no_such_field
+
+
 def test_contact_set_frames_are_read_only_and_with_friction_changes_only_mu():
     cs = ContactSet(["LF_FOOT", "RF_FOOT"], [None, None], [[0.1, 0.2, 0.0], [0.1, -0.2, 0.0]],
                     [[0, 0, 1.0], [0, 0.1, 1.0]], [100.0, 0.2], [0.0, -1e-4])
