@@ -42,7 +42,7 @@ from ._ppm_kernel import MAX_PIVOTS, SOLVED, contact_ppm, scales
 from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor
 from .inputs import check_indices
 from .principal_pivoting import REL_TOL as PIVOTING_REL_TOL
-from .qr import apply_qt, householder_qr
+from .qr import complement_coordinates
 from .residuals import DEFAULT_TOL, residuals_from_parts
 from .result import LCPResult, LCPStatus
 
@@ -75,9 +75,7 @@ def project_constraints(G: np.ndarray, H: np.ndarray) -> np.ndarray:
     ``H`` is decided by its column-pivoted QR (``DEFAULT_DEPENDENCE_TOL`` relative)."""
     if H.shape[1] == 0:
         return G
-    qr, tau, diag = householder_qr(H)                  # H P = Q R, Q = I - reflectors
-    rank = int(np.count_nonzero(diag > DEFAULT_DEPENDENCE_TOL * diag.max(initial=0.0)))
-    return apply_qt(qr, tau, G)[rank:]                 # component of G outside span(L^-1 J^T)
+    return complement_coordinates(G, H, DEFAULT_DEPENDENCE_TOL)   # component of G outside span(L^-1 J^T)
 
 
 def _lower_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:

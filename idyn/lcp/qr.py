@@ -3,15 +3,72 @@
 The contact problems factor matrices of a few rows and tens of columns every control step
 (Algorithm 1's row ordering, Algorithm 2's constrained inverse inertia, the QP adapter's
 dependent equalities).  ``scipy.linalg.qr`` spends about 100 us per call in workspace queries
-and wrappers around LAPACK work of a few microseconds; these call the same LAPACK routine, so
-pivots and ``R`` are those of ``scipy.linalg.qr(A, pivoting=True)`` (tested bit for bit), and
-return only what their callers use: the pivot order, ``|diag R|`` for a rank decision, and
-``Q^T C`` applied reflector by reflector (LAPACK ``ormqr``) instead of forming ``Q``.
+and wrappers around LAPACK work of a few microseconds; these call the same LAPACK routines
+(scipy's ``cython_lapack``, the ones ``scipy.linalg.lapack``'s wrappers call, with the workspace
+sizes given here to those wrappers) from compiled code, so pivots and ``R`` are those of
+``scipy.linalg.qr(A, pivoting=True)`` (tested bit for bit), and return only what their callers
+use: the pivot order, ``|diag R|`` for a rank decision, and ``Q^T C`` applied reflector by
+reflector (LAPACK ``ormqr``) instead of forming ``Q``.
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lapack
+from numba import types
+from numba.core.extending import get_cython_function_address
+
+from ..jit import cached_jit, external
+
+_P = types.voidptr
+_dgeqp3 = external("idyn_scipy_dgeqp3", get_cython_function_address("scipy.linalg.cython_lapack", "dgeqp3"),
+                   types.void(*(_P,) * 9))
+_dormqr = external("idyn_scipy_dormqr", get_cython_function_address("scipy.linalg.cython_lapack", "dormqr"),
+                   types.void(*(_P,) * 13))
+
+
+@cached_jit
+def _fortran(A):
+    """A Fortran-ordered float copy of the 2-d ``A`` (LAPACK's layout)."""
+    F = np.empty((A.shape[1], A.shape[0])).T
+    F[:, :] = A
+    return F
+
+
+@cached_jit
+def _geqp3_kernel(A):
+    """``(qr, piv, tau, info)``: LAPACK ``dgeqp3`` on a Fortran copy of the nonempty ``A`` with
+    every column free (``jpvt = 0``) and ``lwork = (3 n + 1) 64``, as the calls of
+    ``scipy.linalg.lapack.dgeqp3(A, lwork=...)`` this module made; ``piv`` 0-based (int32)."""
+    m, n = A.shape
+    qr = _fortran(A)
+    jpvt, tau = np.zeros(n, np.int32), np.empty(min(m, n))
+    lwork = (3 * n + 1) * 64
+    work = np.empty(lwork)
+    sizes, info = np.array([m, n, m, lwork], np.int32), np.zeros(1, np.int32)
+    _dgeqp3(sizes[0:].ctypes, sizes[1:].ctypes, qr.ctypes, sizes[2:].ctypes, jpvt.ctypes, tau.ctypes,
+            work.ctypes, sizes[3:].ctypes, info.ctypes)
+    jpvt -= 1
+    return qr, jpvt, tau, info[0]
+
+
+@cached_jit
+def _ormqr_kernel(qr, tau, C):
+    """``(Q^T C, info)``: LAPACK ``dormqr('L', 'T')`` with the reflectors of :func:`_geqp3_kernel`
+    (``k = tau.size >= 1``) on a Fortran copy of ``C`` (``C.shape[1] >= 1``), ``lwork = 64
+    C.shape[1]``, as the calls of ``scipy.linalg.lapack.dormqr`` this module made."""
+    m, n = C.shape
+    out = _fortran(C)
+    lwork = n * 64
+    work = np.empty(lwork)
+    flags = np.array([76, 84], np.uint8)                    # 'L', 'T'
+    sizes, info = np.array([m, n, tau.shape[0], qr.shape[0], lwork], np.int32), np.zeros(1, np.int32)
+    _dormqr(flags[0:].ctypes, flags[1:].ctypes, sizes[0:].ctypes, sizes[1:].ctypes, sizes[2:].ctypes, qr.ctypes,
+            sizes[3:].ctypes, tau.ctypes, out.ctypes, sizes[0:].ctypes, work.ctypes, sizes[4:].ctypes, info.ctypes)
+    return out, info[0]
+
+
+def _checked(info: int, routine: str) -> None:
+    if info < 0:
+        raise ValueError(f"illegal value in argument {-info} of {routine}")
 
 
 def _geqp3(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -19,10 +76,8 @@ def _geqp3(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     A = np.asarray(A, dtype=float)
     if A.size == 0:
         return np.zeros(A.shape), np.arange(A.shape[1], dtype=np.int32), np.zeros(0)
-    qr, jpvt, tau, _, info = lapack.dgeqp3(A, lwork=max(3 * A.shape[1] + 1, 1) * 64)
-    if info < 0:
-        raise ValueError(f"illegal value in argument {-info} of geqp3")
-    jpvt -= 1
+    qr, jpvt, tau, info = _geqp3_kernel(A)
+    _checked(info, "geqp3")
     return qr, jpvt, tau
 
 
@@ -49,7 +104,51 @@ def apply_qt(qr: np.ndarray, tau: np.ndarray, C: np.ndarray) -> np.ndarray:
     """``Q^T C`` for the full (square) ``Q`` of :func:`householder_qr`."""
     if C.shape[1] == 0 or tau.size == 0:
         return np.array(C, dtype=float)
-    out, _, info = lapack.dormqr("L", "T", qr[:, :tau.size], tau, C, lwork=max(C.shape[1], 1) * 64)
+    out, info = _ormqr_kernel(np.asfortranarray(qr), tau, np.asarray(C, dtype=float))
+    _checked(info, "ormqr")
+    return out
+
+
+@cached_jit
+def _rank(diag, tol):
+    """How many of ``diag`` (``|diag R|``) exceed ``tol`` times their largest, ``diag.max(initial=0)``
+    (NaN if one is NaN, as numpy's reduction)."""
+    top = 0.0
+    for d in diag:
+        if np.isnan(d):
+            return 0
+        top = max(top, d)
+    count = 0
+    for d in diag:
+        count += d > tol * top
+    return count
+
+
+@cached_jit
+def _complement_kernel(C, A, tol):
+    """:func:`complement_coordinates` for nonempty ``A`` and ``C`` with columns, and LAPACK's
+    ``info`` of each routine (first failing one)."""
+    qr, _, tau, info = _geqp3_kernel(A)
     if info < 0:
-        raise ValueError(f"illegal value in argument {-info} of ormqr")
+        return _fortran(C)[:0], info, 0
+    k = tau.shape[0]
+    diag = np.empty(k)
+    for i in range(k):
+        diag[i] = abs(qr[i, i])
+    out, info = _ormqr_kernel(qr, tau, C)
+    return out[_rank(diag, tol):], 0, info
+
+
+def complement_coordinates(C: np.ndarray, A: np.ndarray, tol: float) -> np.ndarray:
+    """``(Q^T C)[rank:]``: the coordinates of ``C``'s columns in an orthonormal basis of the
+    complement of ``span(A)``, with ``Q`` of ``A``'s pivoted QR and ``rank`` the number of
+    ``|diag R|`` above ``tol`` times the largest.  :func:`householder_qr` and :func:`apply_qt`
+    in one compiled call (equal to them bit for bit, tested), which they remain for an empty
+    ``A`` or ``C``."""
+    if A.size == 0 or C.shape[1] == 0:
+        qr, tau, diag = householder_qr(A)
+        return apply_qt(qr, tau, C)[int(np.count_nonzero(diag > tol * diag.max(initial=0.0))):]
+    out, info_geqp3, info_ormqr = _complement_kernel(np.asarray(C, dtype=float), np.asarray(A, dtype=float), tol)
+    _checked(info_geqp3, "geqp3")
+    _checked(info_ormqr, "ormqr")
     return out
