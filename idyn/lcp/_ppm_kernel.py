@@ -27,8 +27,9 @@ import numpy as np
 
 from .._triangular import gram_solve
 from ..jit import cached_jit as _jit
+from .residuals import residuals_pass
 
-SOLVED, MAX_PIVOTS = 0, 1
+SOLVED, MAX_PIVOTS, NUMERICAL_FAILURE = 0, 1, 2
 _TINY = np.finfo(np.float64).tiny
 
 
@@ -258,4 +259,19 @@ def contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, z, w, active):
     else:
         for i in range(n):
             w[i] = r[i]
+    return size, status, pivots
+
+
+@_jit
+def checked_contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, tol, z, w, active):
+    """:func:`contact_ppm`, then the acceptance check of a solved answer (the residuals of
+    :func:`idyn.lcp.residuals.residuals_from_parts` at the :func:`scales` of ``(G, r)`` within
+    ``tol``, else status ``NUMERICAL_FAILURE``) and ``active[:size]`` sorted: the pivoting and
+    the check of :func:`idyn.lcp.ppm_contact.solve_factored` in one call."""
+    size, status, pivots = contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, z, w, active)
+    if status == SOLVED:
+        q_norm, m_norm = scales(GT, r)
+        if not residuals_pass(z, w, q_norm, m_norm, tol):
+            status = NUMERICAL_FAILURE
+    active[:size].sort()
     return size, status, pivots

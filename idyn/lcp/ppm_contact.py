@@ -38,15 +38,15 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .. import validation
-from ._ppm_kernel import MAX_PIVOTS, SOLVED, contact_ppm, scales
+from ._ppm_kernel import MAX_PIVOTS, NUMERICAL_FAILURE, SOLVED, checked_contact_ppm
 from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor
 from .inputs import check_indices
 from .principal_pivoting import REL_TOL as PIVOTING_REL_TOL
 from .qr import complement_coordinates
-from .residuals import DEFAULT_TOL, residuals_from_parts
+from .residuals import DEFAULT_TOL
 from .result import LCPResult, LCPStatus
 
-_STATUS = {SOLVED: LCPStatus.SOLVED, MAX_PIVOTS: LCPStatus.MAX_PIVOTS}
+_STATUS = {SOLVED: LCPStatus.SOLVED, MAX_PIVOTS: LCPStatus.MAX_PIVOTS, NUMERICAL_FAILURE: LCPStatus.NUMERICAL_FAILURE}
 
 
 def contact_factor(N, M, constraints=None, cholesky=None) -> np.ndarray:
@@ -123,10 +123,6 @@ def solve_factored(G: np.ndarray, r: np.ndarray, warm: np.ndarray, *, max_pivots
     limit = max(100, 4 * n) if max_pivots is None else int(max_pivots)
     GT = np.ascontiguousarray(G.T)
     z, w, active = np.zeros(n), np.empty(n), np.empty(G.shape[0], dtype=np.intp)
-    size, code, pivots = contact_ppm(GT, r, warm, limit, float(dependence_tol), PIVOTING_REL_TOL, z, w, active)
-    status = _STATUS[code]
-    if status is LCPStatus.SOLVED and not residuals_from_parts(z, w, *scales(GT, r)).ok(tol):
-        status = LCPStatus.NUMERICAL_FAILURE
-    active = active[:size]
-    active.sort()
-    return LCPResult(z, w, status, pivots, 0.0, active)
+    size, code, pivots = checked_contact_ppm(GT, r, warm, limit, float(dependence_tol), PIVOTING_REL_TOL,
+                                             float(tol), z, w, active)
+    return LCPResult(z, w, _STATUS[code], pivots, 0.0, active[:size])
