@@ -266,7 +266,7 @@ class LCPNoSlip(Controller):
         opening = max(self.consistency_tol, self.contact_gap / step.dt)   # end-of-step gap, as speed
         unloaded_open = released
         for _ in range(m + 1):
-            impulses, w, qd = self._lcp_with_rows(step, np.flatnonzero(~released), keys, info)
+            impulses, w, qd = self._lcp_with_rows(step, (~released).nonzero()[0], keys, info)
             if info["status"] != "solved":
                 break
             unloaded = impulses[:m] <= 0.0
@@ -274,13 +274,13 @@ class LCPNoSlip(Controller):
             unloaded_open = unloaded & ((w > opening) | (w - gap_speed > self.consistency_tol))
             update = sliding | (released & unloaded) | unloaded_open   # a loaded contact sticks again
             if update.tobytes() in seen:                                  # converged, or a cycle
-                info["release_cycle"] = bool(np.any(update != released))
+                info["release_cycle"] = bool((update != released).any())
                 break
             released = update
             seen.add(released.tobytes())
-        if np.any(unloaded_open & ~released):   # a cycle ended on friction through an open gap:
+        if (unloaded_open & ~released).any():   # a cycle ended on friction through an open gap:
             released = released | unloaded_open   # release those too and keep that answer
-            impulses, w, qd = self._lcp_with_rows(step, np.flatnonzero(~released), keys, info)
+            impulses, w, qd = self._lcp_with_rows(step, (~released).nonzero()[0], keys, info)
         info["held"], info["slip_released"] = ~released, int(np.count_nonzero(released))
         return impulses, qd
 
@@ -394,13 +394,11 @@ def consistent_desired(step: Step, kept: np.ndarray, contacts: np.ndarray, U: np
     change is ``-B^+ B qd``, and ``p = v_u + A^-1 (-dt h_u - B_M (qd - v_a))`` moves by
     ``-A^-1 B_M delta``.  See "Consistent desired motion" in the module docstring.
     """
-    m = step.m
-    left = np.zeros(3 * m, dtype=bool)
-    left[contacts + m] = left[contacts + 2 * m] = True
-    left[kept] = False
-    if not left.any():
+    m, offered = step.m, contacts.tolist()
+    left = {i + m for i in offered}.union([i + 2 * m for i in offered]).difference(kept.tolist())
+    if not left:
         return step.qd, step.p, 0.0
-    dropped = np.flatnonzero(left)
+    dropped = np.array(sorted(left), dtype=np.intp)     # few rows: Python sets, not boolean masks
     delta = np.empty(step.qd.size)
     if not kernel.tangent_consistency(U, step.white, step.rows, kept, dropped, step.a_index, step.qd, delta):
         white, Ra = step.white, step.rows[:, step.a]        # B's rows dependent: its pseudo-inverse

@@ -42,4 +42,4 @@ class ActiveSetMemory:
         return np.array([i for i, k in enumerate(keys) if k in self._keys], dtype=np.intp)
 
     def store(self, keys: list[tuple], active: np.ndarray) -> None:
-        self._keys = frozenset(keys[i] for i in active)
+        self._keys = frozenset([keys[i] for i in active.tolist()])
