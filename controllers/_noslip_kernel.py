@@ -153,3 +153,20 @@ def tangent_consistency(U, white, rows, kept, dropped, a, qd, delta):
             s += B[j, c] * y[j]
         delta[c] = -s
     return True
+
+
+@cached_jit
+def release_update(fN, w, gap_speed, opening, tol, sliding, released, update, unloaded_open):
+    """One pass of the release rule of :meth:`controllers.lcp_noslip.LCPNoSlip._lcp` ("Separating
+    contacts" in its module docstring) over the first ``m = w.size`` impulses ``fN`` (outputs):
+    ``unloaded_open`` the contacts with ``f_N <= 0`` whose end-of-step gap is wider than
+    ``opening`` (``w > opening``, as a speed) or opening (``w - phi/dt > tol``, ``gap_speed =
+    phi/dt``), and ``update = sliding | (released & unloaded) | unloaded_open`` (a loaded contact
+    sticks again); returns whether ``update`` differs from ``released``."""
+    changed = False
+    for i in range(w.shape[0]):
+        unloaded = fN[i] <= 0.0
+        unloaded_open[i] = unloaded and (w[i] > opening or w[i] - gap_speed[i] > tol)
+        update[i] = sliding[i] or (released[i] and unloaded) or unloaded_open[i]
+        changed = changed or update[i] != released[i]
+    return changed

@@ -269,12 +269,11 @@ class LCPNoSlip(Controller):
             impulses, w, qd = self._lcp_with_rows(step, (~released).nonzero()[0], keys, info)
             if info["status"] != "solved":
                 break
-            unloaded = impulses[:m] <= 0.0
-            # f_N = 0 and, at the end of the step, a gap wider than contact_gap or moving apart
-            unloaded_open = unloaded & ((w > opening) | (w - gap_speed > self.consistency_tol))
-            update = sliding | (released & unloaded) | unloaded_open   # a loaded contact sticks again
+            update, unloaded_open = np.empty(m, dtype=bool), np.empty(m, dtype=bool)
+            changed = kernel.release_update(impulses, w, gap_speed, opening, self.consistency_tol, sliding, released,
+                                            update, unloaded_open)
             if update.tobytes() in seen:                                  # converged, or a cycle
-                info["release_cycle"] = bool((update != released).any())
+                info["release_cycle"] = changed
                 break
             released = update
             seen.add(released.tobytes())

@@ -340,3 +340,27 @@ def test_a_foot_arriving_sliding_is_not_stopped_by_the_actuators():
     assert np.abs(held.contact_forces[0, 1:]).max() > 5 * weight(model)      # the impulse of the stop
     assert np.abs(out.tau).max() < 0.2 * np.abs(held.tau).max()
     assert out.contact_forces[0, 0] > 0.0                                      # it lands, frictionless
+
+
+def test_release_update_kernel_equals_the_release_rule_in_numpy():
+    """The compiled pass of the release rule gives the boolean arrays of its numpy statement
+    (f_N <= 0, gaps opening or wider than contact_gap, loaded contacts sticking again), NaN
+    speeds and zero impulses included."""
+    from controllers._noslip_kernel import release_update
+
+    rng = np.random.default_rng(5)
+    for m in range(1, 9):
+        for _ in range(50):
+            z = rng.choice([-1.0, 0.0, 1.0], size=3 * m) * rng.random(3 * m)
+            w, gap_speed = rng.standard_normal(m), rng.standard_normal(m) * 0.1
+            w[rng.random(m) < 0.1] = np.nan
+            sliding, released = rng.random(m) < 0.2, rng.random(m) < 0.5
+            opening, tol = 0.05, 1e-6
+            unloaded = z[:m] <= 0.0
+            expected_open = unloaded & ((w > opening) | (w - gap_speed > tol))
+            expected = sliding | (released & unloaded) | expected_open
+            update, unloaded_open = np.empty(m, dtype=bool), np.empty(m, dtype=bool)
+            changed = release_update(z, w, gap_speed, opening, tol, sliding, released, update, unloaded_open)
+            np.testing.assert_array_equal(unloaded_open, expected_open)
+            np.testing.assert_array_equal(update, expected)
+            assert changed == bool(np.any(expected != released))
