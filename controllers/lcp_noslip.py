@@ -163,7 +163,7 @@ from idyn.contact import CONTACT_GAP, NO_SLIP_MU
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import LCPResult
 from idyn.lcp.lemke import checked_lemke
-from idyn.lcp.ppm_contact import project_constraints, solve_factored
+from idyn.lcp.ppm_contact import solve_projected
 from idyn.qp import solve_qp
 
 from . import _noslip_kernel as kernel
@@ -321,8 +321,7 @@ class LCPNoSlip(Controller):
                                            step.u_index, step.a_index, U, residual, r)
         warm = self._active.recall(keys) if self.warm_start else _NONE
         # Algorithm 2 (ppm_contact) with W the inverse inertia constrained by the kept rows
-        G = project_constraints(white[:, :m], white.take(kept, axis=1))
-        res = solve_factored(G, r, warm)
+        res, G = solve_projected(white, m, kept, r, warm)
         if not res.solved:          # see "Algorithm 2's dependent contacts" in the module docstring
             lemke = checked_lemke(G.T @ G, r)
             info["lcp_fallback"] = "lemke" if lemke.solved else "failed"

@@ -36,3 +36,31 @@ def test_checked_contact_ppm_equals_loop_then_residual_check(seed, tol, limit):
     np.testing.assert_array_equal(z, z_ref)
     np.testing.assert_array_equal(w, w_ref)
     np.testing.assert_array_equal(active[:size], basis_ref)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_solve_projected_equals_projection_then_solve_factored(seed):
+    """One compiled call gives what project_constraints then solve_factored give (and the same
+    G), bit for bit, with and without a warm start, on whitened rows with dependent columns."""
+    from idyn.lcp.ppm_contact import project_constraints, solve_factored, solve_projected
+
+    rng = np.random.default_rng(seed)
+    m, nu = 2 + seed % 4, 6
+    white = np.asfortranarray(rng.standard_normal((nu, 3 * m)))
+    if seed % 2:
+        white[:, 1] = white[:, 0]                       # duplicated normal
+    kept = np.sort(rng.choice(np.arange(m, 3 * m), size=min(2 * m, 1 + seed % 5), replace=False)).astype(np.intp)
+    r = rng.standard_normal(m)
+    for warm in (np.zeros(0, dtype=np.intp), np.flatnonzero(rng.random(m) < 0.5).astype(np.intp)):
+        G_ref = project_constraints(white[:, :m], white.take(kept, axis=1))
+        ref = solve_factored(G_ref, r, warm)
+        res, G = solve_projected(white, m, kept, r, warm)
+        np.testing.assert_array_equal(G, G_ref)
+        np.testing.assert_array_equal(G.T @ G, G_ref.T @ G_ref)
+        np.testing.assert_array_equal(res.z, ref.z)
+        np.testing.assert_array_equal(res.w, ref.w)
+        np.testing.assert_array_equal(res.basis, ref.basis)
+        assert (res.status, res.pivots) == (ref.status, ref.pivots)
+    empty = np.zeros(0, dtype=np.intp)                    # nothing to project: the two-call path
+    res, G = solve_projected(white, m, empty, r, empty)
+    np.testing.assert_array_equal(res.z, solve_factored(white[:, :m], r, empty).z)

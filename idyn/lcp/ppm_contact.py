@@ -38,11 +38,11 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .. import validation
-from ._ppm_kernel import MAX_PIVOTS, NUMERICAL_FAILURE, SOLVED, checked_contact_ppm
+from ._ppm_kernel import MAX_PIVOTS, NUMERICAL_FAILURE, SOLVED, checked_contact_ppm, projected_contact_ppm
 from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor
 from .inputs import check_indices
 from .principal_pivoting import REL_TOL as PIVOTING_REL_TOL
-from .qr import complement_coordinates
+from .qr import check_info, complement_coordinates
 from .residuals import DEFAULT_TOL
 from .result import LCPResult, LCPStatus
 
@@ -126,3 +126,20 @@ def solve_factored(G: np.ndarray, r: np.ndarray, warm: np.ndarray, *, max_pivots
     size, code, pivots = checked_contact_ppm(GT, r, warm, limit, float(dependence_tol), PIVOTING_REL_TOL,
                                              float(tol), z, w, active)
     return LCPResult(z, w, _STATUS[code], pivots, 0.0, active[:size])
+
+
+def solve_projected(white: np.ndarray, m: int, kept: np.ndarray, r: np.ndarray, warm: np.ndarray
+                    ) -> tuple[LCPResult, np.ndarray]:
+    """``(solve_factored(G, r, warm), G)`` for ``G = project_constraints(white[:, :m],
+    white[:, kept])`` with the default options: a control step's Algorithm 2 on the whitened
+    contact rows ``white`` (normals first) constrained by the ``kept`` ones, in one compiled
+    call when there is something to project (bit for bit the same, tested), else those two."""
+    if kept.size == 0 or white.shape[0] == 0:
+        G = project_constraints(white[:, :m], white.take(kept, axis=1))
+        return solve_factored(G, r, warm), G
+    G, z, w, basis, code, pivots, info_geqp3, info_ormqr = projected_contact_ppm(
+        white, m, kept, DEFAULT_DEPENDENCE_TOL, r, warm, max(100, 4 * m), DEFAULT_DEPENDENCE_TOL, PIVOTING_REL_TOL,
+        DEFAULT_TOL)
+    check_info(info_geqp3, "geqp3")
+    check_info(info_ormqr, "ormqr")
+    return LCPResult(z, w, _STATUS[code], pivots, 0.0, basis), G

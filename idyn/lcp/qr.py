@@ -66,7 +66,8 @@ def _ormqr_kernel(qr, tau, C):
     return out, info[0]
 
 
-def _checked(info: int, routine: str) -> None:
+def check_info(info: int, routine: str) -> None:
+    """ValueError for LAPACK's ``info < 0`` (an illegal argument) of ``routine``."""
     if info < 0:
         raise ValueError(f"illegal value in argument {-info} of {routine}")
 
@@ -77,7 +78,7 @@ def _geqp3(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if A.size == 0:
         return np.zeros(A.shape), np.arange(A.shape[1], dtype=np.int32), np.zeros(0)
     qr, jpvt, tau, info = _geqp3_kernel(A)
-    _checked(info, "geqp3")
+    check_info(info, "geqp3")
     return qr, jpvt, tau
 
 
@@ -105,7 +106,7 @@ def apply_qt(qr: np.ndarray, tau: np.ndarray, C: np.ndarray) -> np.ndarray:
     if C.shape[1] == 0 or tau.size == 0:
         return np.array(C, dtype=float)
     out, info = _ormqr_kernel(np.asfortranarray(qr), tau, np.asarray(C, dtype=float))
-    _checked(info, "ormqr")
+    check_info(info, "ormqr")
     return out
 
 
@@ -149,6 +150,6 @@ def complement_coordinates(C: np.ndarray, A: np.ndarray, tol: float) -> np.ndarr
         qr, tau, diag = householder_qr(A)
         return apply_qt(qr, tau, C)[int(np.count_nonzero(diag > tol * diag.max(initial=0.0))):]
     out, info_geqp3, info_ormqr = _complement_kernel(np.asarray(C, dtype=float), np.asarray(A, dtype=float), tol)
-    _checked(info_geqp3, "geqp3")
-    _checked(info_ormqr, "ormqr")
+    check_info(info_geqp3, "geqp3")
+    check_info(info_ormqr, "ormqr")
     return out
