@@ -16,6 +16,7 @@ import numpy as np
 
 from idyn._lapack_kernel import general_solve
 from idyn.jit import cached_jit
+from idyn.placements import placed_points, rotate
 
 
 @cached_jit
@@ -41,31 +42,11 @@ def _cross(a0, a1, a2, b0, b1, b2):
 
 
 @cached_jit
-def _rotate(R, x0, x1, x2):
-    """``R x`` for the column-major 3 x 3 ``R`` (9 values) as pinocchio's Eigen build evaluates
-    it, so bit for bit: rows 0 and 1 as one SSE2 packet summing the columns in order, row 2 by
-    the scalar tail's pairwise sum ``r0 + (r1 + r2)``."""
-    return (R[0] * x0 + R[3] * x1 + R[6] * x2,
-            R[1] * x0 + R[4] * x1 + R[7] * x2,
-            R[2] * x0 + (R[5] * x1 + R[8] * x2))
-
-
-@cached_jit
-def foot_points(placements, joints, offsets, x):
-    """``x[l] = t + R offsets[l]``: the point ``offsets[l]`` of joint ``joints[l]`` in world axes,
-    from the joints' placements (R, t) (pinocchio's ``data.oMi`` as (njoints, 12) rows, rotation
-    column-major first): the translation of pinocchio's frame placement ``oMi * placement``
-    (``updateFramePlacements``), the same operations bit for bit (:func:`_rotate`)."""
-    for leg in range(joints.shape[0]):
-        M = placements[joints[leg]]
-        r0, r1, r2 = _rotate(M, offsets[leg, 0], offsets[leg, 1], offsets[leg, 2])
-        x[leg, 0], x[leg, 1], x[leg, 2] = M[9] + r0, M[10] + r1, M[11] + r2
-
-
-@cached_jit
 def foot_jacobians(Jw, leg_v, placements, joints, offsets, x, out):
-    """:func:`foot_points` into ``x``, then :func:`leg_jacobians` at those points into ``out``."""
-    foot_points(placements, joints, offsets, x)
+    """The foot points ``x[l] = t + R offsets[l]`` in the placements of their joints ``joints[l]``
+    (:func:`idyn.placements.placed_points`: pinocchio's frame placements, bit for bit; ``placements``:
+    the (njoints, 12) rows of ``data.oMi``), then :func:`leg_jacobians` at those points into ``out``."""
+    placed_points(placements, joints, offsets, x)
     leg_jacobians(Jw, leg_v, x, out)
 
 
@@ -202,10 +183,10 @@ def frame_drifts(joints, offsets, placements, velocities, accelerations, out):
         R, v, a = placements[j], velocities[j], accelerations[j]
         p0, p1, p2 = offsets[leg, 0], offsets[leg, 1], offsets[leg, 2]
         c0, c1, c2 = _cross(v[3], v[4], v[5], p0, p1, p2)
-        l0, l1, l2 = _rotate(R, v[0] + c0, v[1] + c1, v[2] + c2)
-        w0, w1, w2 = _rotate(R, v[3], v[4], v[5])
+        l0, l1, l2 = rotate(R, v[0] + c0, v[1] + c1, v[2] + c2)
+        w0, w1, w2 = rotate(R, v[3], v[4], v[5])
         c0, c1, c2 = _cross(a[3], a[4], a[5], p0, p1, p2)
-        a0, a1, a2 = _rotate(R, a[0] + c0, a[1] + c1, a[2] + c2)
+        a0, a1, a2 = rotate(R, a[0] + c0, a[1] + c1, a[2] + c2)
         c0, c1, c2 = _cross(w0, w1, w2, l0, l1, l2)
         out[leg, 0], out[leg, 1], out[leg, 2] = a0 + c0, a1 + c1, a2 + c2
 

@@ -13,16 +13,15 @@ frame and the base columns of the foot Jacobians are J_base = [I, -[r]x] in base
 """
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pinocchio as pin
 
 from idyn import RobotModel
-from idyn.errors import IdynError, InvalidInputError
+from idyn.errors import InvalidInputError
+from idyn.placements import placed_points, record_rows
 
 from . import _leg_kernel as kernel
-from ._leg_kernel import foot_jacobians, foot_points, frame_drifts, regular_inverses
+from ._leg_kernel import foot_jacobians, frame_drifts, regular_inverses
 
 
 class LegKinematics:
@@ -83,9 +82,9 @@ class LegKinematics:
         self._Jw = self._data.J
         self._foot_joints = np.array([pm.frames[f].parentJoint for f in self._fids])
         self._foot_offsets = np.array([pm.frames[f].placement.translation for f in self._fids])
-        self._oMi, self._vi, self._ai = (_joint_rows(self._data.oMi, "rotation"),
-                                         _joint_rows(self._data.v, "linear"),
-                                         _joint_rows(self._data.a, "linear"))
+        self._oMi, self._vi, self._ai = (record_rows(self._data.oMi, "rotation"),
+                                         record_rows(self._data.v, "linear"),
+                                         record_rows(self._data.a, "linear"))
         self._damping = float(damping)
         root = pm.joints[pm.getJointId("root_joint")]
         self._base_v = np.arange(root.idx_v, root.idx_v + 6)
@@ -117,11 +116,11 @@ class LegKinematics:
 
     def positions(self, q_legs) -> np.ndarray:
         """(L, 3) foot points in the base frame at leg angles ``q_legs`` (L, n): each the parent
-        joint's placement applied to the point (:func:`planners._leg_kernel.foot_points`, what
+        joint's placement applied to the point (:func:`idyn.placements.placed_points`, what
         pinocchio's frame placements give)."""
         pin.forwardKinematics(self._model, self._data, self._set(q_legs))
         x = np.empty(self._x_shape)
-        foot_points(self._oMi, self._foot_joints, self._foot_offsets, x)
+        placed_points(self._oMi, self._foot_joints, self._foot_offsets, x)
         return x
 
     def jacobians(self, q_legs) -> tuple[np.ndarray, np.ndarray]:
@@ -279,20 +278,6 @@ class LegKinematics:
             q += step
             w["stage"][...] = kernel.GATHER
         self._set(q)
-
-
-def _joint_rows(vector, field: str) -> np.ndarray:
-    """A live (njoints, k) view of one of pinocchio's per-joint vectors of fixed-size records
-    (``data.oMi``, ``data.v``, ``data.a``: a std::vector, contiguous, which the passes overwrite
-    in place), a row per joint from its first field ``field`` on (k = the record's size in
-    doubles); the even stride is checked, element by element. The view does not keep ``data``
-    alive: its owner must."""
-    addresses = [getattr(vector[j], field).__array_interface__["data"][0] for j in range(len(vector))]
-    stride = addresses[1] - addresses[0]
-    if stride <= 0 or stride % 8 or addresses != [addresses[0] + j * stride for j in range(len(addresses))]:
-        raise IdynError(f"pinocchio's joint records are not evenly strided ({field})")
-    memory = (ctypes.c_char * (stride * len(addresses))).from_address(addresses[0])
-    return np.frombuffer(memory, dtype=np.float64).reshape(len(addresses), stride // 8)
 
 
 def _inv(J: np.ndarray) -> np.ndarray:

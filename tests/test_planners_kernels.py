@@ -161,7 +161,7 @@ def test_foot_drifts_are_pinocchios_classical_accelerations_bit_for_bit(name):
 @pytest.mark.parametrize("name", ["links", "a1"])
 def test_foot_points_are_pinocchios_frame_placements_bit_for_bit(name):
     """LegKinematics.positions and .jacobians form the foot points from the joints' placements
-    (planners._leg_kernel.foot_points) as pinocchio's updateFramePlacements does, to the last
+    (idyn.placements.placed_points) as pinocchio's updateFramePlacements does, to the last
     bit, so the IK iterates are unchanged by skipping that pass."""
     robot = robots.quadruped(name)
     kin = LegKinematics(robot.model, {leg: f.link for leg, f in robot.feet.items()}, robot.leg_joints,

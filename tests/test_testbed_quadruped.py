@@ -73,6 +73,22 @@ def test_masses_match_pinocchio(rigid):
     assert rigid.robot.mass == pytest.approx(rigid.model.total_mass, rel=1e-9)
 
 
+def test_foot_centres_are_pinocchios_frame_placements(rigid):
+    """The foot sphere centres (one compiled call on the live rows of data.oMf) are each foot
+    frame's oMf.act(offset): to a few ulps (another Eigen build may vectorise R o differently);
+    bit for bit on this project's pip wheel, which the closed-loop trace checks prove."""
+    model = rigid.model.pinocchio_model
+    data = model.createData()
+    rng = np.random.default_rng(8)
+    for _ in range(50):
+        q, _ = random_state(rigid, rng)
+        got = np.array(rigid._foot_centres(q))
+        pin.framesForwardKinematics(model, data, q)
+        want = np.array([data.oMf[rigid.model.frame_id(f.link)].act(np.asarray(f.offset, dtype=float))
+                         for f in rigid._feet])
+        np.testing.assert_allclose(got, want, rtol=0, atol=4 * np.finfo(float).eps * np.abs(want).max())
+
+
 def test_reset_stands_with_feet_touching(rigid):
     s = rigid.reset()
     assert np.allclose(s.v, 0.0) and s.t == 0.0

@@ -13,6 +13,7 @@ import pybullet as pb
 
 from idyn.contact import Contact, _framed
 from idyn.errors import InvalidInputError
+from idyn.placements import placed_points, record_rows
 from idyn.state import RobotState
 
 from ..quadruped import resolve_quadruped
@@ -55,7 +56,11 @@ class QuadrupedTestbed(Testbed):
         self._feet = [self.quadruped.feet[leg] for leg in self.legs]
         self._foot_links = [self.robot.link_index(f.link) for f in self._feet]
         self._data = model.pinocchio_model.createData()  # the testbed's own kinematics workspace
-        self._foot_placements = [self._data.oMf[model.frame_id(f.link)] for f in self._feet]
+        # the feet's sphere centres: their frames' live placements (rows of data.oMf) and offsets
+        self._frame_rows = record_rows(self._data.oMf, "rotation")
+        self._foot_frames = np.array([model.frame_id(f.link) for f in self._feet])
+        self._foot_offsets = np.array([np.asarray(f.offset, dtype=float).reshape(3) for f in self._feet])
+        self._centres = np.empty((len(self._feet), 3))
         self._probes = {r: SphereProbe(self.client, r) for r in {f.radius for f in self._feet}}
         self._foot_probes = [self._probes[f.radius] for f in self._feet]
         #: PyBullet (A, B) of each foot's contact, and the radius that attributes forces to it
@@ -109,9 +114,12 @@ class QuadrupedTestbed(Testbed):
 
     def _foot_centres(self, q) -> list[list[float]]:
         """The world centres of the foot spheres (as PyBullet reads them) by one forward-kinematics
-        pass; ``_foot_placements`` are live views of the feet's ``oMf`` (not copies per call)."""
+        pass: each foot frame's placement applied to the sphere's offset, ``oMf.act(offset)`` bit
+        for bit, in one compiled call on the live rows of ``data.oMf``
+        (:func:`idyn.placements.placed_points`)."""
         pin.framesForwardKinematics(self.model.pinocchio_model, self._data, q)
-        return [oMf.act(f.offset).tolist() for oMf, f in zip(self._foot_placements, self._feet)]
+        placed_points(self._frame_rows, self._foot_frames, self._foot_offsets, self._centres)
+        return self._centres.tolist()
 
     def _closest(self, i: int, q, margin: float, centres=None):
         foot = self._feet[i]
