@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from idyn._triangular import gram_solve
+from idyn.lcp.find_indices import pivoted_kept_mask
 from idyn.jit import cached_jit
 
 
@@ -170,3 +171,23 @@ def release_update(fN, w, gap_speed, opening, tol, sliding, released, update, un
         update[i] = sliding[i] or (released[i] and unloaded) or unloaded_open[i]
         changed = changed or update[i] != released[i]
     return changed
+
+
+@cached_jit
+def kept_tangent_rows(white, candidates, tol2):
+    """``(rows, s_count, info)``: the rows of ``[N; S; T]`` that
+    :meth:`controllers.dynamics.Step.independent_tangents` keeps for the nonempty, sorted
+    ``candidates`` (Algorithm 1 on their whitened ``S`` then ``T`` columns of ``white``, visited
+    in the order of their pivoted QR, ``tol2`` the squared dependence tolerance), ``S`` rows
+    first, ``s_count`` of them, and LAPACK's ``info`` of the QR; one compiled call (tested equal)."""
+    m, k = white.shape[1] // 3, candidates.shape[0]
+    offered = np.empty(2 * k, np.intp)
+    for i in range(k):
+        offered[i] = candidates[i] + m
+        offered[k + i] = candidates[i] + 2 * m
+    mask = np.zeros(2 * k, np.bool_)
+    info = pivoted_kept_mask(white[:, offered], tol2, mask)
+    s_count = 0
+    for i in range(k):
+        s_count += mask[i]
+    return offered[mask], s_count, info

@@ -164,6 +164,7 @@ from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import LCPResult
 from idyn.lcp.lemke import checked_lemke
 from idyn.lcp.ppm_contact import solve_projected
+from idyn.lcp.qr import check_info
 from idyn.qp import solve_qp
 
 from . import _noslip_kernel as kernel
@@ -300,13 +301,23 @@ class LCPNoSlip(Controller):
         info["slide_stopped"] = int(stopped.size)
         return passive_tangential_stop(step, stopped)
 
+    def _kept_rows(self, step: Step, contacts: np.ndarray) -> tuple[np.ndarray, int]:
+        """``(rows, s_count)``: the tangent rows of ``[N; S; T]`` Algorithm 1 keeps for the sorted
+        ``contacts`` (:meth:`Step.independent_tangents`, ``S`` rows first, ``s_count`` of
+        them), in one compiled call."""
+        if contacts.size == 0 or step.nu == 0:
+            return _NONE, 0
+        tol = self.tangent_dependence_tol
+        kept, s_count, info = kernel.kept_tangent_rows(step.white, contacts, tol * tol)
+        check_info(info, "geqp3")
+        return kept, s_count
+
     def _lcp_with_rows(self, step: Step, contacts: np.ndarray, keys: list, info: dict):
         """Solve the LCP with no-slip rows offered for ``contacts`` only; ``(impulses, w_N, qd)``
         with ``qd`` the desired actuated velocity it was solved for (see "Consistent desired
         motion" in the module docstring)."""
         m = step.m
-        s_idx, t_idx = step.independent_tangents(contacts, self.tangent_dependence_tol)
-        kept = np.concatenate((s_idx + m, t_idx + 2 * m))      # rows of [N; S; T]
+        kept, s_count = self._kept_rows(step, contacts)          # rows of [N; S; T]
         white = step.white
         # G A^-1 G^T's Cholesky factor (positive definite: Algorithm 1), b - G p and eq. 45's r
         U, residual, r = np.zeros((kept.size, kept.size)), np.empty(kept.size), np.empty(m)
@@ -330,7 +341,7 @@ class LCPNoSlip(Controller):
                                 np.flatnonzero(lemke.z > 0.0))
         self._active.store(keys, res.basis)
         info.update(status=res.status.value, pivots=info.get("pivots", 0) + res.pivots, lcp_w=res.w,
-                    kept_tangent_rows=(s_idx.size, t_idx.size))
+                    kept_tangent_rows=(s_count, kept.size - s_count))
         # Sec. 4.5: the equality multipliers are the tangential impulses
         impulses = np.zeros(3 * m)
         kernel.impulses(U, residual, white, kept, res.z, impulses)

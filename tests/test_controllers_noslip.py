@@ -364,3 +364,25 @@ def test_release_update_kernel_equals_the_release_rule_in_numpy():
             np.testing.assert_array_equal(unloaded_open, expected_open)
             np.testing.assert_array_equal(update, expected)
             assert changed == bool(np.any(expected != released))
+
+
+@pytest.mark.parametrize("n_contacts", [4, 8])
+def test_kept_tangent_rows_kernel_equals_step_independent_tangents(n_contacts):
+    """lcp-noslip's compiled Algorithm 1 keeps the rows Step.independent_tangents keeps, in the
+    same order, on a quadruped's stances (perturbed joints, duplicated contacts, every subset of
+    feet offered, near-dependent and exactly dependent tangent rows)."""
+    from controllers._noslip_kernel import kept_tangent_rows
+
+    rng = np.random.default_rng(n_contacts)
+    for trial in range(6):
+        p = standing_problem("links", n_contacts, np.inf, rng=rng, noise=0.05 * trial)
+        ctrl = controllers.make("lcp-noslip", p.model)
+        step = ctrl._step(p.state.q, p.state.v, np.zeros(p.model.na), p.contacts)
+        m = step.m
+        for tol in (lcp_noslip.TANGENT_DEPENDENCE_TOL, 1e-3, 0.3):
+            for subset in range(1, 2 ** min(m, 8)):
+                contacts = np.flatnonzero([(subset >> i) & 1 for i in range(m)]).astype(np.intp)
+                s_idx, t_idx = step.independent_tangents(contacts, tol)
+                rows, s_count, info = kept_tangent_rows(step.white, contacts, tol * tol)
+                assert info == 0 and s_count == s_idx.size
+                np.testing.assert_array_equal(rows, np.concatenate((s_idx + m, t_idx + 2 * m)))

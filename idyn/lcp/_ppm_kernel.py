@@ -27,7 +27,7 @@ import numpy as np
 
 from .._triangular import gram_solve
 from ..jit import cached_jit as _jit
-from .qr import _complement_kernel
+from .qr import complement_kernel
 from .residuals import residuals_pass
 
 SOLVED, MAX_PIVOTS, NUMERICAL_FAILURE = 0, 1, 2
@@ -285,7 +285,7 @@ def projected_contact_ppm(white, m, kept, rank_tol, r, warm, max_pivots, depende
     span of its columns ``kept`` (:func:`idyn.lcp.qr.complement_coordinates`, nonempty) and
     :func:`checked_contact_ppm` on ``(G, r)``, as one call (``status`` -1 when a LAPACK call
     failed)."""
-    G, info_geqp3, info_ormqr = _complement_kernel(white[:, :m], white[:, kept], rank_tol)
+    G, info_geqp3, info_ormqr = complement_kernel(white[:, :m], white[:, kept], rank_tol)
     GT = np.ascontiguousarray(G.T)
     z, w, active = np.zeros(m), np.empty(m), np.empty(GT.shape[1], dtype=np.intp)
     if info_geqp3 < 0 or info_ormqr < 0:

@@ -25,6 +25,7 @@ from .. import validation
 from ..errors import InvalidInputError
 from ..jit import cached_jit as _jit
 from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor
+from .qr import geqp3_kernel
 
 
 def find_indices(M, P, S, T, *, dependence_tol: float = DEFAULT_DEPENDENCE_TOL, cholesky=None
@@ -81,6 +82,18 @@ def kept_mask(H: np.ndarray, order: np.ndarray, dependence_tol: float) -> np.nda
     mask = np.zeros(H.shape[1], dtype=bool)
     _kept_mask(H, np.asarray(order, dtype=np.intp), dependence_tol * dependence_tol, mask)
     return mask
+
+
+@_jit
+def pivoted_kept_mask(H, tol2, mask):
+    """``mask`` (output, zero-filled) of :func:`kept_mask` with ``order`` the column pivots of
+    ``H``'s pivoted QR (:func:`idyn.lcp.qr.column_pivots`) and ``tol2`` the squared
+    ``dependence_tol``, as one compiled call for a nonempty ``H``; returns LAPACK's ``info``
+    (the mask is left unset when it is negative)."""
+    _, piv, _, info = geqp3_kernel(H)
+    if info >= 0:
+        _kept_mask(H, piv.astype(np.intp), tol2, mask)
+    return info
 
 
 class _Span:

@@ -34,7 +34,7 @@ def _fortran(A):
 
 
 @cached_jit
-def _geqp3_kernel(A):
+def geqp3_kernel(A):
     """``(qr, piv, tau, info)``: LAPACK ``dgeqp3`` on a Fortran copy of the nonempty ``A`` with
     every column free (``jpvt = 0``) and ``lwork = (3 n + 1) 64``, as the calls of
     ``scipy.linalg.lapack.dgeqp3(A, lwork=...)`` this module made; ``piv`` 0-based (int32)."""
@@ -52,7 +52,7 @@ def _geqp3_kernel(A):
 
 @cached_jit
 def _ormqr_kernel(qr, tau, C):
-    """``(Q^T C, info)``: LAPACK ``dormqr('L', 'T')`` with the reflectors of :func:`_geqp3_kernel`
+    """``(Q^T C, info)``: LAPACK ``dormqr('L', 'T')`` with the reflectors of :func:`geqp3_kernel`
     (``k = tau.size >= 1``) on a Fortran copy of ``C`` (``C.shape[1] >= 1``), ``lwork = 64
     C.shape[1]``, as the calls of ``scipy.linalg.lapack.dormqr`` this module made."""
     m, n = C.shape
@@ -77,7 +77,7 @@ def _geqp3(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     A = np.asarray(A, dtype=float)
     if A.size == 0:
         return np.zeros(A.shape), np.arange(A.shape[1], dtype=np.int32), np.zeros(0)
-    qr, jpvt, tau, info = _geqp3_kernel(A)
+    qr, jpvt, tau, info = geqp3_kernel(A)
     check_info(info, "geqp3")
     return qr, jpvt, tau
 
@@ -126,10 +126,10 @@ def _rank(diag, tol):
 
 
 @cached_jit
-def _complement_kernel(C, A, tol):
+def complement_kernel(C, A, tol):
     """:func:`complement_coordinates` for nonempty ``A`` and ``C`` with columns, and LAPACK's
     ``info`` of each routine (first failing one)."""
-    qr, _, tau, info = _geqp3_kernel(A)
+    qr, _, tau, info = geqp3_kernel(A)
     if info < 0:
         return _fortran(C)[:0], info, 0
     k = tau.shape[0]
@@ -149,7 +149,7 @@ def complement_coordinates(C: np.ndarray, A: np.ndarray, tol: float) -> np.ndarr
     if A.size == 0 or C.shape[1] == 0:
         qr, tau, diag = householder_qr(A)
         return apply_qt(qr, tau, C)[int(np.count_nonzero(diag > tol * diag.max(initial=0.0))):]
-    out, info_geqp3, info_ormqr = _complement_kernel(np.asarray(C, dtype=float), np.asarray(A, dtype=float), tol)
+    out, info_geqp3, info_ormqr = complement_kernel(np.asarray(C, dtype=float), np.asarray(A, dtype=float), tol)
     check_info(info_geqp3, "geqp3")
     check_info(info_ormqr, "ormqr")
     return out
