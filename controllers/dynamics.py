@@ -267,7 +267,7 @@ class StepDynamics:
         self.last_impact_status: str | None = None
         self.u, self.a = as_slice(model.unactuated_v), as_slice(model.actuated_v)
         self._u_index, self._a_index = model.unactuated_v.astype(np.intp), model.actuated_v.astype(np.intp)
-        self.nu = model.unactuated_v.size
+        self.nu, self._nv = model.unactuated_v.size, model.nv
         #: the pinocchio workspace of :meth:`update` (M, h and the joint Jacobians in one pass)
         self.workspace = model.workspace()
         both = isinstance(self.u, slice) and isinstance(self.a, slice)
@@ -288,12 +288,13 @@ class StepDynamics:
         ws = self.workspace.compute_checked(q, v, drift=False, placements=False)   # one pinocchio pass: M, h, J
         ja, jb, two_bodies, frames, points, phi, mu = contact_inputs(self.model, contacts)
         m, na, nu = phi.size, self._a_index.size, self.nu
-        rows, gaps = np.empty((3 * m, self.model.nv)), np.empty(m)     # gaps: see "Gap stabilization" above
+        rows, gaps = np.empty((3 * m, self._nv)), np.empty(m)     # gaps: see "Gap stabilization" above
         L, free = np.empty((nu, nu), order="F"), np.empty(na + 3 * nu)   # free: [qd_des, dt h_u, B dva, p]
         self.last_impact, self.last_impact_status = None, None
-        return StepArrays(ws.J, self.model.support, ja, jb, two_bodies, frames, points, phi, v, self.dt,
-                          self.penetration_recovery, self.impact_speed_tol if self.impact else np.inf,
-                          ws.M, ws.h, vdot_a, self._u_index, self._a_index, rows, gaps, L, free, mu)
+        return _step_arrays(StepArrays, (ws.J, self.model.support, ja, jb, two_bodies, frames, points, phi, v,
+                                         self.dt, self.penetration_recovery,
+                                         self.impact_speed_tol if self.impact else np.inf, ws.M, ws.h, vdot_a,
+                                         self._u_index, self._a_index, rows, gaps, L, free, mu))
 
     def finish(self, arrays: StepArrays, info: int) -> Step:
         """The :class:`Step` of ``arrays`` after :func:`kernel.step_arrays` returned ``info`` on them:
@@ -350,3 +351,6 @@ class StepArrays(NamedTuple):
 
 
 _NO_IMPACT = np.zeros((0, 3))   # Step.impact without a touchdown impact
+#: ``_step_arrays(StepArrays, fields)`` is ``StepArrays(*fields)`` without the named tuple's
+#: Python-level ``__new__`` (22 arguments bound every control step, ~1 us in the loop)
+_step_arrays = tuple.__new__

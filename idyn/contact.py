@@ -369,13 +369,13 @@ def contact_inputs(model: RobotModel, contacts: list) -> tuple:
     if not contacts:
         none = np.zeros(0, np.intp)
         return none, none, False, np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0)
-    ja = model.body_joints([c.body_a for c in contacts])
-    two_bodies = any(c.body_b is not None for c in contacts)
+    ja, bodies_b = model.body_joints([c.body_a for c in contacts]), [c.body_b for c in contacts]
+    two_bodies = bodies_b.count(None) != len(bodies_b)     # a list's count: no generator per step
     # two contiguous vectors, not the rows of one (m, 2) array: their layout then does not
     # change with m (a strided view of one element is contiguous), so compiled callers see one
     # type and load their machine code once (~0.1 s per large kernel)
     phi, mu = np.array([c.phi for c in contacts]), np.array([c.mu for c in contacts])
-    return (ja, model.body_joints([c.body_b for c in contacts]) if two_bodies else ja, two_bodies,
+    return (ja, model.body_joints(bodies_b) if two_bodies else ja, two_bodies,
             np.array([c._frame for c in contacts]), np.array([c.point for c in contacts]), phi, mu)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 import robots
 from idyn import Contact, contact_drift, contact_jacobians
-from idyn.contact import ContactSet, framed_contacts, tangent_frame, tangent_frames
+from idyn.contact import ContactSet, contact_inputs, framed_contacts, tangent_frame, tangent_frames
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
 from idyn.sim import ContactProblem, Heightmap, Plane, StaticBox
 from idyn.sim.geometry import sphere_box, sphere_heightmap, sphere_plane
@@ -106,6 +106,25 @@ def test_two_body_contacts_and_a_reused_workspace():
     np.testing.assert_allclose(vel, [m.point_velocity(q, v, f, p) for f, p in zip(frames, pts)], atol=ROUND)
     np.testing.assert_allclose(m.point_jacobians(q, frames, pts),
                                [m.frame_jacobian(q, f, p)[:3] for f, p in zip(frames, pts)], atol=ROUND)
+
+
+def test_contact_inputs_read_both_bodies_only_when_some_body_b_moves():
+    """contact_inputs gives the joints of bodies A and B (B's array is A's when every body B is
+    the world) and the contacts' frames, points, gaps and friction as fresh arrays."""
+    d = robots.manipulator()
+    m = d.model_with_box
+    rng = np.random.default_rng(3)
+    names = ["FINGERTIP_1", "FINGERTIP_2", "box", "ARM_LINK_3"]
+    world = random_contacts(m, names, rng, 3)
+    for contacts in (world, world + random_contacts(m, names, rng, 2, world=False)):
+        ja, jb, two_bodies, frames, points, phi, mu = contact_inputs(m, contacts)
+        assert two_bodies == (contacts is not world)
+        np.testing.assert_array_equal(ja, m.body_joints([c.body_a for c in contacts]))
+        assert (jb is ja) if not two_bodies else np.array_equal(jb, m.body_joints([c.body_b for c in contacts]))
+        np.testing.assert_array_equal(frames, [c.frame() for c in contacts])
+        np.testing.assert_array_equal(points, [c.point for c in contacts])
+        np.testing.assert_array_equal(phi, [c.phi for c in contacts])
+        np.testing.assert_array_equal(mu, [c.mu for c in contacts])
 
 
 def test_tangent_frames_match_the_scalar_formula_and_are_orthonormal():
