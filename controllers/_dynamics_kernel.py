@@ -81,9 +81,8 @@ def pyramid_outputs(R, z, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, impact, tau,
 def pyramid_inputs(rows, L, p, qd, u, a, R, Y, free):
     """Stage I's inputs from ``rows = [N; S; T]`` (outputs): the pyramid rows
     ``R = [N; S; -S; T; -T]`` (Sec. 5.1), ``Y = L^-1 R_u^T`` (Fortran-ordered, LAPACK's
-    ``dtrtrs`` as ``scipy.linalg.lapack.dtrtrs`` calls it) and ``free = [N; S; T] v+(0)`` (the
-    rows' unactuated and actuated columns times ``p`` and ``qd``, each by the BLAS ``dgemv``
-    numpy's ``@`` calls on them)."""
+    ``dtrtrs`` as ``scipy.linalg.lapack.dtrtrs`` calls it) and ``free = [N; S; T] v+(0)``
+    (:func:`free_velocity`)."""
     k3, nv = rows.shape
     m = k3 // 3
     for i in range(k3):
@@ -96,6 +95,15 @@ def pyramid_inputs(rows, L, p, qd, u, a, R, Y, free):
         for j in range(Y.shape[1]):
             Y[t, j] = R[j, u[t]]
     lower_solve(L, Y)
+    free_velocity(rows, p, qd, u, a, free)
+
+
+@cached_jit
+def free_velocity(rows, p, qd, u, a, free):
+    """``free = [N; S; T] v+(0)`` (output; :attr:`controllers.dynamics.Step.free_velocity`): the
+    rows' unactuated and actuated columns times ``p`` and ``qd``, each by the BLAS ``dgemv``
+    numpy's ``@`` calls on them, then summed."""
+    k3 = rows.shape[0]
     Ru, Ra = np.empty((k3, u.shape[0])), np.empty((k3, a.shape[0]))
     for i in range(k3):
         for t in range(u.shape[0]):
@@ -106,3 +114,42 @@ def pyramid_inputs(rows, L, p, qd, u, a, R, Y, free):
     fa = np.dot(Ra, qd)
     for i in range(k3):
         free[i] = fu[i] + fa[i]
+
+
+@cached_jit
+def normal_speeds(N, v, phi, dt, out):
+    """``out = N v + phi / dt`` (:meth:`controllers.dynamics.Step.normal_speeds`), ``N v`` by the
+    BLAS routine numpy's ``@`` calls on the C-ordered ``N``: ``ddot`` for one row, else ``dgemv``."""
+    m = out.shape[0]
+    if m == 1:
+        out[0] = np.dot(N[0], v) + phi[0] / dt
+        return
+    Nv = np.dot(N, v)
+    for i in range(m):
+        out[i] = Nv[i] + phi[i] / dt
+
+
+@cached_jit
+def complementarity_violation(fN, wN, free, phi, dt):
+    """``max(-min(w_N, 0), max_i f_N,i |w_N,i| / (1 + f_N,i)) / (1 + max_i |free_i + phi_i / dt|)``
+    (:meth:`controllers.dynamics.Step.complementarity_violation`, eqs. 36, 54): the numpy
+    statement's arithmetic element by element in its order, its maxima and minima starting from 0
+    and taken by NaN-propagating scans as ``np.max``/``np.min`` take them, its outer ``max`` of two
+    floats keeping the first unless the second is larger, as Python's does."""
+    s = 0.0
+    for i in range(phi.shape[0]):
+        s = _nan_max(s, abs(free[i] + phi[i] / dt))
+    low, high = 0.0, 0.0
+    for i in range(wN.shape[0]):
+        w = wN[i]
+        if w < low or w != w:
+            low = w
+        high = _nan_max(high, fN[i] * abs(w) / (1.0 + fN[i]))
+    low = -low
+    return (high if high > low else low) / (1.0 + s)
+
+
+@cached_jit
+def _nan_max(a, b):
+    """``b`` if it is larger than ``a`` or NaN while ``a`` is not: a step of ``np.max``'s scan."""
+    return b if b > a or (b != b and a == a) else a

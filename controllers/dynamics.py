@@ -50,8 +50,8 @@ from idyn import RobotModel
 from idyn.model import as_slice
 from idyn.contact import ContactJacobians, contact_inputs
 from idyn.errors import SolverError
-from idyn.lcp.find_indices import kept_mask
-from idyn.lcp.qr import column_pivots
+from idyn.lcp.find_indices import pivoted_kept_mask
+from idyn.lcp.qr import check_info
 
 from . import _dynamics_kernel as kernel
 from . import _reduced_kernel as reduced_kernel
@@ -119,10 +119,11 @@ class Step:
 
     @property
     def free_velocity(self) -> np.ndarray:
-        """``[N; S; T] v+`` at zero contact impulse (``v+_u = p``, ``v+_a = qd_des``), (3m,)."""
+        """``[N; S; T] v+`` at zero contact impulse (``v+_u = p``, ``v+_a = qd_des``), (3m,), in
+        one compiled call (:func:`controllers._dynamics_kernel.free_velocity`)."""
         if self._free is None:
-            R = self.rows
-            self._free = R[:, self.u].dot(self.p) + R[:, self.a].dot(self.qd)
+            self._free = np.empty(3 * self.m)
+            kernel.free_velocity(self.rows, self.p, self.qd, self.u_index, self.a_index, self._free)
         return self._free
 
     @property
@@ -182,7 +183,8 @@ class Step:
             return candidates[:0], candidates[:0]
         white = self.white                                  # X^T A^-1 X = H^T H
         H = white[:, m:] if k == m else white.take(np.concatenate((candidates + m, candidates + 2 * m)), axis=1)
-        kept = kept_mask(H, column_pivots(H), dependence_tol)
+        kept = np.zeros(2 * k, dtype=bool)
+        check_info(pivoted_kept_mask(H, dependence_tol * dependence_tol, kept), "geqp3")
         return candidates[kept[:k]], candidates[kept[k:]]
 
     # -------------------------------------------------------------- contact directions
@@ -214,21 +216,23 @@ class Step:
         return _NO_IMPACT if self.impact is None else self.impact
 
     def normal_speeds(self, v_next: np.ndarray) -> np.ndarray:
-        """``w_N = N v+ + phi/dt`` (eqs. 36, 54): non-negative when no contact closes further."""
-        J = self.jac
-        return J.N.dot(v_next) + J.phi / self.dt
+        """``w_N = N v+ + phi/dt`` (eqs. 36, 54): non-negative when no contact closes further (one
+        compiled call)."""
+        out = np.empty(self.m)
+        kernel.normal_speeds(self.jac.N, v_next, self.jac.phi, self.dt, out)
+        return out
 
     def complementarity_violation(self, fN: np.ndarray, v_next: np.ndarray, wN: np.ndarray | None = None
                                   ) -> float:
         """Violation of ``0 <= f_N _|_ N v+ + phi/dt >= 0`` (eqs. 36, 54) in units of the
         contact-free normal speed: 0 for an exact solution.  Controllers use it to accept an
         LCP answer in physical units, whatever the solver's own residual test said.  ``wN``:
-        :meth:`normal_speeds` of ``v_next`` if the caller has it."""
-        gap = self.jac.phi / self.dt
+        :meth:`normal_speeds` of ``v_next`` if the caller has it.  The violation is
+        ``max(-min(w_N, 0), max_i f_N,i |w_N,i| / (1 + f_N,i))`` over the scale
+        ``1 + max_i |N v+(0) + phi/dt|_i`` (:attr:`free_velocity`), in one compiled call."""
         if wN is None:
             wN = self.normal_speeds(v_next)
-        scale = 1.0 + float(np.abs(self.free_velocity[:self.m] + gap).max(initial=0.0))
-        return max(float(-wN.min(initial=0.0)), float((fN * np.abs(wN) / (1.0 + fN)).max(initial=0.0))) / scale
+        return kernel.complementarity_violation(fN, wN, self.free_velocity, self.jac.phi, self.dt)
 
     # -------------------------------------------------------------- solution recovery
     def resolve(self, generalized_impulse: np.ndarray, qd: np.ndarray | None = None
