@@ -22,6 +22,20 @@ def same(a: float, b: float) -> bool:
     return a == b or (np.isnan(a) and np.isnan(b))
 
 
+def agrees_with_numpys_blas(got, want, scale) -> bool:
+    """Assert round-off agreement (1e-13 of ``scale``) and return whether to the bit: the kernels
+    call scipy's BLAS (through numba), numpy's ``@`` its own build, which agree bit for bit on this
+    project's machines (the closed-loop traces depend on it) but may pick other CPU kernels
+    elsewhere, where the bit-for-bit claim is skipped rather than failed."""
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-13 * scale)
+    return np.array_equal(got, want)
+
+
+def exact_or_skip(exact: bool) -> None:
+    if not exact:
+        pytest.skip("scipy's and numpy's BLAS builds round differently here: agreement to round-off only")
+
+
 def test_complementarity_violation_kernel_equals_numpy_statement():
     """The compiled violation equals the numpy statement on random inputs with zero and negative
     forces, NaN and infinite speeds and gaps, and no contacts."""
@@ -79,19 +93,22 @@ def test_independent_tangents_visits_the_pivoted_qr_order(n_contacts):
 def test_normal_speeds_kernel_equals_numpy():
     """The compiled N v + phi/dt equals numpy's bit for bit (one contact included: numpy's ``@``
     takes BLAS ddot for a one-row matrix, dgemv otherwise), N a view of stacked rows."""
-    rng = np.random.default_rng(9)
+    rng, exact = np.random.default_rng(9), True
     for _ in range(2000):
         m, nv = int(rng.integers(0, 13)), int(rng.choice([12, 18, 24]))
         N, v = rng.standard_normal((3 * m, nv))[:m], rng.standard_normal(nv)
         phi, dt, out = rng.standard_normal(m) * 1e-3, float(rng.choice([1e-3, 0.01])), np.empty(m)
         kernel.normal_speeds(N, v, phi, dt, out)
-        np.testing.assert_array_equal(out, N.dot(v) + phi / dt)
+        want = N.dot(v) + phi / dt
+        exact &= agrees_with_numpys_blas(out, want, 1.0 + np.abs(N).sum(axis=1, initial=0.0).max(initial=0.0)
+                                         * np.abs(v).max() + np.abs(want).max(initial=0.0))
+    exact_or_skip(exact)
 
 
 def test_free_velocity_kernel_equals_numpy():
     """The compiled [N; S; T] v+(0) equals the numpy statement rows[:, u] p + rows[:, a] qd bit
     for bit (a floating base and a fixed one, any number of contacts)."""
-    rng = np.random.default_rng(13)
+    rng, exact = np.random.default_rng(13), True
     for _ in range(1000):
         m, nu = int(rng.integers(1, 13)), int(rng.choice([0, 6, 12]))
         rows, na = rng.standard_normal((3 * m, nu + 12)), 12
@@ -99,4 +116,6 @@ def test_free_velocity_kernel_equals_numpy():
         p, qd, free = rng.standard_normal(nu), rng.standard_normal(na), np.empty(3 * m)
         kernel.free_velocity(rows, p, qd, u, a, free)
         expected = (rows[:, :nu].dot(p) if nu else np.zeros(3 * m)) + rows[:, nu:].dot(qd)
-        np.testing.assert_array_equal(free, expected)
+        exact &= agrees_with_numpys_blas(free, expected, 1.0 + np.abs(rows).sum(axis=1).max()
+                                         * max(np.abs(p).max(initial=0.0), np.abs(qd).max()))
+    exact_or_skip(exact)
