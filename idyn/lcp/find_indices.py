@@ -22,10 +22,10 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .. import validation
+from .._lapack_kernel import pivoted_qr
 from ..errors import InvalidInputError
 from ..jit import cached_jit as _jit
 from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor
-from .qr import geqp3_kernel
 
 
 def find_indices(M, P, S, T, *, dependence_tol: float = DEFAULT_DEPENDENCE_TOL, cholesky=None
@@ -90,7 +90,7 @@ def pivoted_kept_mask(H, tol2, mask):
     ``H``'s pivoted QR (:func:`idyn.lcp.qr.column_pivots`) and ``tol2`` the squared
     ``dependence_tol``, as one compiled call for a nonempty ``H``; returns LAPACK's ``info``
     (the mask is left unset when it is negative)."""
-    _, piv, _, info = geqp3_kernel(H)
+    _, piv, _, info = pivoted_qr(H)
     if info >= 0:
         _kept_mask(H, piv.astype(np.intp), tol2, mask)
     return info

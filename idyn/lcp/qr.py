@@ -5,7 +5,8 @@ The contact problems factor matrices of a few rows and tens of columns every con
 dependent equalities).  ``scipy.linalg.qr`` spends about 100 us per call in workspace queries
 and wrappers around LAPACK work of a few microseconds; these call the same LAPACK routines
 (scipy's ``cython_lapack``, the ones ``scipy.linalg.lapack``'s wrappers call, with the workspace
-sizes given here to those wrappers) from compiled code, so pivots and ``R`` are those of
+sizes this module gave those wrappers) from compiled code (:func:`idyn._lapack_kernel.pivoted_qr`
+and :func:`idyn._lapack_kernel.qt_product`, beside the project's other LAPACK bindings), so pivots and ``R`` are those of
 ``scipy.linalg.qr(A, pivoting=True)`` (tested bit for bit), and return only what their callers
 use: the pivot order, ``|diag R|`` for a rank decision, and ``Q^T C`` applied reflector by
 reflector (LAPACK ``ormqr``) instead of forming ``Q``.
@@ -13,58 +14,9 @@ reflector (LAPACK ``ormqr``) instead of forming ``Q``.
 from __future__ import annotations
 
 import numpy as np
-from numba import types
-from numba.core.extending import get_cython_function_address
 
-from ..jit import cached_jit, external
-
-_P = types.voidptr
-_dgeqp3 = external("idyn_scipy_dgeqp3", get_cython_function_address("scipy.linalg.cython_lapack", "dgeqp3"),
-                   types.void(*(_P,) * 9))
-_dormqr = external("idyn_scipy_dormqr", get_cython_function_address("scipy.linalg.cython_lapack", "dormqr"),
-                   types.void(*(_P,) * 13))
-
-
-@cached_jit
-def _fortran(A):
-    """A Fortran-ordered float copy of the 2-d ``A`` (LAPACK's layout)."""
-    F = np.empty((A.shape[1], A.shape[0])).T
-    F[:, :] = A
-    return F
-
-
-@cached_jit
-def geqp3_kernel(A):
-    """``(qr, piv, tau, info)``: LAPACK ``dgeqp3`` on a Fortran copy of the nonempty ``A`` with
-    every column free (``jpvt = 0``) and ``lwork = (3 n + 1) 64``, as the calls of
-    ``scipy.linalg.lapack.dgeqp3(A, lwork=...)`` this module made; ``piv`` 0-based (int32)."""
-    m, n = A.shape
-    qr = _fortran(A)
-    jpvt, tau = np.zeros(n, np.int32), np.empty(min(m, n))
-    lwork = (3 * n + 1) * 64
-    work = np.empty(lwork)
-    sizes, info = np.array([m, n, m, lwork], np.int32), np.zeros(1, np.int32)
-    _dgeqp3(sizes[0:].ctypes, sizes[1:].ctypes, qr.ctypes, sizes[2:].ctypes, jpvt.ctypes, tau.ctypes,
-            work.ctypes, sizes[3:].ctypes, info.ctypes)
-    jpvt -= 1
-    return qr, jpvt, tau, info[0]
-
-
-@cached_jit
-def _ormqr_kernel(qr, tau, C):
-    """``(Q^T C, info)``: LAPACK ``dormqr('L', 'T')`` with the reflectors of :func:`geqp3_kernel`
-    (``k = tau.size >= 1``) on a Fortran copy of ``C`` (``C.shape[1] >= 1``), ``lwork = 64
-    C.shape[1]``, as the calls of ``scipy.linalg.lapack.dormqr`` this module made."""
-    m, n = C.shape
-    out = _fortran(C)
-    lwork = n * 64
-    work = np.empty(lwork)
-    flags = np.array([76, 84], np.uint8)                    # 'L', 'T'
-    sizes, info = np.array([m, n, tau.shape[0], qr.shape[0], lwork], np.int32), np.zeros(1, np.int32)
-    _dormqr(flags[0:].ctypes, flags[1:].ctypes, sizes[0:].ctypes, sizes[1:].ctypes, sizes[2:].ctypes, qr.ctypes,
-            sizes[3:].ctypes, tau.ctypes, out.ctypes, sizes[0:].ctypes, work.ctypes, sizes[4:].ctypes, info.ctypes)
-    return out, info[0]
-
+from .._lapack_kernel import fortran_copy, pivoted_qr, qt_product
+from ..jit import cached_jit
 
 def check_info(info: int, routine: str) -> None:
     """ValueError for LAPACK's ``info < 0`` (an illegal argument) of ``routine``."""
@@ -77,7 +29,7 @@ def _geqp3(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     A = np.asarray(A, dtype=float)
     if A.size == 0:
         return np.zeros(A.shape), np.arange(A.shape[1], dtype=np.int32), np.zeros(0)
-    qr, jpvt, tau, info = geqp3_kernel(A)
+    qr, jpvt, tau, info = pivoted_qr(A)
     check_info(info, "geqp3")
     return qr, jpvt, tau
 
@@ -105,7 +57,7 @@ def apply_qt(qr: np.ndarray, tau: np.ndarray, C: np.ndarray) -> np.ndarray:
     """``Q^T C`` for the full (square) ``Q`` of :func:`householder_qr`."""
     if C.shape[1] == 0 or tau.size == 0:
         return np.array(C, dtype=float)
-    out, info = _ormqr_kernel(np.asfortranarray(qr), tau, np.asarray(C, dtype=float))
+    out, info = qt_product(np.asfortranarray(qr), tau, np.asarray(C, dtype=float))
     check_info(info, "ormqr")
     return out
 
@@ -129,14 +81,14 @@ def _rank(diag, tol):
 def complement_kernel(C, A, tol):
     """:func:`complement_coordinates` for nonempty ``A`` and ``C`` with columns, and LAPACK's
     ``info`` of each routine (first failing one)."""
-    qr, _, tau, info = geqp3_kernel(A)
+    qr, _, tau, info = pivoted_qr(A)
     if info < 0:
-        return _fortran(C)[:0], info, 0
+        return fortran_copy(C)[:0], info, 0
     k = tau.shape[0]
     diag = np.empty(k)
     for i in range(k):
         diag[i] = abs(qr[i, i])
-    out, info = _ormqr_kernel(qr, tau, C)
+    out, info = qt_product(qr, tau, C)
     return out[_rank(diag, tol):], 0, info
 
 
