@@ -15,6 +15,7 @@ import numpy as np
 from idyn._contact_kernel import contact_rows
 from idyn._lapack_kernel import cholesky_lower, lower_solve
 from idyn.jit import cached_jit
+from idyn.lcp._lemke_kernel import first_max
 
 from ._reduced_kernel import free_motion, resolve, step_gaps
 
@@ -135,7 +136,7 @@ def complementarity_violation(fN, wN, free, phi, dt):
     (:meth:`controllers.dynamics.Step.complementarity_violation`, eqs. 36, 54): the numpy
     statement's arithmetic element by element in its order, its maxima and minima starting from 0
     and taken by NaN-propagating scans as ``np.max``/``np.min`` take them, its outer ``max`` of two
-    floats keeping the first unless the second is larger, as Python's does."""
+    floats Python's (:func:`idyn.lcp._lemke_kernel.first_max`)."""
     s = 0.0
     for i in range(phi.shape[0]):
         s = _nan_max(s, abs(free[i] + phi[i] / dt))
@@ -145,8 +146,7 @@ def complementarity_violation(fN, wN, free, phi, dt):
         if w < low or w != w:
             low = w
         high = _nan_max(high, fN[i] * abs(w) / (1.0 + fN[i]))
-    low = -low
-    return (high if high > low else low) / (1.0 + s)
+    return first_max(-low, high) / (1.0 + s)
 
 
 @cached_jit
