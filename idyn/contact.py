@@ -252,14 +252,15 @@ def framed_contacts(body_a, body_b, rows, mu) -> tuple[list[Contact], np.ndarray
                          f"got {rows.shape}, {mu.shape}, {len(body_b)}")
     if any(map(operator.eq, body_a, body_b)):
         raise InvalidInputError("a contact needs two different bodies")
-    return _framed(body_a, body_b, rows, mu)
+    return framed_contacts_prechecked(body_a, body_b, rows, mu)
 
 
-def _framed(body_a, body_b, rows: np.ndarray, mu: np.ndarray) -> tuple[list[Contact], np.ndarray, np.ndarray]:
-    """:func:`framed_contacts` for a caller whose inputs have the right form by construction: m
-    bodies A and B pairwise different (a testbed's feet against the world), float64 ``rows``
-    (m, 7) and ``mu`` (m,). The numbers are still checked (finite rows, non-zero normals, mu >=
-    0: they come from the simulator), in the compiled call."""
+def framed_contacts_prechecked(body_a, body_b, rows: np.ndarray, mu: np.ndarray) -> tuple[list[Contact], np.ndarray, np.ndarray]:
+    """:func:`framed_contacts` for a testbed whose inputs have the right form by construction:
+    m bodies A and B pairwise different (its feet against the world), float64 ``rows`` (m, 7)
+    and ``mu`` (m,). Only the form is trusted: the numbers are still checked (finite rows,
+    non-zero normals, mu >= 0: they come from the simulator), in the compiled call. Inputs of
+    another form give wrong contacts or an exception from numpy, not a typed error."""
     m = rows.shape[0]
     frames, points = np.empty((m, 3, 3)), np.empty((m, 3))
     code = framed_rows(rows, mu, frames, points)

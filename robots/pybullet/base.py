@@ -455,7 +455,7 @@ class Testbed:
     def state(self) -> RobotState:
         """The measured state (q, v) in pinocchio conventions at the current time (cached per step)."""
         if self._state is None:
-            self._state = RobotState._trusted(*self._read(), self.t)   # read() checks q, v finite
+            self._state = RobotState.prechecked(*self._read(), self.t)   # read() checks q, v finite
         return self._state
 
     def _read(self) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ import numpy as np
 import pinocchio as pin
 import pybullet as pb
 
-from idyn.contact import Contact, _framed
+from idyn.contact import Contact, framed_contacts_prechecked
 from idyn.errors import InvalidInputError
 from idyn.placements import placed_points, record_rows
 from idyn.state import RobotState
@@ -207,4 +207,4 @@ def _foot_contacts(links: list[str], rows: list[float], frictions) -> tuple[list
     the numbers of :class:`idyn.ContactSet`). ``frictions(points)``: the terrain's coefficients
     (float64) at the (m, 3) points."""
     rows = np.fromiter(rows, float).reshape(-1, 7)
-    return _framed(links, (None,) * len(links), rows, frictions(rows[:, :3]))
+    return framed_contacts_prechecked(links, (None,) * len(links), rows, frictions(rows[:, :3]))
