@@ -4,7 +4,7 @@ Every answer is checked in physical units against the Coulomb LCP of paper eqs. 
 here from the contacts and the predicted velocity (not from the controller's own matrices):
 ``0 <= f_N _|_ N v+ + phi/dt >= 0``, ``0 <= f_F _|_ F v+ + E lambda >= 0``,
 ``0 <= lambda _|_ mu f_N - E^T f_F >= 0``, plus the shared residuals of
-:func:`test_controllers.check_physics` (unactuated dynamics, cone, non-penetration).  States:
+:func:`test_controllers.check_physics` (dynamics of every row, cone, non-penetration).  States:
 the recorded LINKS trot of ``tests/data/controller_reference.npz`` (PyBullet, rigid ground,
 touchdowns and lift-offs) with its friction scaled, and the standing problems where the ID LCP
 is indeterminate (Lemke loads two diagonal feet of four).
