@@ -85,15 +85,17 @@ def test_box_on_incline_slides_only_above_tan_with_analytic_acceleration(angle, 
 
 
 @pytest.mark.parametrize("angle,mu", INCLINES)
-def test_maximal_dissipation_slides_no_faster_than_coulomb(angle, mu):
+def test_maximal_dissipation_sticks_as_coulomb_and_slides_close_to_it(angle, mu):
     """The complementarity-free model sticks exactly when Coulomb sticks. When sliding it is not
     Coulomb's law: maximal dissipation may buy friction with a larger normal impulse that lifts
-    the box off for a step (paper Sec. 2.3.4), so the speed is only close to Coulomb's."""
+    the box off for a step (paper Sec. 2.3.4), so the speed is only close to Coulomb's, on either
+    side (after 0.2 s: +0.8 % at (0.3, 0.2), +7.9 % at (0.3, 0.3), -17 % at (0.5, 0.45)); the
+    frictionless speed is 3 to 33 times Coulomb's on these inclines."""
     speed, expected = slide("qp", angle, mu)
     if expected == 0.0:
         assert abs(speed) < 1e-9
     else:
-        assert 0.5 * expected < speed < G * math.sin(angle) * 0.2
+        assert speed == pytest.approx(expected, rel=0.25)
 
 
 def test_maximal_dissipation_agrees_with_an_independent_qp_solver():
