@@ -15,10 +15,15 @@ from hypothesis import given, settings, strategies as st
 
 import controllers
 from controllers import RobotState
-from controllers.dissipation import build_stage_one, price_separation, separating_loads
+from controllers.dissipation import build_stage_one, price_separation, separating_loads, solve_stage_one
+from idyn import Contact, contact_jacobians
+from idyn.contact import CONTACT_GAP
 from idyn.errors import InvalidInputError
+from idyn.separation import LOADED_FRACTION
 from test_controllers import check_physics
 from test_controllers_dissipation_objective import pushing_stance
+
+DT = 1e-3
 
 
 def sliding_stance(speed: float, heading: float = 0.0, mu: float = 0.1):
@@ -96,12 +101,28 @@ def test_pricing_keeps_the_nullspace_and_stage_two():
     assert np.linalg.eigvalsh(prob.H).min() > -1e-9 * np.abs(prob.H).max()
 
 
-def test_separating_loads_reads_the_model_not_the_solver():
-    """A contact is flagged only if it is touching, loaded and ends the step apart."""
-    model, state, desired, contacts, _ = sliding_stance(0.4)
-    ctrl = controllers.make("qp-coulomb", model, feedback=False)
+@pytest.mark.parametrize("speed,heading,gaps", [(0.4, 0.0, (0, 0, 0, 0)), (0.6, -2.0, (0, 0, 0, 0)),
+                                                (0.4, 0.0, (0, 3, 0, 0))])
+def test_separating_loads_reads_the_model_not_the_solver(speed, heading, gaps):
+    """A contact is flagged only if it is touching (phi <= CONTACT_GAP), loaded (above
+    LOADED_FRACTION of the largest normal impulse) and ends the step apart (phi + dt N v+ >
+    CONTACT_GAP), with N v+ of Stage I's answer, here from the published controller's v+
+    (Stage II moves z in ker Y, which leaves N v+ alone); the sliding stances flag some feet and
+    leave an unloaded one and one 3 um up; no load, no flag."""
+    model, state, desired, contacts, _ = sliding_stance(speed, heading)
+    contacts = [Contact(c.body_a, c.body_b, c.point, c.normal, c.mu, g * CONTACT_GAP) for c, g in zip(contacts, gaps)]
+    jac = contact_jacobians(model, state.q, contacts)
+    ctrl = controllers.make("qp-coulomb", model, feedback=False, separation_weight=0.0, impact=False)
+    normal_speed = jac.N @ ctrl.compute(state, desired, contacts).info["v_next"]
     step = ctrl._step(state.q, state.v, ctrl.command(state.q, state.v, desired), contacts)
     prob = build_stage_one(step, coulomb=True)
+    z, _ = solve_stage_one(prob, "lemke", "quadprog")
+    z_n = z[:len(contacts)]
+    touching, loaded = jac.phi <= CONTACT_GAP, z_n > LOADED_FRACTION * z_n.max()
+    apart = jac.phi + DT * normal_speed > CONTACT_GAP
+    flagged = separating_loads(step, prob, z)
+    np.testing.assert_array_equal(flagged, touching & loaded & apart)
+    assert flagged.any() and (apart & ~flagged).any()
     assert not separating_loads(step, prob, np.zeros(prob.k)).any()      # no load, no flag
 
 
