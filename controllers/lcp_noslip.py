@@ -3,11 +3,16 @@
 Per step, in the reduced form of :mod:`controllers.dynamics` (only the unactuated velocity
 ``v+_u`` is unknown once ``P v+ = qd_des``):
 
-1. **FIND-INDICES** (Algorithm 1, :func:`idyn.lcp.find_indices`) on the unactuated block
-   ``A = M_uu`` and the unactuated columns of ``S``, ``T``.  With ``X = [P^T S_S^T T_T^T]``,
+1. **FIND-INDICES** (Algorithm 1) on the unactuated block ``A = M_uu`` and the unactuated
+   columns of ``S``, ``T`` (:meth:`controllers.dynamics.Step.independent_tangents`, compiled as
+   :func:`controllers._noslip_kernel.kept_tangent_rows`).  With ``X = [P^T S_S^T T_T^T]``,
    ``X`` has full column rank iff the chosen tangent rows restricted to the unactuated columns
-   are independent (``P`` covers the actuated ones), so the reduced call keeps exactly the rows
-   the full-size Algorithm 1 keeps, at ``O(nu^3 + n nu^2)`` instead of ``O(nv^3 + n nv^2)``.
+   are independent (``P`` covers the actuated ones), so the reduced call keeps as many rows as
+   the full-size Algorithm 1, spanning the same space, at ``O(nu^3 + n nu^2)`` instead of
+   ``O(nv^3 + n nv^2)``.  Not the same rows: they are offered in the order of a column-pivoted
+   QR rather than the paper's ``S_1, T_1, S_2, ...`` (the paper's order can keep a badly
+   conditioned subset; see ``independent_tangents``), and the dependence tolerance is a sine
+   in the ``A^-1`` metric.  :func:`idyn.lcp.find_indices` is Algorithm 1 in the paper's order.
 2. The no-slip MLCP (eq. 42) reduced to the LCP of eqs. 44-45: the kept tangent rows
    ``G v+_u = b`` (``b = -[S; T]_a qd_des``) are equality constraints, the contact-free velocity
    is ``f* = p + A^-1 G^T mu0`` with ``mu0 = (G A^-1 G^T)^-1 (b - G p)``, and the LCP
