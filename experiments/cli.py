@@ -47,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f"experiments.commands.{name}")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         p.add_argument("--out", default=f"results/{mod.NAME}", metavar="DIR",
-                       help="directory for machine-readable results (default: %(default)s)")
+                       help="directory the command writes its results to, created if missing "
+                            "(default: %(default)s, under the current directory)")
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser

@@ -86,6 +86,32 @@ def test_compare_writes_csv_and_prints_paper_tables(tmp_path, capsys):
     assert meta["packages"]["pin"] and meta["seeds"] == [0]
 
 
+def test_every_command_takes_out_defaulting_to_results_command():
+    """``--out DIR`` on every subcommand, ``results/<command>`` when not given (README)."""
+    import importlib
+
+    from experiments.cli import COMMANDS, build_parser
+
+    parser = build_parser()
+    positional = {"bench": ["lcp"], "plot": ["somewhere"], "constraint-solver": ["pendulum"]}
+    names = [importlib.import_module(f"experiments.commands.{c}").NAME for c in COMMANDS]
+    for name in names:
+        argv = [name, *positional.get(name, [])]
+        assert parser.parse_args(argv).out == f"results/{name}"
+        assert parser.parse_args([*argv, "--out", "elsewhere"]).out == "elsewhere"
+
+
+def test_bench_loop_writes_under_out_not_the_working_directory(tmp_path, monkeypatch, capsys):
+    cwd, out = tmp_path / "cwd", tmp_path / "profile"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    assert main(["bench-loop", "--controller", "pid", "--duration", "0.02", "--out", str(out)]) == 0
+    report = json.loads((out / "bench.json").read_text())
+    assert report["scenario"]["duration"] == 0.02 and report["runs"][0]["steps"] == 20
+    assert list(cwd.iterdir()) == []
+    assert f"wrote {out}/bench.json" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["run", "--controller", "nope"], "unknown controller"),
     (["run", "--duration", "-1"], "duration must be positive"),
@@ -93,6 +119,8 @@ def test_compare_writes_csv_and_prints_paper_tables(tmp_path, capsys):
     (["plot", "/nonexistent"], "neither trace.npz"),
     (["plot", "/nonexistent", "/nowhere"], "every source needs trace.npz"),
     (["bench", "lcp", "--contacts", "4,x"], "comma-separated integers"),
+    (["bench-loop", "--repeats", "0"], "--repeats must be at least 1"),
+    (["bench-loop", "--controller", "nope"], "unknown controller"),
     (["constraint-solver", "elastic-foundation", "--case", "100,1e9,50"],
      "unknown elastic-foundation case"),
 ])

@@ -16,6 +16,26 @@ def add_friction_limit(parser) -> None:
                              "them the terrain's mu as the paper did (default: %(default)s; why: README)")
 
 
+def add_controller(parser) -> None:
+    """The ``--controller`` option of the single-run commands (run, demo, bench-loop)."""
+    parser.add_argument("--controller", default="qp-coulomb",
+                        help="a name of controllers.available(), listed in the README (default: %(default)s)")
+
+
+def add_seed(parser) -> None:
+    """The ``--seed`` option of the quadruped commands (Scenario.seed: the rough terrain's heights
+    and per-cell friction)."""
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the rough terrain's heights and friction (default: %(default)s)")
+
+
+def terrain_names() -> str:
+    """The named terrains of ``experiments.scenario.TERRAINS``, for a help text."""
+    from ..scenario import TERRAINS
+
+    return ", ".join(TERRAINS)
+
+
 def _friction_limit(text: str) -> float | None:
     from ..scenario import check_friction_limit
 

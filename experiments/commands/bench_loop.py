@@ -7,16 +7,20 @@ whole step and the real-time factor; writes DIR/bench.json (:mod:`experiments.be
 """
 from __future__ import annotations
 
+from . import add_controller, terrain_names
+
 NAME = "bench-loop"
 HELP = "time each phase of the closed-loop step of a trot (median, p90, share; JSON)"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--controller", default="qp-coulomb", help="controller name (default: %(default)s)")
+    add_controller(parser)
     parser.add_argument("--terrain", default="rigid-high",
-                        help="rigid-low, rigid-high, compliant-low, compliant-high or rough (default: %(default)s)")
+                        help=f"one of {terrain_names()} (default: %(default)s)")
     parser.add_argument("--duration", type=float, default=5.0, help="virtual seconds per run (default: %(default)s)")
-    parser.add_argument("--repeats", type=int, default=1, help="runs (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="timed runs of --duration each, after an untimed 10 ms run that loads the "
+                             "compiled kernels (default: %(default)s)")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="process CPU time (insensitive to other load) or wall time (default: %(default)s)")
 

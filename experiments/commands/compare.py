@@ -7,7 +7,7 @@ Tables 4-6 judged on this sweep, :mod:`experiments.orderings`), ``DIR/comparison
 """
 from __future__ import annotations
 
-from . import add_friction_limit, parse_names
+from . import add_friction_limit, add_seed, parse_names, terrain_names
 
 NAME = "compare"
 HELP = "run controllers x terrains in parallel and print the paper's tables beside ours"
@@ -19,17 +19,23 @@ CSV_KEYS = ("controller", "terrain", "mu", "robot", "seed", "backend", "fell", "
 
 
 def add_arguments(parser) -> None:
+    from ..scenario import PAPER_CONTROLLERS
+
     parser.add_argument("--controllers", default="all",
-                        help="'all' (the paper's seven) or a comma-separated list (default: all)")
+                        help=f"'all' (the paper's seven: {', '.join(PAPER_CONTROLLERS)}) or a comma-separated "
+                             "list of controllers.available() (default: all)")
     parser.add_argument("--terrains", default="all",
-                        help="'all' or a comma-separated subset of rigid-low, rigid-high, compliant-low, "
-                             "compliant-high, rough (default: all)")
+                        help=f"'all' or a comma-separated subset of {terrain_names()} (default: all)")
     parser.add_argument("--duration", type=float, default=30.0, help="virtual seconds per run (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--jobs", type=int, default=2, help="parallel runs (default: %(default)s)")
+    add_seed(parser)
+    parser.add_argument("--jobs", type=int, default=2,
+                        help="parallel runs: local processes, or the CPUs of a local Ray instance "
+                             "(default: %(default)s)")
     parser.add_argument("--executor", choices=("process", "ray"), default="process",
-                        help="local process pool, or a Ray cluster (needs the 'ray' extra; RAY_ADDRESS)")
-    parser.add_argument("--backend", choices=("pybullet", "idyn"), default="pybullet")
+                        help="local process pool, or Ray (needs the 'ray' extra): the cluster at RAY_ADDRESS, "
+                             "else a local instance (default: %(default)s)")
+    parser.add_argument("--backend", choices=("pybullet", "idyn"), default="pybullet",
+                        help="physics: PyBullet or idyn.sim (default: %(default)s)")
     add_friction_limit(parser)
 
 

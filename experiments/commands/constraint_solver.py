@@ -33,7 +33,8 @@ def add_arguments(parser) -> None:
                         help="program form (default: %(default)s)")
     parser.add_argument("--budget", type=float, default=None,
                         help="elastic-foundation, sphere-stack: wall-clock seconds allowed per "
-                             "scipy integrator run before it is reported as a timeout")
+                             "scipy integrator run before it is reported as a timeout (default 60 and "
+                             "120, 20 and 10 with --short)")
     parser.add_argument("--reference-budget", type=float, default=None,
                         help="elastic-foundation: wall-clock seconds allowed for each DOP853 "
                              "reference run (default 1800, 60 with --short)")

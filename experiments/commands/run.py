@@ -7,23 +7,24 @@ from __future__ import annotations
 
 import math
 
-from . import add_contact_model_options, add_controller_options, add_friction_limit
+from . import add_contact_model_options, add_controller, add_controller_options, add_friction_limit, add_seed
 
 NAME = "run"
 HELP = "run one scenario and save its metrics, trace and plot"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--robot", choices=("quadruped", "manipulator"), default="quadruped")
-    parser.add_argument("--controller", default="qp-coulomb",
-                        help="controller name (see `idyn compare --help` for the list)")
+    parser.add_argument("--robot", choices=("quadruped", "manipulator"), default="quadruped",
+                        help="quadruped (the trot on the waypoint course; --quadruped names the model) or "
+                             "manipulator (the grasp) (default: %(default)s)")
+    add_controller(parser)
     parser.add_argument("--terrain", choices=("rigid", "compliant", "rough"), default="rigid",
                         help="quadruped ground (default: %(default)s)")
     parser.add_argument("--mu", type=float, default=math.inf,
                         help="ground friction (quadruped) or fingertip-box friction (manipulator); "
                              "inf means no slip (simulated as 100); ignored on rough terrain (default: inf)")
     parser.add_argument("--duration", type=float, default=30.0, help="virtual seconds (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the rough terrain (default: %(default)s)")
+    add_seed(parser)
     parser.add_argument("--backend", choices=("pybullet", "idyn"), default="pybullet",
                         help="physics: PyBullet or idyn.sim (default: %(default)s)")
     parser.add_argument("--contact-model", default=None,
