@@ -191,12 +191,56 @@ def test_reduced_program_is_strictly_convex_and_trivially_feasible():
                              0.01, contacts=contacts)
     rows = appendix_a.layout(prob, 100.0)
     red = appendix_a.reduced_program(prob, rows, prob.M)
-    eig = np.linalg.eigvalsh(red.program.P.toarray())
+    assert red.program.dense                 # dense T: the program is built without scipy.sparse
+    eig = np.linalg.eigvalsh(red.program.P)
     assert eig.min() >= 1.0 - 1e-9
     x = appendix_a.trivial_feasible_point(rows, red)
     if x is not None:                     # T_nu,nu 1 > 0 for this instance
         slack = red.program.A_in @ x - red.program.b_in
         assert slack.min() >= -1e-9 * (1 + np.abs(red.program.b_in).max())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dense_program_reaches_the_backends_as_its_sparse_form_does(seed):
+    """A few contacts give dense programs, which go to CSC once (conic._backend_matrices)
+    instead of through scipy.sparse stacking: the backends get the same matrices, so an
+    exact-normals round has the same optimum to the bit as its sparse copy, with both."""
+    rng = np.random.default_rng(seed)
+    nv, m = 8, 3
+    tan = coulomb_tangents(m, 0.01)
+    Gn, Gr, Gs = (rng.normal(size=(m, nv)) for _ in range(3))
+    contacts = ContactRows(ConstraintRows(Gn, -np.full(m, 1e-4), np.full(m, 1e5), np.full(m, 1e3)),
+                           ConstraintRows(Gr, tan.phi, tan.K, tan.B), np.full(m, 0.3),
+                           ConstraintRows(Gs, tan.phi, tan.K, tan.B))
+    prob = ConstraintProblem(_random_spd(rng, nv), rng.normal(size=nv), rng.normal(size=nv),
+                             0.01, contacts=contacts)
+    rows = appendix_a.layout(prob, 100.0)
+    red = appendix_a.reduced_program(prob, rows, prob.M)
+    active, _ = appendix_a.frictionless_active_set(rows, red)
+    dense = appendix_a.with_exact_normals(red.program, rows, active)
+    p = red.program
+    sparse = appendix_a.with_exact_normals(
+        ConicProgram(sp.csc_matrix(p.P), p.c, sp.csc_matrix(p.A_eq), p.b_eq, sp.csc_matrix(p.A_in),
+                     p.b_in, p.cone_t, p.cone_r, p.cone_s, p.cone_mu), rows, active)
+    assert dense.dense and not sparse.dense
+    for backend in BACKENDS:
+        a, b = solve_conic(dense, backend), solve_conic(sparse, backend)
+        assert a.status is b.status and a.iterations == b.iterations
+        np.testing.assert_array_equal(a.x, b.x)
+
+
+def test_mass_matrix_reuses_a_given_cholesky_factor():
+    """MassMatrix(M, cholesky=U) solves with U (a simulator's factor) as with its own."""
+    rng = np.random.default_rng(0)
+    M = _random_spd(rng, 5)
+    X = rng.normal(size=(5, 3))
+    U = np.linalg.cholesky(M).T
+    np.testing.assert_allclose(MassMatrix(M, cholesky=U).solve(X), np.linalg.solve(M, X), rtol=1e-10)
+    np.testing.assert_allclose(MassMatrix(M, cholesky=U).solve(X), MassMatrix(M).solve(X), rtol=1e-12)
+    with pytest.raises(ShapeError):
+        MassMatrix(M, cholesky=U[:4])
+    with pytest.raises(NonFiniteError):
+        MassMatrix(M).solve(np.full(5, np.nan))
 
 
 def test_closed_form_equals_qp_for_uncoupled_rows():

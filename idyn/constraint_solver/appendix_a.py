@@ -151,13 +151,16 @@ def recover(problem: ConstraintProblem, rows: RowLayout, lam: np.ndarray, inerti
     return a, rows.rho_b - rows.chi_b * (Gb @ a)
 
 
-def _selector(idx: np.ndarray, n: int) -> sp.csr_matrix:
+def _selector(idx: np.ndarray, n: int, dense: bool = False) -> sp.csr_matrix | np.ndarray:
+    if dense:
+        return np.eye(n)[idx]
     return sp.csr_matrix((np.ones(idx.shape[0]), (np.arange(idx.shape[0]), idx)),
                          shape=(idx.shape[0], n))
 
 
-def _friction_rows(rows: RowLayout, n: int):
-    """2D Coulomb rows mu lambda_n -+ lambda_r >= 0 (eqs. 107-108) or the 3D cones (eq. 142)."""
+def _friction_rows(rows: RowLayout, n: int, dense: bool = False):
+    """2D Coulomb rows mu lambda_n -+ lambda_r >= 0 (eqs. 107-108) or the 3D cones (eq. 142);
+    the rows as an array if ``dense``."""
     k = rows.bounded_friction()
     contact = rows.friction[k]
     t_idx = np.arange(rows.m)[rows.n][contact]
@@ -165,18 +168,21 @@ def _friction_rows(rows: RowLayout, n: int):
     mu = rows.mu[contact]
     if rows.three_d:
         s_idx = np.arange(rows.m)[rows.s][k]
-        return sp.csr_matrix((0, n)), (t_idx, r_idx, s_idx, mu)
+        return np.zeros((0, n)) if dense else sp.csr_matrix((0, n)), (t_idx, r_idx, s_idx, mu)
     i = np.arange(k.shape[0])
     data = np.r_[mu, -np.ones_like(mu), mu, np.ones_like(mu)]
     ri = np.r_[i, i, i + k.shape[0], i + k.shape[0]]
     ci = np.r_[t_idx, r_idx, t_idx, r_idx]
     lin = sp.csr_matrix((data, (ri, ci)), shape=(2 * k.shape[0], n))
     empty = np.zeros(0, dtype=int)
-    return lin, (empty, empty, empty, np.zeros(0))
+    return lin.toarray() if dense else lin, (empty, empty, empty, np.zeros(0))
 
 
-def _program(P, c, A_eq, b_eq, A_in, b_in, cones) -> ConicProgram:
+def _program(P, c, A_eq, b_eq, A_in, b_in, cones, dense: bool = False) -> ConicProgram:
+    """The program with its matrices as CSC, or as arrays if ``dense``."""
     t, r, s, mu = cones
+    if dense:
+        return ConicProgram(P, c, A_eq, b_eq, A_in, b_in, t, r, s, mu)
     return ConicProgram(sp.csc_matrix(P), c, sp.csc_matrix(A_eq), b_eq, sp.csc_matrix(A_in), b_in,
                         t, r, s, mu)
 
@@ -184,7 +190,8 @@ def _program(P, c, A_eq, b_eq, A_in, b_in, cones) -> ConicProgram:
 @dataclass
 class Reduced:
     """The reduced form: y = T lambda* + t, the objective 1/2 x^T P x + c^T x (eqs. 180, 184)
-    and, built on first use, the whole program with its inequality rows (eqs. 181-186)."""
+    and, built on first use, the whole program with its inequality rows (eqs. 181-186), dense
+    when T is (a few contacts: scipy.sparse construction cost more than the conic solve)."""
     T: np.ndarray | sp.spmatrix
     t: np.ndarray
     P: np.ndarray | sp.csc_matrix                      # dense when T is
@@ -196,11 +203,15 @@ class Reduced:
     def program(self) -> ConicProgram:
         if self._program is None:
             rows, m, nu = self.rows, self.rows.m, self.rows.nu
-            fric, cones = _friction_rows(rows, m)
-            A_in = sp.vstack([sp.csr_matrix(self.T[nu]), _selector(nu, m), fric])
+            dense = not sp.issparse(self.T)
+            fric, cones = _friction_rows(rows, m, dense)
+            if dense:
+                A_in = np.vstack([self.T[nu], _selector(nu, m, dense), fric])
+            else:
+                A_in = sp.vstack([sp.csr_matrix(self.T[nu]), _selector(nu, m), fric])
             b_in = np.r_[-self.t[nu], np.zeros(nu.shape[0] + fric.shape[0])]
-            self._program = _program(self.P, self.c, sp.csr_matrix((0, m)), np.zeros(0),
-                                     A_in, b_in, cones)
+            self._program = _program(self.P, self.c, np.zeros((0, m)) if dense else sp.csr_matrix((0, m)),
+                                     np.zeros(0), A_in, b_in, cones, dense)
         return self._program
 
 
@@ -324,7 +335,8 @@ def with_exact_normals(prog: ConicProgram, rows: RowLayout, active: np.ndarray) 
     k = rows.nu.shape[0]
     on = _active_mask(rows, active)
     fixed = _held_at_zero(rows, on)
-    A_in = sp.csr_matrix(prog.A_in)
+    dense = prog.dense
+    A_in = prog.A_in if dense else sp.csr_matrix(prog.A_in)
     spring = A_in[:k]
     free_cols = np.ones(prog.n, dtype=bool)
     free_cols[fixed] = False
@@ -332,8 +344,9 @@ def with_exact_normals(prog: ConicProgram, rows: RowLayout, active: np.ndarray) 
     touches_free = np.asarray(abs(rest) @ free_cols.astype(float)).ravel() > 0
     keep = k + np.flatnonzero(touches_free)
     cones = ~np.isin(prog.cone_t, fixed)
-    zero = _selector(fixed, prog.n)
-    A_eq = sp.vstack([prog.A_eq, spring[on], zero], format="csc")
+    zero = _selector(fixed, prog.n, dense)
+    blocks = [prog.A_eq, spring[on], zero]
+    A_eq = np.vstack(blocks) if dense else sp.vstack(blocks, format="csc")
     b_eq = np.r_[prog.b_eq, prog.b_in[:k][on], np.zeros(zero.shape[0])]
     return ConicProgram(prog.P, prog.c, A_eq, b_eq, A_in[keep], prog.b_in[keep],
                         prog.cone_t[cones], prog.cone_r[cones], prog.cone_s[cones],

@@ -61,6 +61,11 @@ class ConicProgram:
     def n(self) -> int:
         return self.c.shape[0]
 
+    @property
+    def dense(self) -> bool:
+        """P, A_eq and A_in are all arrays (a small program, built without scipy.sparse)."""
+        return not any(sp.issparse(M) for M in (self.P, self.A_eq, self.A_in))
+
 
 @dataclass
 class ConicResult:
@@ -71,30 +76,56 @@ class ConicResult:
     backend: str
 
 
-def _cone_rows(prog: ConicProgram) -> sp.csc_matrix:
-    """Rows of s = -S x for the cones, ordered (t, r, s) per cone as both backends expect."""
+def _cone_entries(prog: ConicProgram):
+    """(rows, cols, values) of S in s = -S x for the cones, ordered (t, r, s) per cone as both
+    backends expect; one entry per row."""
     k = prog.cone_t.shape[0]
     rows = np.repeat(np.arange(k) * 3, 3) + np.tile(np.arange(3), k)
     cols = np.column_stack([prog.cone_t, prog.cone_r, prog.cone_s]).ravel()
     vals = -np.column_stack([prog.cone_mu, np.ones(k), np.ones(k)]).ravel()
-    return sp.csc_matrix((vals, (rows, cols)), shape=(3 * k, prog.n))
+    return rows, cols, vals
+
+
+def _cone_rows(prog: ConicProgram) -> sp.csc_matrix:
+    """S as a sparse matrix (3 rows per cone)."""
+    rows, cols, vals = _cone_entries(prog)
+    return sp.csc_matrix((vals, (rows, cols)), shape=(rows.shape[0], prog.n))
+
+
+def _csc(values: np.ndarray, stored: np.ndarray) -> sp.csc_matrix:
+    """The entries of ``values`` where ``stored`` is True as CSC, laid out as scipy lays out
+    a canonical matrix (column by column, rows ascending): the matrices scipy.sparse builds
+    from the same entries, without its format conversions."""
+    cols, rows = np.nonzero(stored.T)
+    indptr = np.zeros(values.shape[1] + 1, dtype=np.int32)
+    np.cumsum(np.bincount(cols, minlength=values.shape[1]), out=indptr[1:])
+    return sp.csc_matrix((values[rows, cols], rows.astype(np.int32), indptr), shape=values.shape)
 
 
 @dataclass
 class _Scaled:
-    """The program with the objective / sigma and every linear row / its largest entry."""
-    P: sp.csc_matrix
+    """The program with the objective / sigma and every linear row / its largest entry.
+
+    Dense programs stay dense; ``stored`` then holds the non-zero patterns of the unscaled
+    P, A_eq and A_in, the entries a sparse copy of the program stores (a scaled entry that
+    underflows to zero stays stored, as it does in the sparse form)."""
+    P: sp.csc_matrix | np.ndarray
     c: np.ndarray
-    A_eq: sp.csc_matrix
+    A_eq: sp.csc_matrix | np.ndarray
     b_eq: np.ndarray
-    A_in: sp.csc_matrix
+    A_in: sp.csc_matrix | np.ndarray
     b_in: np.ndarray
     sigma: float
+    stored: tuple | None = None
 
 
-def _row_scaled(A: sp.csc_matrix, b: np.ndarray):
+def _row_scaled(A: sp.csc_matrix | np.ndarray, b: np.ndarray):
     """diag(r) A and r b with r_i = 1 / max_j |A_ij|: each stored entry times its row's r (the
     product diag(r) @ A went through a sparse matrix product and format conversions)."""
+    if not sp.issparse(A):
+        norm = np.max(np.abs(A), axis=1, initial=0.0)
+        r = 1.0 / np.where(norm > 0, norm, 1.0)
+        return A * r[:, None], b * r
     scaled = A.copy()
     scaled.sum_duplicates()
     norm = np.zeros(A.shape[0])
@@ -118,12 +149,36 @@ def _equilibrate(prog: ConicProgram) -> _Scaled:
     Frictionless programs need it too (11 of them, P = zeta I with spring rows ~1e7, were
     'infeasible'). The price: near-zero optima are found to ~1e-5 absolute instead of ~1e-6.
     """
-    P = sp.csc_matrix(prog.P)
+    dense = prog.dense
+    P = prog.P if dense else sp.csc_matrix(prog.P)
     largest = float(np.max(np.abs(P.diagonal()), initial=0.0))
     sigma = largest if largest > 0 else 1.0
-    A_eq, b_eq = _row_scaled(sp.csc_matrix(prog.A_eq), prog.b_eq)
-    A_in, b_in = _row_scaled(sp.csc_matrix(prog.A_in), prog.b_in)
-    return _Scaled(P / sigma, prog.c / sigma, A_eq, b_eq, A_in, b_in, sigma)
+    A_eq, b_eq = _row_scaled(prog.A_eq if dense else sp.csc_matrix(prog.A_eq), prog.b_eq)
+    A_in, b_in = _row_scaled(prog.A_in if dense else sp.csc_matrix(prog.A_in), prog.b_in)
+    stored = (prog.P != 0, prog.A_eq != 0, prog.A_in != 0) if dense else None
+    # P * (1 / sigma): scipy.sparse divides by a scalar so, and dense P must round alike
+    return _Scaled(P * (1.0 / sigma), prog.c / sigma, A_eq, b_eq, A_in, b_in, sigma, stored)
+
+
+def _backend_matrices(prog: ConicProgram, sc: _Scaled, P_upper: bool, stack_eq: bool):
+    """(P, A_eq, G) for the backends as CSC: P (its upper triangle if ``P_upper``),
+    G = [A_eq; -A_in; S] if ``stack_eq`` (clarabel's A y + s = b; A_eq None) else [-A_in; S]
+    with A_eq apart (cvxopt's). Dense programs go to CSC once, without sparse stacking."""
+    if sc.stored is None:
+        P = sp.triu(sc.P, format="csc") if P_upper else sc.P
+        blocks = [sc.A_eq, -sc.A_in, _cone_rows(prog)]
+        if stack_eq:
+            return P, None, sp.vstack(blocks, format="csc")
+        return P, sc.A_eq, sp.vstack(blocks[1:], format="csc")
+    P_stored, eq_stored, in_stored = sc.stored
+    rows, cols, vals = _cone_entries(prog)
+    S = np.zeros((rows.shape[0], prog.n))
+    S_stored = np.zeros(S.shape, dtype=bool)
+    S[rows, cols], S_stored[rows, cols] = vals, True
+    P = _csc(sc.P, np.triu(P_stored) if P_upper else P_stored)
+    if stack_eq:
+        return P, None, _csc(np.vstack([sc.A_eq, -sc.A_in, S]), np.vstack([eq_stored, in_stored, S_stored]))
+    return P, _csc(sc.A_eq, eq_stored), _csc(np.vstack([-sc.A_in, S]), np.vstack([in_stored, S_stored]))
 
 
 def _solve_clarabel(prog: ConicProgram, tol: float, max_iter: int) -> ConicResult:
@@ -131,9 +186,8 @@ def _solve_clarabel(prog: ConicProgram, tol: float, max_iter: int) -> ConicResul
 
     sc = _equilibrate(prog)
     # standard form A y + s = b, s in K: [A_eq; -A_in; S] and [b_eq; -b_in; 0]
-    A = sp.vstack([sc.A_eq, -sc.A_in, _cone_rows(prog)], format="csc")
+    P, _, A = _backend_matrices(prog, sc, P_upper=True, stack_eq=True)
     b = np.concatenate([sc.b_eq, -sc.b_in, np.zeros(3 * prog.cone_t.shape[0])])
-    P = sp.triu(sc.P, format="csc")
     cones = []
     if prog.b_eq.shape[0]:
         cones.append(clarabel.ZeroConeT(prog.b_eq.shape[0]))
@@ -168,7 +222,7 @@ def _solve_cvxopt(prog: ConicProgram, tol: float, max_iter: int) -> ConicResult:
     from cvxopt import solvers
 
     sc = _equilibrate(prog)
-    A_in = sp.vstack([-sc.A_in, _cone_rows(prog)], format="csc")
+    P, A_eq, A_in = _backend_matrices(prog, sc, P_upper=False, stack_eq=False)
     h = np.concatenate([-sc.b_in, np.zeros(3 * prog.cone_t.shape[0])])
     dims = {"l": int(prog.b_in.shape[0]), "q": [3] * int(prog.cone_t.shape[0]), "s": []}
     options = {"show_progress": False, "abstol": tol, "reltol": tol, "feastol": tol,
@@ -176,9 +230,9 @@ def _solve_cvxopt(prog: ConicProgram, tol: float, max_iter: int) -> ConicResult:
     eq = prog.b_eq.shape[0] > 0
     t0 = time.perf_counter()
     try:
-        sol = solvers.coneqp(_to_cvxopt(sc.P), cvxopt.matrix(sc.c), _to_cvxopt(A_in),
+        sol = solvers.coneqp(_to_cvxopt(P), cvxopt.matrix(sc.c), _to_cvxopt(A_in),
                              cvxopt.matrix(h), dims,
-                             _to_cvxopt(sc.A_eq) if eq else None,
+                             _to_cvxopt(A_eq) if eq else None,
                              cvxopt.matrix(sc.b_eq) if eq else None, options=options)
     except (ValueError, ArithmeticError):
         return ConicResult(np.zeros(prog.n), ConicStatus.NUMERICAL_ERROR, 0,

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg.lapack import dpotrs
 
-from ..constraint_solver import ConicStatus, ConstraintProblem, ConstraintRows, ConstraintSolver, ContactRows
+from ..constraint_solver import (ConicStatus, ConstraintProblem, ConstraintRows, ConstraintSolver, ContactRows,
+                                 MassMatrix)
 from ..constraint_solver.dense import DENSE_MAX_ROWS, solve_contacts
 from ..constraint_solver.models import coulomb_tangents
 from ..errors import InvalidInputError
@@ -60,7 +61,8 @@ class Compliant(ContactModel):
             tangent_r=ConstraintRows(S, tangent.phi, tangent.K, tangent.B),
             tangent_s=ConstraintRows(T, tangent.phi, tangent.K, tangent.B),
             mu=mu)
-        sol = self.solver.solve(ConstraintProblem(problem.M, problem.f, problem.v, problem.dt, contacts=rows))
+        mass = MassMatrix(problem.M, cholesky=problem.chol[0])      # the step's factor of M
+        sol = self.solver.solve(ConstraintProblem(mass, problem.f, problem.v, problem.dt, contacts=rows))
         impulses = np.empty((m, 3))
         impulses[:, 0] = sol.lambda_n * problem.dt
         impulses[:, 1] = sol.lambda_r * problem.dt
