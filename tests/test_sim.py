@@ -1,6 +1,7 @@
 """Physics of idyn.sim (issue 8): rest without drift, sliding on an incline exactly at
 mu < tan(angle) with the analytic acceleration, no energy gain with restitution 0, and the
-contact-model conditions (complementarity, pyramid, non-penetration) of every step."""
+contact-model conditions (normal and friction complementarity, pyramid, non-penetration) of
+every step."""
 import math
 
 import numpy as np
@@ -186,8 +187,20 @@ def check_step_conditions(sim, tau, tol=1e-7):
     bounded = (problem.mu < 100) & (sim.contact_model.name != "noslip")
     assert (np.abs(f[bounded, 1]) + np.abs(f[bounded, 2])
             <= problem.mu[bounded] * f[bounded, 0] + tol * scale).all()       # pyramid, eq. 56
-    if sim.contact_model.name == "ap-lcp":
+    if sim.contact_model.name in ("ap-lcp", "noslip"):                          # the LCP models
         assert np.abs(f[:, 0] * (uN + problem.phi / problem.dt)).max() <= tol * scale * vscale
+    if sim.contact_model.name == "ap-lcp" and bounded.any():
+        # eqs. 54-56 on the pyramid D = [S; -S; T; -T]: lambda = max(|u_S|, |u_T|) (the edge rows'
+        # slack is zero at the edges the slip leans on), a sliding contact's friction is on the
+        # pyramid (lambda (mu f_N - |f_S| - |f_T|) = 0), only those edges are loaded, and friction
+        # never pushes along the slip
+        fN, fS, fT = f[bounded, 0], f[bounded, 1], f[bounded, 2]
+        uS, uT = problem.J[m:2 * m][bounded] @ v1, problem.J[2 * m:][bounded] @ v1
+        lam = np.maximum(np.abs(uS), np.abs(uT))
+        assert np.abs(lam * (problem.mu[bounded] * fN - np.abs(fS) - np.abs(fT))).max() <= tol * scale * vscale
+        assert np.abs(fS * (lam - np.abs(uS))).max() <= tol * scale * vscale
+        assert np.abs(fT * (lam - np.abs(uT))).max() <= tol * scale * vscale
+        assert max((fS * uS).max(), (fT * uT).max()) <= tol * scale * vscale
     return problem, f, v1
 
 
