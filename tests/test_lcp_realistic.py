@@ -11,9 +11,15 @@ SETTINGS = settings(max_examples=20, deadline=None,
 
 
 def assert_solution(Q, r, res):
+    """Solved, and ``0 <= z _|_ w = Q z + r >= 0`` checked here in numpy as well as by
+    idyn.lcp.lcp_residuals (the solvers' own acceptance check), relative to ``|r| + |Q| |z|``."""
     assert res.solved, res.status
     assert res.z.min() >= 0.0
     assert lcp_residuals(Q, r, res.z).ok(1e-9)
+    w = Q @ res.z + r
+    scale = np.abs(r).max() + np.abs(Q).max() * res.z.max()
+    assert w.min() >= -1e-9 * scale
+    assert np.abs(res.z * w).max() <= 1e-9 * scale * max(res.z.max(), 1e-300)
 
 
 @SETTINGS
