@@ -8,6 +8,8 @@
   ``force_error_rel`` = force_error_abs / E[sum simulator normal force] in percent (Table 5; a
   ratio of means, so flight phases with zero force do not divide by zero);
 * ``fell`` and ``fall_time``: base height below half its nominal value or |roll|, |pitch| > 1 rad;
+* ``box_dropped`` and ``box_drop_time`` (the manipulator, paper Sec. 8.4.1): the box's centre
+  more than one box side from where the hand holds it (:func:`grasp_lost_index`);
 * solve-time statistics: p50, p95, max (microseconds) and misses of the 1 kHz deadline.
 """
 from __future__ import annotations
@@ -50,6 +52,16 @@ def fall_index(trace: Trace, nominal_height: float, max_tilt: float = 1.0) -> in
     if q.shape[1] < 7 or q.shape[0] == 0:
         return None
     idx = np.flatnonzero(fallen(q, nominal_height, max_tilt))
+    return int(idx[0]) if idx.size else None
+
+
+def grasp_lost_index(box_positions: np.ndarray, held_positions: np.ndarray, tolerance: float) -> int | None:
+    """First step at which a grasped object has left the hand, or None: its centre
+    (``box_positions``, (n, 3)) farther than ``tolerance`` from where the hand holds it
+    (``held_positions``, (n, 3); for the manipulator the box side, so a box that slips within the
+    fingers is still held, and one the paper calls dropped (Sec. 8.4.1) is not)."""
+    dist = np.linalg.norm(np.asarray(box_positions) - np.asarray(held_positions), axis=1)
+    idx = np.flatnonzero(~(dist <= tolerance))     # a non-finite pose counts as lost
     return int(idx[0]) if idx.size else None
 
 

@@ -26,7 +26,11 @@ def _fmt(x, spec=".4f") -> str:
 def print_run_summary(scenario, m: dict) -> None:
     print(f"\n{scenario.controller} on {scenario.terrain_label} ({scenario.robot}, {scenario.backend}), "
           f"{m['duration']:.2f} s of {scenario.duration:g} s simulated")
-    print(f"  fell:                {m['fell']}" + (f" at t = {m['fall_time']:.3f} s" if m["fell"] else ""))
+    if scenario.robot == "quadruped":
+        print(f"  fell:                {m['fell']}" + (f" at t = {m['fall_time']:.3f} s" if m["fell"] else ""))
+    else:
+        print(f"  box dropped:         {m['box_dropped']}"
+              + (f" at t = {m['box_drop_time']:.3f} s" if m["box_dropped"] else ""))
     if scenario.robot == "quadruped":
         print(f"  distance covered:    {m.get('distance', float('nan')):.3f} m, "
               f"waypoints reached: {m.get('waypoints_reached', 0)}")

@@ -28,7 +28,7 @@ import robots
 from idyn.errors import InvalidInputError
 
 from .loop import run_loop
-from .metrics import fallen, summarize
+from .metrics import fallen, grasp_lost_index, summarize
 from .references import ArmReference, QuadrupedReference
 from .scenario import Scenario
 
@@ -70,6 +70,15 @@ def _fallen(nominal_height: float):
     def stop(state) -> bool:
         return fallen(state.q, nominal_height)          # a bool for one configuration
     return stop
+
+
+def _box_drop_index(trace, manipulator) -> int | None:
+    """First step at which the manipulator no longer holds the box (:func:`grasp_lost_index`):
+    the box free-flyer's position in the trace against the hand's grasp pose at the arm's
+    configuration of the same step."""
+    na = manipulator.model.nq
+    held = np.array([manipulator.box_placement(q).translation for q in trace.q[:, :na]])
+    return grasp_lost_index(trace.q[:, na:na + 3], held.reshape(-1, 3), manipulator.box_side)
 
 
 def waypoints_reached(com_xy: np.ndarray, waypoints, radius: float = 0.025) -> int:
@@ -117,6 +126,9 @@ def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, pl
         metrics["distance"] = float(np.sum(np.linalg.norm(np.diff(trace.com[:, :2], axis=0), axis=1)))
     else:
         metrics["waypoints_reached"] = 0
+        drop = _box_drop_index(trace, robot)
+        metrics["box_dropped"] = drop is not None
+        metrics["box_drop_time"] = None if drop is None else float(trace.t[drop])
     if not controller.predicts_contact_forces:   # pid and sensed-force ID predict nothing
         metrics["force_error_abs"] = metrics["force_error_rel"] = float("nan")
     metrics["steps_torque_limited"] = result.info.get("steps_torque_limited", 0)

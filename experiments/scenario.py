@@ -89,7 +89,10 @@ class Scenario:
 
     @property
     def terrain_label(self) -> str:
-        """The paper's name of this terrain (rigid-low, ..., rough) or terrain/mu."""
+        """The paper's name of this terrain (rigid-low, ..., rough) or terrain/mu; for the
+        manipulator, whose terrain is ignored, grasp/mu (the fingertip-box friction)."""
+        if self.robot != "quadruped":
+            return f"grasp/mu={self.mu:g}"
         for name, (terrain, mu) in TERRAINS.items():
             if terrain == self.terrain and (terrain == "rough" or mu == self.mu or
                                             (math.isinf(mu) and self.mu >= 100)):
