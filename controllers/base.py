@@ -18,7 +18,10 @@ feed-forward only), ``kp``, ``kv``, ``ki``, ``integral_limit`` (its gains),
 :mod:`controllers.dynamics`), ``impact`` (True: a contact closing faster than
 ``impact_speed_tol`` = 1e-2 m/s first receives the passive touchdown impulse of
 :mod:`controllers.impact`; False: the paper's literal models, whose prescribed joint velocities
-then absorb the impact).
+then absorb the impact), ``merge_duplicates`` (True: exactly duplicated contacts are solved once
+and share the force equally, :mod:`controllers.duplicates`; False: the solver gets every copy,
+as the paper's controllers did in its timing experiment, Sec. 8.4.2 and Fig. 19; ``lcp-noslip``
+and the controllers that predict no forces never merge).
 
 ``info`` keys (all controllers): ``controller``, ``status`` (str), ``pivots`` (int),
 ``fallback`` (None or the name of the fallback that produced ``tau``), ``solve_time`` (s),
@@ -72,14 +75,16 @@ class Controller(ABC):
     name: ClassVar[str] = ""
     #: whether ``contact_forces`` are predictions (False for PID and the sensed-force ID)
     predicts_contact_forces: ClassVar[bool] = True
-    #: solve exactly duplicated contacts once and split their force equally
-    #: (:mod:`controllers.duplicates`; exact for every model that sets it)
+    #: whether the model may solve exactly duplicated contacts once and split their force
+    #: equally (:mod:`controllers.duplicates`; exact for every model that sets it); the
+    #: ``merge_duplicates`` option turns it off per instance
     merges_duplicate_contacts: ClassVar[bool] = True
 
     def __init__(self, model: RobotModel, *, dt: float = 1e-3, feedback: bool = True,
                  kp=DEFAULT_GAINS["kp"], kv=DEFAULT_GAINS["kv"], ki=DEFAULT_GAINS["ki"],
                  integral_limit: float | None = None, penetration_recovery: float = 0.0,
-                 impact: bool = True, impact_speed_tol: float = IMPACT_SPEED_TOL):
+                 impact: bool = True, impact_speed_tol: float = IMPACT_SPEED_TOL,
+                 merge_duplicates: bool = True):
         if not isinstance(model, RobotModel):
             raise InvalidInputError(f"model must be an idyn.RobotModel, got {type(model).__name__}")
         if not (np.isfinite(dt) and dt > 0):
@@ -90,6 +95,11 @@ class Controller(ABC):
             raise InvalidInputError(f"penetration_recovery must be in [0, 1], got {penetration_recovery}")
         if not (np.isfinite(impact_speed_tol) and impact_speed_tol >= 0):
             raise InvalidInputError(f"impact_speed_tol must be finite and >= 0, got {impact_speed_tol}")
+        if not isinstance(merge_duplicates, (bool, np.bool_)):
+            raise InvalidInputError(f"merge_duplicates must be a bool, got {merge_duplicates!r}")
+        #: whether :meth:`compute` merges exact duplicates (the option, where the model allows it)
+        self.merge_duplicates = bool(merge_duplicates) and self.merges_duplicate_contacts \
+            and self.predicts_contact_forces
         self.dynamics = StepDynamics(model, self.dt, penetration_recovery, impact, impact_speed_tol)
         self._shapes = ((model.nq,), (model.nv,), (model.na,), (model.na,), (model.na,))   # of _check's vectors
         self.feedback = ErrorFeedback(model, kp, kv, ki, integral_limit) if feedback else None
@@ -108,7 +118,7 @@ class Controller(ABC):
         vdot = self.command(q, v, desired)
         info: dict = {"controller": self.name, "status": "solved", "pivots": 0, "fallback": None}
         sol = None
-        merged = self.predicts_contact_forces and self.merges_duplicate_contacts and len(contacts) > 1
+        merged = self.merge_duplicates and len(contacts) > 1
         if merged:
             solved_for, owner, copies = merge_duplicates(contacts)
             merged = len(solved_for) < len(contacts)

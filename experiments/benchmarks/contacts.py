@@ -1,8 +1,20 @@
 """``idyn bench contacts``: controller step time against the number of contacts (paper Fig. 19).
 
-As in the paper's timing experiment, the contacts at each foot-ground interface of the standing
-LINKS quadruped are duplicated (4, 8, ..., 48 contacts in total); every controller and the
-dynamics floor are timed at every count.  Writes DIR/bench.json and DIR/contacts.png.
+As in the paper's timing experiment (Sec. 8.4.2), the contact at each foot-ground interface of
+the standing LINKS quadruped is duplicated (4, 8, ..., 48 contacts in total) and the dynamics
+floor and every controller are timed at every count, in two series:
+
+* **merging off** (``merge_duplicates=False``, every controller): the solver gets every copy,
+  as the paper's controllers did, so this series measures what Fig. 19 measured, the scaling
+  of each model with the number of contacts;
+* **merging on** (idyn's default, only the controllers that merge: ``Controller.merge_duplicates``):
+  exact duplicates are solved once (:mod:`controllers.duplicates`), so every count costs about
+  what four contacts cost plus the merge.
+
+Both series are timed in the same steps (one after the other, so machine load falls on both
+alike).  Writes DIR/bench.json (``floor``, ``merging_off`` and ``merging_on``: controller ->
+contact count -> median/p90 us and solver statuses) and DIR/contacts.png (solid lines merging
+off, dashed merging on).
 """
 from __future__ import annotations
 
@@ -12,59 +24,78 @@ from pathlib import Path
 import numpy as np
 
 import controllers
+from idyn.errors import InvalidInputError
 
 from .controllers import single_threaded_blas, standing_problem, time_controllers
 
 #: contact counts of the default sweep (multiples of four: every foot duplicated alike)
 COUNTS = (4, 8, 12, 16, 24, 32, 40, 48)
+#: the two series of bench.json, their controller options and how the table names them
+SERIES = {"merging_off": ({"merge_duplicates": False}, "off (paper)"),
+          "merging_on": ({}, "on (idyn)")}
 
 
 def run(out="results/bench", *, counts=None, seeds: int = 2, repeats: int = 15, robot: str = "links") -> dict:
-    """Time every controller for each contact count in ``counts`` (multiples of 4)."""
-    if single_threaded_blas(__name__, out, counts=counts, seeds=seeds, repeats=repeats):
+    """Time every controller for each contact count in ``counts`` (multiples of 4), merging off
+    and (for the controllers that merge) on."""
+    if single_threaded_blas(__name__, out, counts=counts, seeds=seeds, repeats=repeats, robot=robot):
         return json.loads((Path(out) / "bench.json").read_text())
     counts = tuple(COUNTS if counts is None else counts)
     bad = [c for c in counts if c < 4 or c % 4]
     if bad:
-        raise ValueError(f"contact counts must be positive multiples of 4, got {bad}")
+        raise InvalidInputError(f"contact counts must be positive multiples of 4, got {bad}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     names = controllers.available()
+    model = standing_problem(robot, 4).model
+    members = {"merging_off": names,
+               "merging_on": [n for n in names if controllers.make(n, model).merge_duplicates]}
+    variants = {f"{series}/{name}": (name, SERIES[series][0]) for series, ns in members.items() for name in ns}
     report = {"benchmark": "contacts", "robot": robot, "counts": list(counts), "seeds": seeds,
-              "repeats": repeats, "floor": {}, "controllers": {n: {} for n in names}}
-    print(f"{'contacts':>8s} {'floor':>9s} " + " ".join(f"{n:>17s}" for n in names) + "   (median us)")
+              "repeats": repeats, "floor": {}}
+    report.update({series: {n: {} for n in ns} for series, ns in members.items()})
+    widths = {n: max(9, len(n)) for n in names}
+    print(f"{'contacts':>8s} {'merging':11s} {'floor':>9s} " + " ".join(f"{n:>{widths[n]}s}" for n in names)
+          + "   (median us)")
     for n in counts:
         rng = np.random.default_rng(n)
         problems = [standing_problem(robot, n, 1.0, rng=rng, noise=1e-3) for _ in range(seeds)]
-        res = time_controllers(problems, names, repeats)
+        res = time_controllers(problems, variants, repeats)
         report["floor"][str(n)] = res["floor"]
-        for name, entry in res["controllers"].items():
-            report["controllers"][name][str(n)] = entry
-        print(f"{n:8d} {res['floor']['median_us']:9.1f} "
-              + " ".join(f"{res['controllers'][m]['median_us']:17.1f}" for m in names))
+        for series, ns in members.items():
+            for name in ns:
+                report[series][name][str(n)] = res["controllers"][f"{series}/{name}"]
+            cells = (f"{report[series][m][str(n)]['median_us']:{widths[m]}.1f}" if m in ns
+                     else f"{'-':>{widths[m]}s}" for m in names)
+            print(f"{n:8d} {SERIES[series][1]:11s} {res['floor']['median_us']:9.1f} " + " ".join(cells))
     (out / "bench.json").write_text(json.dumps(report, indent=2))
     plot(report, out / "contacts.png")
     return report
 
 
 def plot(report: dict, path: Path) -> None:
-    """Fig. 19 style: median step time (ms) against contact count, one line per controller."""
+    """Fig. 19 style: median step time (ms) against contact count, one colour per controller,
+    solid merging off (the paper's experiment), dashed merging on."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     counts = report["counts"]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, by_count in report["controllers"].items():
-        ax.plot(counts, [by_count[str(n)]["median_us"] / 1e3 for n in counts], marker="o", label=name)
-    ax.plot(counts, [report["floor"][str(n)]["median_us"] / 1e3 for n in counts], "k--", label="dynamics floor")
+    fig, ax = plt.subplots(figsize=(8, 5))
+    colours = {name: f"C{i}" for i, name in enumerate(report["merging_off"])}
+    for series, style, suffix in (("merging_off", "-o", ""), ("merging_on", "--x", " (merging on)")):
+        for name, by_count in report[series].items():
+            ax.plot(counts, [by_count[str(n)]["median_us"] / 1e3 for n in counts], style,
+                    color=colours[name], label=name + suffix)
+    ax.plot(counts, [report["floor"][str(n)]["median_us"] / 1e3 for n in counts], "k:", label="dynamics floor")
     ax.axhline(1.0, color="grey", lw=0.8, ls=":")
-    ax.set_xlabel("number of contacts")
+    ax.set_xlabel("number of contacts (each foot's contact duplicated)")
     ax.set_ylabel("median step time (ms)")
     ax.set_yscale("log")
-    ax.set_title(f"Controller step time vs contacts ({report['robot']})")
-    ax.legend(fontsize=8, ncol=2)
+    ax.set_title(f"Controller step time vs contacts ({report['robot']}); solid: merging off (paper), "
+                 "dashed: merging on", fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

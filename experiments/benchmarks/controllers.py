@@ -135,15 +135,20 @@ def summary(times: np.ndarray) -> dict:
 def time_controllers(problems: list[StandingProblem], names, repeats: int) -> dict:
     """Median/p90 of the floor and of each controller over ``problems`` x ``repeats`` steps.
 
+    ``names`` lists controller names, or maps a label to ``(name, options)`` of
+    :func:`controllers.make` to time variants of one controller side by side; results are keyed
+    by name or label.
+
     Each problem is run as a ``repeats``-step :func:`trajectory` (after one untimed warm-up
     step), and within each step the floor and every controller are timed one after the other,
     so that load from other processes on the machine falls on all of them alike.  A step of the
     sensed-force controllers includes the call that hands them the measured forces.
     """
     model = problems[0].model
-    ctrls = {name: controllers.make(name, model) for name in names}
-    times = {name: [] for name in ("floor",) + tuple(names)}
-    statuses = {name: {} for name in names}
+    specs = names if isinstance(names, dict) else {name: (name, {}) for name in names}
+    ctrls = {label: controllers.make(name, model, **options) for label, (name, options) in specs.items()}
+    times = {name: [] for name in ("floor",) + tuple(ctrls)}
+    statuses = {name: {} for name in ctrls}
     for k, p in enumerate(problems):
         states = trajectory(p, repeats + 1, np.random.default_rng(k))
         floors = [floor_step(StandingProblem(p.robot, st, p.desired, p.contacts)) for st in states]
@@ -175,7 +180,7 @@ def time_controllers(problems: list[StandingProblem], names, repeats: int) -> di
                     code = out.info.get("status", "?")
                     statuses[name][code] = statuses[name].get(code, 0) + 1
     result = {"floor": summary(np.array(times["floor"])), "controllers": {}}
-    for name in names:
+    for name in ctrls:
         entry = summary(np.array(times[name]))
         entry["ratio_to_floor"] = entry["median_us"] / result["floor"]["median_us"]
         entry["statuses"] = statuses[name]
