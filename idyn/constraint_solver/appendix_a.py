@@ -100,7 +100,19 @@ class RowLayout:
 
     def bounded_friction(self) -> np.ndarray:
         """Positions (into ``friction``) of contacts with finite mu (mu = inf: no cone)."""
-        return np.flatnonzero(np.isfinite(self.mu[self.friction]))
+        return self.cones[0]
+
+    @cached_property
+    def cones(self):
+        """(k, t, r, s, mu) of the contacts with finite mu: positions k into ``friction`` and,
+        per contact, the rows of lambda* holding its normal and tangential forces (s empty
+        in 2D) and its mu (eq. 142)."""
+        k = np.flatnonzero(np.isfinite(self.mu[self.friction]))
+        contact = self.friction[k]
+        t = self.n.start + contact
+        r = self.r.start + k
+        s = self.s.start + k if self.three_d else np.zeros(0, dtype=int)
+        return k, t, r, s, self.mu[contact]
 
 
 def layout(problem: ConstraintProblem, zeta: float) -> RowLayout:
@@ -161,13 +173,8 @@ def _selector(idx: np.ndarray, n: int, dense: bool = False) -> sp.csr_matrix | n
 def _friction_rows(rows: RowLayout, n: int, dense: bool = False):
     """2D Coulomb rows mu lambda_n -+ lambda_r >= 0 (eqs. 107-108) or the 3D cones (eq. 142);
     the rows as an array if ``dense``."""
-    k = rows.bounded_friction()
-    contact = rows.friction[k]
-    t_idx = np.arange(rows.m)[rows.n][contact]
-    r_idx = np.arange(rows.m)[rows.r][k]
-    mu = rows.mu[contact]
+    k, t_idx, r_idx, s_idx, mu = rows.cones
     if rows.three_d:
-        s_idx = np.arange(rows.m)[rows.s][k]
         return np.zeros((0, n)) if dense else sp.csr_matrix((0, n)), (t_idx, r_idx, s_idx, mu)
     i = np.arange(k.shape[0])
     data = np.r_[mu, -np.ones_like(mu), mu, np.ones_like(mu)]
@@ -385,7 +392,9 @@ def equality_optimum(red: Reduced, active: np.ndarray) -> np.ndarray | None:
         else:
             A = red.T[np.ix_(eq, fi)]
             P = red.P if every else red.P[np.ix_(fi, fi)]
-            sol = np.linalg.solve(np.block([[P, A.T], [A, np.zeros((eq.size, eq.size))]]), rhs)
+            kkt = np.zeros((fi.size + eq.size, fi.size + eq.size))       # [[P, A^T], [A, 0]]
+            kkt[:fi.size, :fi.size], kkt[:fi.size, fi.size:], kkt[fi.size:, :fi.size] = P, A.T, A
+            sol = np.linalg.solve(kkt, rhs)
     except (RuntimeError, np.linalg.LinAlgError):
         return None
     if not np.isfinite(sol).all():
@@ -397,13 +406,11 @@ def equality_optimum(red: Reduced, active: np.ndarray) -> np.ndarray | None:
 
 def cone_violation(rows: RowLayout, lam: np.ndarray) -> float:
     """max(|lambda_t| - mu lambda_n) over contacts with finite mu (eq. 142; 0 if none)."""
-    k = rows.bounded_friction()
-    contact = rows.friction[k]
-    lam_n = lam[rows.n][contact]
-    tang = np.abs(lam[rows.r][k])
+    _, t, r, s, mu = rows.cones
+    tang = np.abs(lam[r])
     if rows.three_d:
-        tang = np.hypot(tang, lam[rows.s][k])
-    return float(max(0.0, np.max(tang - rows.mu[contact] * lam_n, initial=0.0)))
+        tang = np.hypot(tang, lam[s])
+    return float(max(0.0, np.max(tang - mu * lam[t], initial=0.0)))
 
 
 def frictionless_active_set(rows: RowLayout, red: Reduced):

@@ -80,10 +80,10 @@ def _cone_entries(prog: ConicProgram):
     """(rows, cols, values) of S in s = -S x for the cones, ordered (t, r, s) per cone as both
     backends expect; one entry per row."""
     k = prog.cone_t.shape[0]
-    rows = np.repeat(np.arange(k) * 3, 3) + np.tile(np.arange(3), k)
-    cols = np.column_stack([prog.cone_t, prog.cone_r, prog.cone_s]).ravel()
-    vals = -np.column_stack([prog.cone_mu, np.ones(k), np.ones(k)]).ravel()
-    return rows, cols, vals
+    cols, vals = np.empty(3 * k, dtype=int), np.full(3 * k, -1.0)
+    cols[0::3], cols[1::3], cols[2::3] = prog.cone_t, prog.cone_r, prog.cone_s
+    vals[0::3] = -prog.cone_mu
+    return np.arange(3 * k), cols, vals
 
 
 def _cone_rows(prog: ConicProgram) -> sp.csc_matrix:
