@@ -99,10 +99,11 @@ def stage_one_rows(Y, lwork, c0, pyramid, project, free, phi, dt, cone, sv, Vt, 
 
 @cached_jit
 def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone, H2, c2, A_in, b_in):
-    """``H2, c2, A_in, b_in`` (outputs) of Stage II (eq. 112 scaled by ``dt^2``, plus the ridge ``rho``
-    relative to the mean eigenvalue of the torque term): with ``RW = R_a^T W``,
-    ``H2 = RW^T RW + rho I``, ``c2 = -RW^T (dt tau0) + rho W^T z0``; the rows ``z0 + W w >= 0``
-    and, for the cone rows ``C``, ``C (z0 + W w) >= 0`` written ``C W w >= -max(C z0, 0)``."""
+    """``H2, c2, A_in, b_in`` (outputs) of Stage II (eq. 112 in torque units, plus the ridge ``rho``
+    relative to the mean eigenvalue of the torque term): with ``RW = R_a^T W / dt`` (the torque
+    change per unit of ``w``, eq. 90: ``tau = tau0 - RW w``), ``H2 = RW^T RW + rho I``,
+    ``c2 = -RW^T tau0 + rho W^T z0``; the rows ``z0 + W w >= 0`` and, for the cone rows ``C``,
+    ``C (z0 + W w) >= 0`` written ``C W w >= -max(C z0, 0)``."""
     k, nul = W.shape
     na = a.shape[0]
     mf = cone.shape[0]
@@ -113,6 +114,7 @@ def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone, H2, c2, A_in, b_in):
             s = 0.0
             for t in range(k):
                 s += R[t, a[i]] * W[t, j]
+            s /= dt
             RW[i, j] = s
             frob += s * s
     rho = ridge * max(frob / nul, 1e-12)
@@ -125,7 +127,7 @@ def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone, H2, c2, A_in, b_in):
         H2[i, i] += rho
         s, sz = 0.0, 0.0
         for t in range(na):
-            s += RW[t, i] * (dt * tau0[t])
+            s += RW[t, i] * tau0[t]
         for t in range(k):
             sz += W[t, i] * z0[t]
         c2[i] = -s + rho * sz

@@ -23,9 +23,12 @@ minimum cancels the robot's momentum through the contacts: legs pushing the base
 stance feet that slide back under a slowing base (tested), and the frictionless QP is *not* the
 contact LCP the paper says it is (Sec. 6.2: "identical to an LCP of the form that Baraff has
 proven solvable").  Maximal dissipation is a statement about the contact impulses: the work
-they do over the step, ``z^T R (v + v+)/2``, is as negative as possible.  Up to a constant that
-is ``1/2 z^T (Z^T A Z) z + z^T R v+(0)`` with ``v+(0) = (p, qd_des)`` the velocity without
-contact impulses, so the default ``objective="contact-work"`` takes ``c = R v+(0)``.  This is
+they do, ``z^T R (v+(0) + v+)/2``, is as negative as possible, with ``v+(0) = (p, qd_des)`` the
+velocity the step would end with without contact impulses and ``v+`` the one it ends with (the
+impulses act on top of everything else in the step, so the velocity they change is ``v+(0)``,
+not the step's initial ``v``).  Since ``R v+ = R v+(0) + Y^T Y z``, that work is exactly
+``1/2 z^T (Z^T A Z) z + z^T R v+(0)``, so the default ``objective="contact-work"`` takes
+``c = R v+(0)``.  This is
 the forward model's objective (Anitescu 2006; idyn.sim's ``qp`` contact model) with the
 actuated rows prescribed: feet that can stick stick, and with ``mu = 0`` the optimality
 conditions are the contact LCP ``w = N v+ >= 0, z_N >= 0, z_N w = 0`` for contact velocities
@@ -108,16 +111,33 @@ dissipates the same energy; since
 ``Z W = 0`` (the paper's "Z ker(Z^T A Z) = 0") and ``c`` lies in the range of ``R_u``, the
 energy equality (108), the non-interpenetration rows (109) and the no-slip equalities hold for
 every ``w`` and drop out; with ``gap_rate``'s closing speeds in ``c`` eq. 108 stays, as the one
-row ``closing^T W_N w = 0``.  Then ``dt tau`` changes by
-``-R_a W w`` only, and Stage II is
+row ``closing^T W_N w = 0``.  Then ``tau`` changes by
+``-R_a W w / dt`` only (eq. 90), and Stage II is
 
-    minimize_w  1/2 |dt tau0 - R_a W w|^2 + rho/2 |z0 + W w|^2     s.t. (110), (111)
+    minimize_w  1/2 |tau0 - R_a W w / dt|^2 + rho/2 |z0 + W w|^2     s.t. (110), (111)
 
-which is eq. 112 scaled by ``dt^2`` (``y = tau``), plus a small ridge ``rho`` on the impulses:
-the paper's Stage II Hessian ``W^T U^T G^-1 G^-1 U W`` is itself singular whenever two impulse
-combinations give equal torques (opposite pyramid edges, duplicated contacts), and the ridge
-picks the least-norm one so the solution is unique and continuous in the data.  ``rho`` is
-relative to the mean eigenvalue of the torque term (default 1e-6).
+with a small ridge ``rho`` on the impulses: the paper's Stage II Hessian ``W^T U^T G^-1 G^-1 U W``
+is itself singular whenever two impulse combinations give equal torques (opposite pyramid edges,
+duplicated contacts), and the ridge picks the least-norm one so the solution is unique and
+continuous in the data.  ``rho`` is relative to the mean eigenvalue of the torque term (default
+1e-6).
+
+*Which torque* (a deliberate departure from the literal equations).  Eqs. 105-107 minimise
+``|y|^2`` with ``y`` eq. 90's ``x``: the actuator force beyond the contact-free inverse dynamics
+``f_ID`` (eq. 87; the torque is ``y + f_ID``).  This code minimises ``|tau|^2``, the whole
+actuator torque, as the paper's prose says ("the one that minimizes the l2-norm of joint
+torques") and the authors' Pacer code does.
+
+*Units.*  The objective is in torque units, (N m)^2, with ``w`` in impulses (N s); eq. 112
+scales its objective by ``dt^2``.  Scaled so (values ~1e-6, Hessian eigenvalues down to ~1e-8),
+the QP sat at the scale of quadprog's round-off thresholds (its Goldfarb-Idnani method tests
+step directions and slacks against an absolute ~1e-15), and on LINKS with two or three contacts
+per foot (exact copies solved unmerged, or 1 mm apart) its answers' objective was up to 81 %
+above the optimum, in some states above Stage I's own answer (``w = 0``, always feasible); in
+torque units it is within 3e-6 of cvxopt's (tests/test_controllers_stage_two_scaling.py).  With
+one contact per foot both scalings were within 2e-8 (N m)^2 of the optimum.  Exact triple copies
+solved unmerged can still be declared inconsistent by quadprog (1 state in 40) and then by
+idyn.qp's cvxopt fallback: Stage II then keeps Stage I's answer (``stage2_status``).
 """
 from __future__ import annotations
 
