@@ -216,7 +216,7 @@ class Reduced:
                 A_in = np.vstack([self.T[nu], _selector(nu, m, dense), fric])
             else:
                 A_in = sp.vstack([sp.csr_matrix(self.T[nu]), _selector(nu, m), fric])
-            b_in = np.r_[-self.t[nu], np.zeros(nu.shape[0] + fric.shape[0])]
+            b_in = np.concatenate((-self.t[nu], np.zeros(nu.shape[0] + fric.shape[0])))
             self._program = _program(self.P, self.c, np.zeros((0, m)) if dense else sp.csr_matrix((0, m)),
                                      np.zeros(0), A_in, b_in, cones, dense)
         return self._program
@@ -307,9 +307,9 @@ def _held_at_zero(rows: RowLayout, on: np.ndarray) -> np.ndarray:
     if off.size == 0:
         return off
     pos = np.flatnonzero(np.isin(rows.n.start + rows.friction, off))
-    fixed = np.r_[off, rows.r.start + pos]
+    fixed = np.concatenate((off, rows.r.start + pos))
     if rows.three_d:
-        fixed = np.r_[fixed, rows.s.start + pos]
+        fixed = np.concatenate((fixed, rows.s.start + pos))
     return fixed
 
 
@@ -354,7 +354,7 @@ def with_exact_normals(prog: ConicProgram, rows: RowLayout, active: np.ndarray) 
     zero = _selector(fixed, prog.n, dense)
     blocks = [prog.A_eq, spring[on], zero]
     A_eq = np.vstack(blocks) if dense else sp.vstack(blocks, format="csc")
-    b_eq = np.r_[prog.b_eq, prog.b_in[:k][on], np.zeros(zero.shape[0])]
+    b_eq = np.concatenate((prog.b_eq, prog.b_in[:k][on], np.zeros(zero.shape[0])))
     return ConicProgram(prog.P, prog.c, A_eq, b_eq, A_in[keep], prog.b_in[keep],
                         prog.cone_t[cones], prog.cone_r[cones], prog.cone_s[cones],
                         prog.cone_mu[cones])
@@ -377,7 +377,7 @@ def equality_optimum(red: Reduced, active: np.ndarray) -> np.ndarray | None:
     free[_held_at_zero(rows, on)] = False
     fi = np.flatnonzero(free)
     eq = rows.nu[on]
-    rhs = np.r_[-red.c[fi], -red.t[eq]]
+    rhs = np.concatenate((-red.c[fi], -red.t[eq]))
     every = fi.size == rows.m
     try:
         if sp.issparse(red.T):
