@@ -281,8 +281,11 @@ class LCPNoSlip(Controller):
             if update.tobytes() in seen:                                  # converged, or a cycle
                 info["release_cycle"] = changed
                 break
-            released = update
+            solved, released = released, update
             seen.add(released.tobytes())
+        else:   # m + 1 new sets without a repeat (the rule re-holds loaded contacts): the answer
+            released = solved                    # kept is the last one solved, labelled with its set
+            info["release_cycle"] = True
         if (unloaded_open & ~released).any():   # a cycle ended on friction through an open gap:
             released = released | unloaded_open   # release those too and keep that answer
             impulses, w, qd = self._lcp_with_rows(step, (~released).nonzero()[0], keys, info)
