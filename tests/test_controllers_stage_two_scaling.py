@@ -57,8 +57,8 @@ def cvxopt_stage_two(step, prob, z0: np.ndarray) -> tuple[np.ndarray, float]:
     along the nullspace), minimise ``1/2 |tau|^2 + rho/2 |z0 + W w|^2`` subject to
     ``z0 + W w >= 0`` (eq. 110) and the cones ``C (z0 + W w) >= 0`` (eq. 111); ``rho`` is
     ``RIDGE`` times the mean eigenvalue of the torque term.  cvxopt's interior point method with
-    its default KKT solver, then its LDL one (each stalls, status "unknown", on some of these
-    degenerate QPs); None if neither certifies an optimum.  Returns ``(z or None, rho)``."""
+    its default KKT solver, then its LDL one (each stalls or raises on some of these degenerate
+    QPs); None if neither certifies an optimum.  Returns ``(z or None, rho)``."""
     W = prob.W
     tau0 = step.pyramid_outputs(prob.R, z0)[0]
     RW = prob.R[:, step.a_index].T @ W / step.dt
@@ -69,7 +69,10 @@ def cvxopt_stage_two(step, prob, z0: np.ndarray) -> tuple[np.ndarray, float]:
     b = -np.concatenate((z0, prob.cone @ z0))
     M = lambda a: cvxopt.matrix(np.ascontiguousarray(a, dtype=float))  # noqa: E731
     for kktsolver in ("chol2", "ldl"):
-        sol = solvers.qp(M(H), M(c), M(-A), M(-b), kktsolver=kktsolver, options={"show_progress": False})
+        try:
+            sol = solvers.qp(M(H), M(c), M(-A), M(-b), kktsolver=kktsolver, options={"show_progress": False})
+        except (ValueError, ArithmeticError):     # a singular KKT system, a negative square root
+            continue
         if sol["status"] == "optimal":
             return z0 + W @ np.array(sol["x"]).ravel(), rho
     return None, rho
@@ -90,7 +93,7 @@ def check_stage_two(name: str, coulomb: bool, seed: int, per_foot: int, jitter: 
     assert info["stage2_status"] == "solved"
     z_ref, rho = cvxopt_stage_two(step, prob, z0)
     stage_one, stage_two = torque_objective(step, prob, z0, rho), torque_objective(step, prob, z, rho)
-    assert stage_two <= stage_one * (1 + 1e-9), (stage_two, stage_one)
+    assert stage_two <= stage_one * (1 + 1e-8), (stage_two, stage_one)   # clip_to_cone: ~1e-9
     if coulomb:   # the compiled common path (controllers.dissipation.solve_common): the same torques
         common = solve_common(step, ctrl._separation_mass, RIDGE, "quadprog")
         assert common is None or np.array_equal(common[0], step.pyramid_outputs(prob.R, z)[0])
@@ -106,9 +109,10 @@ LAYOUTS = ((2, 0.0), (2, 1e-3), (3, 1e-3))
 
 
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), mu=st.sampled_from([0.3, 1.0]), accel=st.floats(0.0, 20.0))
-def test_stage_two_reaches_the_least_torque_on_near_duplicate_contacts(seed, mu, accel):
-    checked = [check_stage_two("qp-coulomb", True, seed, per_foot, jitter, mu, accel) for per_foot, jitter in LAYOUTS]
+@given(seed=st.integers(0, 2**32 - 1), accel=st.floats(0.0, 20.0))
+def test_stage_two_reaches_the_least_torque_on_near_duplicate_contacts(seed, accel):
+    checked = [check_stage_two("qp-coulomb", True, seed, per_foot, jitter, mu, accel)
+               for per_foot, jitter in LAYOUTS for mu in (0.3, 1.0)]
     assert any(checked)
 
 
