@@ -103,11 +103,7 @@ def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone, H2, c2, A_in, b_in):
     relative to the mean eigenvalue of the torque term): with ``RW = R_a^T W / dt`` (the torque
     change per unit of ``w``, eq. 90: ``tau = tau0 - RW w``), ``H2 = RW^T RW + rho I``,
     ``c2 = -RW^T tau0 + rho W^T z0``; the rows ``z0 + W w >= 0`` and, for the cone rows ``C``,
-    ``C (z0 + W w) >= 0`` written ``C W w >= -max(C z0, 0)``, each divided by the norm of its
-    ``w`` part unless that is below :data:`RANK_TOL` (round-off of an impulse Stage I fixes).
-    quadprog's tests of a zero step and a zero slack are absolute (~1e-15) while rows of ``W``
-    range in norm from 1 to ~0 (impulses the nullspace barely moves); without this quadprog
-    declared some feasible Stage II QPs inconsistent (measured on duplicated contacts)."""
+    ``C (z0 + W w) >= 0`` written ``C W w >= -max(C z0, 0)``."""
     k, nul = W.shape
     na = a.shape[0]
     mf = cone.shape[0]
@@ -149,15 +145,6 @@ def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone, H2, c2, A_in, b_in):
             for t in range(k):
                 s += cone[r, t] * W[t, j]
             A_in[k + r, j] = s
-    for r in range(k + mf):     # unit rows (see the docstring); numerically zero rows as they are
-        s = 0.0
-        for j in range(nul):
-            s += A_in[r, j] * A_in[r, j]
-        norm = np.sqrt(s)
-        if norm > RANK_TOL:
-            for j in range(nul):
-                A_in[r, j] /= norm
-            b_in[r] /= norm
 
 
 @cached_jit

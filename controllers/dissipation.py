@@ -133,13 +133,14 @@ scales its objective by ``dt^2``.  Scaled so (values ~1e-6, Hessian eigenvalues 
 the QP sat at the scale of quadprog's round-off thresholds (its Goldfarb-Idnani method tests
 step directions and slacks against an absolute ~1e-15), and on LINKS with two or three contacts
 per foot (exact copies solved unmerged, or 1 mm apart) its answers' objective was up to 81 %
-above the optimum, in some states above Stage I's own answer (``w = 0``, always feasible).  In
-torque units, with the rows of (110)-(111) scaled to unit norm (:func:`kernel.stage_two_terms`:
-without it quadprog declared some feasible QPs inconsistent), it is within 3e-6 of cvxopt's
-(tests/test_controllers_stage_two_scaling.py).  With one contact per foot both scalings were
-within 2e-8 (N m)^2 of the optimum.  Exact triple copies solved unmerged can still be declared
-inconsistent by quadprog (1 state in 40) and then by idyn.qp's cvxopt fallback: Stage II then
-keeps Stage I's answer (``stage2_status``).
+above the optimum, in some states above Stage I's own answer (``w = 0``, always feasible); in
+torque units it is within 3e-6 of cvxopt's (tests/test_controllers_stage_two_scaling.py).  With
+one contact per foot both scalings were within 2e-8 (N m)^2 of the optimum.  Exact copies solved
+unmerged (the controllers merge them by default) and copies 1 mm apart can still be declared
+inconsistent by quadprog and then by idyn.qp's cvxopt fallback (qp-coulomb, triple copies: 1
+state in 40; more found by hypothesis): Stage II then keeps Stage I's answer (``stage2_status``).  Scaling the rows
+of (110)-(111) to unit norm removed those, but made the manipulator grasp at mu = 100 far worse
+(mean |d tau/dt| 392 -> 5742 N m/s), so it is not done.
 """
 from __future__ import annotations
 
