@@ -270,7 +270,7 @@ class LCPNoSlip(Controller):
         seen = {released.tobytes()}                  # every released set tried, this one included
         gap_speed = step.jac.phi / step.dt
         opening = max(self.consistency_tol, self.contact_gap / step.dt)   # end-of-step gap, as speed
-        unloaded_open = released
+        unloaded_open, exhausted = released, False
         for _ in range(m + 1):
             impulses, w, qd = self._lcp_with_rows(step, (~released).nonzero()[0], keys, info)
             if info["status"] != "solved":
@@ -284,11 +284,12 @@ class LCPNoSlip(Controller):
             solved, released = released, update
             seen.add(released.tobytes())
         else:   # m + 1 new sets without a repeat (the rule re-holds loaded contacts): the answer
-            released = solved                    # kept is the last one solved, labelled with its set
-            info["release_cycle"] = True
+            info["release_cycle"] = exhausted = True   # in hand is the last set solved, not `released`
         if (unloaded_open & ~released).any():   # a cycle ended on friction through an open gap:
             released = released | unloaded_open   # release those too and keep that answer
             impulses, w, qd = self._lcp_with_rows(step, (~released).nonzero()[0], keys, info)
+        elif exhausted:
+            released = solved                     # the label of the answer returned
         info["held"], info["slip_released"] = ~released, int(np.count_nonzero(released))
         return impulses, qd
 
