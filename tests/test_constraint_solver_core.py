@@ -178,17 +178,21 @@ def test_one_contact_program_is_not_reported_infeasible():
                                    rtol=1e-7, atol=1e-6)
 
 
-def test_reduced_program_is_strictly_convex_and_trivially_feasible():
-    """Appendix A: H = diag(zeta, 1, 1, zeta) + PSD; lambda_n large, tangents 0 is feasible."""
-    rng = np.random.default_rng(3)
-    nv, m = 6, 3
+def _random_contact_problem(rng, nv: int, m: int, stiffness: float, damping: float, mu: float):
+    """``m`` random compliant contacts (normal gap -1e-4, Coulomb tangents) on an SPD ``nv``-body
+    problem at h = 0.01."""
     tan = coulomb_tangents(m, 0.01)
     Gn, Gr, Gs = (rng.normal(size=(m, nv)) for _ in range(3))
-    contacts = ContactRows(ConstraintRows(Gn, -np.full(m, 1e-4), np.full(m, 1e8), np.ones(m)),
-                           ConstraintRows(Gr, tan.phi, tan.K, tan.B), np.full(m, 0.5),
+    contacts = ContactRows(ConstraintRows(Gn, -np.full(m, 1e-4), np.full(m, stiffness), np.full(m, damping)),
+                           ConstraintRows(Gr, tan.phi, tan.K, tan.B), np.full(m, mu),
                            ConstraintRows(Gs, tan.phi, tan.K, tan.B))
-    prob = ConstraintProblem(_random_spd(rng, nv), rng.normal(size=nv), rng.normal(size=nv),
+    return ConstraintProblem(_random_spd(rng, nv), rng.normal(size=nv), rng.normal(size=nv),
                              0.01, contacts=contacts)
+
+
+def test_reduced_program_is_strictly_convex_and_trivially_feasible():
+    """Appendix A: H = diag(zeta, 1, 1, zeta) + PSD; lambda_n large, tangents 0 is feasible."""
+    prob = _random_contact_problem(np.random.default_rng(3), 6, 3, 1e8, 1.0, 0.5)
     rows = appendix_a.layout(prob, 100.0)
     red = appendix_a.reduced_program(prob, rows, prob.M)
     assert red.program.dense                 # dense T: the program is built without scipy.sparse
@@ -205,15 +209,7 @@ def test_dense_program_reaches_the_backends_as_its_sparse_form_does(seed):
     """A few contacts give dense programs, which go to CSC once (conic._backend_matrices)
     instead of through scipy.sparse stacking: the backends get the same matrices, so an
     exact-normals round has the same optimum to the bit as its sparse copy, with both."""
-    rng = np.random.default_rng(seed)
-    nv, m = 8, 3
-    tan = coulomb_tangents(m, 0.01)
-    Gn, Gr, Gs = (rng.normal(size=(m, nv)) for _ in range(3))
-    contacts = ContactRows(ConstraintRows(Gn, -np.full(m, 1e-4), np.full(m, 1e5), np.full(m, 1e3)),
-                           ConstraintRows(Gr, tan.phi, tan.K, tan.B), np.full(m, 0.3),
-                           ConstraintRows(Gs, tan.phi, tan.K, tan.B))
-    prob = ConstraintProblem(_random_spd(rng, nv), rng.normal(size=nv), rng.normal(size=nv),
-                             0.01, contacts=contacts)
+    prob = _random_contact_problem(np.random.default_rng(seed), 8, 3, 1e5, 1e3, 0.3)
     rows = appendix_a.layout(prob, 100.0)
     red = appendix_a.reduced_program(prob, rows, prob.M)
     active, _ = appendix_a.frictionless_active_set(rows, red)
