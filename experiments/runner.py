@@ -76,9 +76,9 @@ def _box_drop_index(trace, manipulator) -> int | None:
     """First step at which the manipulator no longer holds the box (:func:`grasp_lost_index`):
     the box free-flyer's position in the trace against the hand's grasp pose at the arm's
     configuration of the same step."""
-    na = manipulator.model.nq
-    held = np.array([manipulator.box_placement(q).translation for q in trace.q[:, :na]])
-    return grasp_lost_index(trace.q[:, na:na + 3], held.reshape(-1, 3), manipulator.box_side)
+    n_arm = manipulator.model.nq          # the arm's coordinates come first, then the box's
+    held = np.array([manipulator.box_placement(q).translation for q in trace.q[:, :n_arm]])
+    return grasp_lost_index(trace.q[:, n_arm:n_arm + 3], held.reshape(-1, 3), manipulator.box_side)
 
 
 def waypoints_reached(com_xy: np.ndarray, waypoints, radius: float = 0.025) -> int:

@@ -98,10 +98,6 @@ class RowLayout:
     def rs(self) -> np.ndarray:
         return np.arange(self.r.start, self.s.stop)         # the r and s rows are contiguous
 
-    def bounded_friction(self) -> np.ndarray:
-        """Positions (into ``friction``) of contacts with finite mu (mu = inf: no cone)."""
-        return self.cones[0]
-
     @cached_property
     def cones(self):
         """(k, t, r, s, mu) of the contacts with finite mu: positions k into ``friction`` and,
