@@ -31,7 +31,7 @@ touchdown impact ``impact_forces`` ((m, 3) N, the part of ``contact_forces`` due
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
+from abc import ABC, ABCMeta, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar, Sequence
 
@@ -39,7 +39,6 @@ import numpy as np
 
 from idyn import Contact, RobotModel, validation
 from idyn.errors import InvalidInputError
-from idyn.jit import load_cached
 from idyn.state import Desired, RobotState
 
 from ._reduced_kernel import all_finite
@@ -68,8 +67,21 @@ class Solution:
     info: dict = field(default_factory=dict)
 
 
-class Controller(ABC):
-    """Base class: validation, error feedback, timing and the never-non-finite guarantee."""
+class _WarmedUp(ABCMeta):
+    """Builds a controller, then warms it up (:meth:`Controller.warm_up`) unless the keyword
+    ``warm_up=False`` is given: its kernels are ready before any loop calls it."""
+
+    def __call__(cls, *args, warm_up: bool = True, **options):
+        controller = super().__call__(*args, **options)
+        if warm_up:
+            controller.warm_up()
+        return controller
+
+
+class Controller(ABC, metaclass=_WarmedUp):
+    """Base class: validation, error feedback, timing and the never-non-finite guarantee.
+
+    Construction runs :meth:`warm_up` (keyword ``warm_up=False`` skips it)."""
 
     #: registry name
     name: ClassVar[str] = ""
@@ -103,9 +115,15 @@ class Controller(ABC):
         self.dynamics = StepDynamics(model, self.dt, penetration_recovery, impact, impact_speed_tol)
         self._shapes = ((model.nq,), (model.nv,), (model.na,), (model.na,), (model.na,))   # of _check's vectors
         self.feedback = ErrorFeedback(model, kp, kv, ki, integral_limit) if feedback else None
-        load_cached()   # every kernel a step may call, loaded now: no stall at a first touchdown or fallback
 
     # ------------------------------------------------------------------ contract
+    def warm_up(self) -> None:
+        """Run every kind of step once on synthetic states of the model, so that no compiled
+        kernel is compiled or loaded inside the caller's loop (:mod:`controllers.warm_up`), then
+        :meth:`reset`."""
+        from .warm_up import warm_up
+        warm_up(self)
+
     def reset(self) -> None:
         """Forget all history (integral of the error, warm starts, sensed forces)."""
         if self.feedback is not None:

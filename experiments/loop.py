@@ -44,6 +44,7 @@ import pinocchio as pin
 
 from idyn import RobotModel
 from idyn.errors import InvalidInputError
+from idyn.jit import specialisations
 from idyn.state import Desired
 
 from .trace import Trace
@@ -123,6 +124,9 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
     step if given. With ``trace_path`` the trace is saved there (compressed ``.npz``).
     ``clock`` (default ``time.perf_counter``) times the phases of every step
     (:attr:`LoopResult.phase_times`).
+
+    ``info["kernels_compiled_in_loop"]`` counts the compiled kernels first met inside the loop
+    (each a stall; :func:`dry_run` beforehand avoids them).
     """
     dt = float(testbed.dt)
     if not (np.isfinite(duration) and duration > 0):
@@ -138,6 +142,7 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
     reference.reset()
     controller.reset()
     state = testbed.reset()
+    kernels = specialisations()
     clipped = 0
     codes = {}      # solver status -> its trace code
     t_start = time.perf_counter()
@@ -184,7 +189,34 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
         if done:
             break
     wall = time.perf_counter() - t_start
+    info = {"steps_torque_limited": clipped, "kernels_compiled_in_loop": specialisations() - kernels}
     if trace_path is not None:
         trace.save(trace_path)
-    return LoopResult(trace, wall, trace.n, {"steps_torque_limited": clipped},
+    return LoopResult(trace, wall, trace.n, info,
                       np.diff(np.array(marks).reshape(-1, len(PHASES) + 1), axis=1))
+
+
+def dry_run(testbed, reference, controller, duration: float) -> None:
+    """``duration`` seconds of :func:`run_loop`'s body, untimed and unrecorded, from and back to
+    the reset state: every compiled kernel the run will use is compiled (first run after an
+    install) or loaded from numba's cache now, not inside the loop (wrap it in
+    :class:`idyn.jit.preparing` to report it)."""
+    observe = getattr(controller, "observe_contact_forces", None)
+    steps = int(round(duration / float(testbed.dt)))
+    reference.reset()
+    controller.reset()
+    testbed.reset()
+    for _ in range(steps):
+        state = testbed.state()
+        contacts = testbed.contacts()
+        desired = reference.desired(state, contacts)
+        out = controller.compute(state, desired, reference.active_contacts(contacts))
+        extra = reference.extra_torque(state, contacts)
+        testbed.apply(out.tau if extra is None else out.tau + extra)
+        testbed.step()
+        sensed = testbed.sensed_contact_forces()
+        if observe is not None:
+            observe(contacts, sensed)
+    reference.reset()
+    controller.reset()
+    testbed.reset()

@@ -16,6 +16,7 @@ import json
 import logging
 import math
 import os
+import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -26,8 +27,9 @@ import numpy as np
 import controllers
 import robots
 from idyn.errors import InvalidInputError
+from idyn.jit import preparing
 
-from .loop import run_loop
+from .loop import dry_run, run_loop
 from .metrics import fallen, grasp_lost_index, summarize
 from .references import ArmReference, QuadrupedReference
 from .scenario import Scenario
@@ -90,13 +92,22 @@ def waypoints_reached(com_xy: np.ndarray, waypoints, radius: float = 0.025) -> i
     return k
 
 
+#: seconds of each scenario run untimed before its loop (:func:`experiments.loop.dry_run`): the
+#: stance, swing and touchdown of a gait cycle meet every kernel of the run
+WARM_UP = 0.5
+
+
 def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, plots: bool = False) -> dict:
     """Run one scenario; return its metrics (and write them, the trace and plots to ``out_dir``)."""
     robot = _robot(scenario)
     testbed = build_testbed(scenario)
     model = testbed.model   # the model of the testbed's state (the manipulator's includes the box)
     reference = build_reference(scenario, robot)
-    controller = controllers.make(scenario.controller, model, dt=scenario.dt, **scenario.controller_options)
+    with preparing(f"{scenario.controller} on {scenario.terrain_label}") as prep:
+        controller = controllers.make(scenario.controller, model, dt=scenario.dt, **scenario.controller_options)
+        dry_run(testbed, reference, controller, min(WARM_UP, scenario.duration))
+    if progress:
+        print(prep.line(), file=sys.stderr, flush=True)
     nominal = robot.nominal_base_height if scenario.robot == "quadruped" else None
     steps = int(round(scenario.duration / scenario.dt))
     bar = None
@@ -132,6 +143,7 @@ def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, pl
     if not controller.predicts_contact_forces:   # pid and sensed-force ID predict nothing
         metrics["force_error_abs"] = metrics["force_error_rel"] = float("nan")
     metrics["steps_torque_limited"] = result.info.get("steps_torque_limited", 0)
+    metrics["kernels_compiled_in_loop"] = result.info["kernels_compiled_in_loop"]
     metrics.update({"controller": scenario.controller, "terrain": scenario.terrain_label,
                     "mu": scenario.mu, "robot": scenario.robot, "seed": scenario.seed,
                     "backend": scenario.backend})

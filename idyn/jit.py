@@ -1,77 +1,89 @@
-"""``cached_jit``: numba's ``njit`` with its machine code cached on disk, for idyn's compiled loops.
+"""Compiled kernels: ``cached_jit`` (numba's ``njit`` cached on disk) and start-up accounting.
 
-Every compiled loop of idyn and its controllers (Lemke's path, Algorithm 1's scan, Algorithm 2's
-pivoting, the QP adapter's checks, the reduced dynamics of a control step) exists because the
-same arithmetic as numpy calls on the small arrays of a control step costs 1-3 us per call in
-overhead (measured: ``idyn bench controllers``).  Compilation takes a few seconds per module
-the first time, so the machine code is cached on disk (next to the source file, or in
-``NUMBA_CACHE_DIR`` / the user cache) and later processes load it.  numba refuses
-``cache=True`` outright ("no locator available") when none of those is writable, e.g. a
-read-only install run by a user without a home directory; the loops are then compiled in memory
-on every process start instead of failing the import.
+idyn's per-step arithmetic runs in numba kernels because the same work as numpy calls on the small
+arrays of a control step is dominated by per-call overhead.  A kernel is compiled on its first
+call with new argument types and its machine code is cached on disk (next to the source, or in
+``NUMBA_CACHE_DIR``); later processes load it from there.  Compiling costs seconds and loading
+milliseconds, and either would stall a control loop, so every component that owns kernels runs
+them once before its loop (``Controller.warm_up``, the experiments' dry run) and the loop checks
+that nothing new was compiled while it ran (:func:`specialisations`).
 
-Loading a kernel from the cache also takes time (0.1-80 ms per specialisation, measured), paid on
-its first call: inside a control loop that is a stall at the first touchdown or fallback.
-:func:`load_cached` pays it up front (controllers call it when they are built).
+Only numba's public API is used: ``njit``, ``Dispatcher.signatures`` and ``Dispatcher.stats``.
 """
 from __future__ import annotations
 
-import llvmlite.binding as llvm
-from numba import njit, types
+import time
 
+from numba import njit
 
-#: every kernel :func:`cached_jit` made, in definition order (for :func:`load_cached`)
+#: every kernel :func:`cached_jit` made, in definition order
 _KERNELS: list = []
-#: the kernels :func:`load_cached` has loaded already
-_LOADED: set = set()
 
 
 def cached_jit(fn=None, **opts):
-    """``njit`` with the on-disk cache if numba finds a writable place for it, else without."""
+    """``njit`` with the on-disk cache if numba finds a writable place for it, else without
+    (numba refuses ``cache=True`` when no cache directory is writable, e.g. a read-only install
+    without a home directory; the kernels are then compiled in memory in every process)."""
     if fn is None:
         return lambda f: cached_jit(f, **opts)
     try:
         kernel = njit(cache=True, **opts)(fn)
     except RuntimeError:  # "cannot cache function ...: no locator available"
-        return njit(**opts)(fn)
+        kernel = njit(**opts)(fn)
     _KERNELS.append(kernel)
     return kernel
 
 
-def load_cached(packages: tuple[str, ...] = ("idyn", "controllers")) -> int:
-    """Load now every specialisation the on-disk cache holds for this machine and source of the
-    kernels defined so far in ``packages`` (top-level package names), instead of on each one's
-    first call; returns how many were loaded.  Each kernel is visited once per process.  Nothing
-    is compiled: the cache index only lists specialisations of the current source, and a cache
-    that numba lays out differently (another version) loads nothing early."""
-    count = 0
-    for kernel in _KERNELS:
-        if kernel in _LOADED or kernel.py_func.__module__.partition(".")[0] not in packages:
-            continue
-        _LOADED.add(kernel)
-        for signature in _cached_signatures(kernel):
-            kernel.compile(signature)
-            count += 1
-    return count
+def specialisations() -> int:
+    """How many (kernel, argument types) machine codes this process holds, compiled or loaded.
+    A count that grows inside a control loop means a step stalled on numba."""
+    return sum(len(kernel.signatures) for kernel in _KERNELS)
 
 
-def _cached_signatures(kernel) -> list:
-    """The argument types of ``kernel``'s cached specialisations for this machine and source
-    (numba's cache index, keyed ``(types, machine, source hashes)``)."""
-    cache, codegen = kernel._cache, kernel.targetctx.codegen()
-    try:
-        index = cache._cache_file._load_index()
-        _, machine, source = cache._index_key((), codegen)
-    except AttributeError:   # a numba without this cache layout
-        return []
-    return [key[0] for key in index if key[1:] == (machine, source)]
+def _cache_misses() -> int:
+    """Specialisations compiled in this process (not found in the on-disk cache)."""
+    return sum(sum(kernel.stats.cache_misses.values()) for kernel in _KERNELS)
+
+
+class preparing:
+    """Context manager counting the kernels compiled (cache misses) or loaded from the on-disk
+    cache while its block runs, and the wall time, e.g. around building a controller and a dry
+    run of its loop::
+
+        with preparing("qp-coulomb") as prep:
+            ...
+        print(prep.line())
+    """
+
+    def __init__(self, label: str):
+        self.label = label
+        self.compiled = self.loaded = 0
+        self.seconds = 0.0
+
+    def __enter__(self) -> "preparing":
+        self._start = (specialisations(), _cache_misses(), time.perf_counter())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        n0, m0, t0 = self._start
+        self.seconds = time.perf_counter() - t0
+        self.compiled = _cache_misses() - m0
+        self.loaded = max(specialisations() - n0 - self.compiled, 0)
+
+    def line(self) -> str:
+        """The one line a command prints before its loop."""
+        if self.compiled:
+            return (f"idyn: compiled {self.compiled} kernels for {self.label} in {self.seconds:.1f} s "
+                    f"(first run after an install; cached on disk for later runs)")
+        return f"idyn: {self.label} ready in {self.seconds:.2f} s ({self.loaded} kernels loaded from cache)"
 
 
 def external(symbol: str, address: int, signature):
-    """A C function at ``address`` (a LAPACK routine of scipy's ``cython_lapack``, quadprog's
-    ``qpgen2_``) callable from compiled loops, cache included: it is registered with LLVM under
-    ``symbol`` (one name per routine, stable across processes) and declared by name, so cached
-    machine code links to this process's address when it is loaded.  The very routine the
-    Python wrapper calls, so the same numbers; pointers are passed as ``array.ctypes``."""
+    """A C function at ``address`` (a LAPACK routine exported by scipy's public
+    ``scipy.linalg.cython_lapack``) callable from kernels, on-disk cache included: registered with
+    LLVM under ``symbol`` (one stable name per routine) so that cached machine code links to this
+    process's address when it is loaded."""
+    import llvmlite.binding as llvm
+    from numba import types
     llvm.add_symbol(symbol, address)
     return types.ExternalFunction(symbol, signature)

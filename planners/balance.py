@@ -26,7 +26,6 @@ import pinocchio as pin
 
 from idyn import RobotModel, validation
 from idyn.errors import InvalidInputError
-from idyn.jit import load_cached
 from idyn.state import RobotState
 
 from ._balance_kernel import balance_torque, relative_rotation, workspace_dtype
@@ -74,7 +73,6 @@ class BalanceController:
         self._joints = {}                         # body name -> index of the joint carrying it
         self._relative = np.empty((3, 3))         # R_goal R^T, the rotation error's matrix
         self._grow(4)
-        load_cached(("planners",))   # its kernels loaded now, not on the first step in the loop
 
     def _grow(self, m: int) -> None:
         """A workspace record (planners._balance_kernel.workspace_dtype) with room for ``m``

@@ -48,7 +48,6 @@ import pinocchio as pin
 
 from idyn import RobotModel, validation
 from idyn.errors import InvalidInputError, NonFiniteError
-from idyn.jit import load_cached
 from idyn.state import Desired, RobotState
 
 from . import _plan_kernel as kernel
@@ -188,7 +187,6 @@ class QuadrupedPlanner:
         #: the step's answer, validated once here and refilled in place by every step
         self._desired = Desired(np.zeros(model.na), np.zeros(model.na), np.zeros(model.na))
         self.reset()
-        load_cached(("planners",))   # the planners' kernels loaded now, not at a first swing or touchdown
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:

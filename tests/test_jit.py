@@ -1,34 +1,70 @@
-"""idyn.jit: kernels loaded from numba's on-disk cache before their first call (load_cached)."""
+"""idyn.jit and the warm-ups: nothing is compiled or loaded inside a control loop."""
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from idyn.jit import cached_jit, load_cached  # noqa: F401 (load_cached: used by the child processes)
+import numpy as np
+import pytest
+
+import controllers
+from idyn.jit import cached_jit, preparing, specialisations
 
 
 @cached_jit
 def twice(x):
-    """A kernel of this module (its cache lands in tests/__pycache__)."""
+    """A kernel of this module (its cache lands in NUMBA_CACHE_DIR)."""
     return 2.0 * x
 
 
-def _run(code: str) -> str:
-    """``code`` in a fresh process that imports this module (nothing of it loaded yet)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+def _run(code: str, cache: Path) -> str:
+    """``code`` in a fresh process that imports this module, with numba's cache in ``cache``."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache),
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([sys.executable, "-c", f"import test_jit as t\n{code}"], env=env, check=True,
                           capture_output=True, text=True).stdout.strip()
 
 
-def test_load_cached_loads_the_cached_specialisations_before_any_call():
-    _run("t.twice(1.0)")                       # compiled once and cached on disk
-    out = _run("print(t.load_cached(('test_jit',)), t.twice.signatures, t.load_cached(('test_jit',)))")
-    count, rest = out.split(" ", 1)
-    assert int(count) >= 1                     # every cached specialisation, loaded ...
-    assert "float64" in rest                   # ... among them twice(float64), never called here
-    assert rest.endswith(" 0")                 # each kernel visited once per process
+def test_preparing_tells_compiled_from_loaded(tmp_path):
+    code = ("with t.preparing('twice') as p:\n    t.twice(1.0)\n"
+            "print(p.compiled, p.loaded, t.specialisations() >= 1)\nprint(p.line())")
+    first = _run(code, tmp_path).splitlines()
+    assert first[0] == "1 0 True" and first[1].startswith("idyn: compiled 1 kernels for twice")
+    again = _run(code, tmp_path).splitlines()      # a later process: the on-disk cache
+    assert again[0] == "0 1 True" and "1 kernels loaded from cache" in again[1]
 
 
-def test_load_cached_leaves_other_packages_alone():
-    out = _run("print(t.load_cached(('no_such_package',)), t.twice.signatures)")
-    assert out == "0 []"
+def _standing(name: str, impact: bool):
+    from experiments.benchmarks.controllers import standing_problem
+    p = standing_problem("a1", 4, 0.6, rng=np.random.default_rng(3), noise=1e-3)
+    if impact:     # the base drops onto its feet: the touchdown-impact path of every controller
+        v = p.state.v.copy()
+        v[2] = -0.4
+        p.state = type(p.state)(p.state.q, v, 0.0)
+    return p
+
+
+@pytest.mark.parametrize("name", controllers.available())
+def test_a_built_controller_meets_no_new_kernel_in_its_steps(name):
+    """``controllers.make`` warms the controller up on its own model: a step on another state,
+    other contacts, an impact, adds no compiled specialisation (none compiled or loaded in a loop)."""
+    from experiments.benchmarks.controllers import standing_problem
+    p = standing_problem("a1", 4, 0.6, rng=np.random.default_rng(3), noise=1e-3)
+    ctrl = controllers.make(name, p.model)
+    before = specialisations()
+    for impact in (False, True):
+        q = _standing(name, impact)
+        observe = getattr(ctrl, "observe_contact_forces", None)
+        if observe is not None:
+            observe(q.contacts, np.tile([10.0, 0.0, 0.0], (len(q.contacts), 1)))
+        out = ctrl.compute(q.state, q.desired, q.contacts)
+        assert np.all(np.isfinite(out.tau))
+        ctrl.compute(q.state, q.desired, q.contacts[:2])
+    assert specialisations() == before
+
+
+def test_scenario_runs_compile_nothing_in_their_loop(tmp_path):
+    from experiments.runner import run_scenario
+    from experiments.scenario import terrain_scenario
+    metrics = run_scenario(terrain_scenario("rigid-high", controller="qp-coulomb", duration=0.8))
+    assert metrics["kernels_compiled_in_loop"] == 0

@@ -1,0 +1,66 @@
+"""A controller's warm-up: every kind of step it takes in a loop, run once when it is built.
+
+numba compiles (first run after an install) or loads from its disk cache (later processes) a
+kernel on its first call with new argument types; inside a 1 kHz loop either is a stall of
+milliseconds to seconds.  :func:`warm_up` runs the controller on synthetic states of its own
+model so that its loop never meets a kernel for the first time: no contacts; contacts at the
+leaf bodies with finite and with infinite friction, one of them duplicated; a closing velocity
+(the touchdown impact); the contact-free fallback.  The argument types, not the values, decide
+what numba compiles, so any model and any contact set exercise the same machine code.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+
+from idyn.contact import Contact
+from idyn.state import Desired, RobotState
+
+
+def leaf_bodies(model, count: int = 4) -> list[str]:
+    """Names of up to ``count`` bodies carried by the model's leaf joints (feet, fingertips)."""
+    pm = model.pinocchio_model
+    parents = set(pm.parents[1:])
+    leaves = [j for j in range(1, pm.njoints) if j not in parents]
+    names = []
+    for joint in leaves[-count:]:
+        for frame in pm.frames:
+            if frame.parentJoint == joint and frame.type == pin.FrameType.BODY:
+                names.append(frame.name)
+                break
+    return names
+
+
+def _contacts(model, q, bodies, mu: float) -> list[Contact]:
+    pm = model.pinocchio_model
+    data = pm.createData()
+    pin.framesForwardKinematics(pm, data, q)
+    return [Contact(b, None, data.oMf[pm.getFrameId(b)].translation, (0.0, 0.0, 1.0), mu, phi=0.0)
+            for b in bodies]
+
+
+def warm_up(controller) -> None:
+    """Run ``controller`` once through each kind of step (see the module docstring), then
+    :meth:`reset` it.  Inputs are valid by construction; ``compute`` never raises on them."""
+    model = controller.model
+    q = model.neutral()
+    rng = np.random.default_rng(0)
+    v_rest, v_moving = np.zeros(model.nv), 0.3 * rng.standard_normal(model.nv)
+    if model.floating_base:
+        v_moving[2] = -0.5    # the base falls onto its contacts: a closing speed, the impact path
+    desired = Desired(q[model.actuated_q], np.zeros(model.na), np.zeros(model.na))
+    bodies = leaf_bodies(model)
+    observe = getattr(controller, "observe_contact_forces", None)
+    cases = [((), v_rest)]
+    if bodies:
+        finite, rigid = _contacts(model, q, bodies, 0.8), _contacts(model, q, bodies, math.inf)
+        cases += [(finite + finite[:1], v_rest), (rigid, v_rest), (finite, v_moving), (rigid, v_moving)]
+    for contacts, v in cases:
+        state = RobotState(q, v, 0.0)
+        if observe is not None:
+            observe(list(contacts), np.zeros((len(contacts), 3)))
+        controller.compute(state, desired, list(contacts))
+    controller._fallback(q, v_rest, desired.vdot, len(bodies))
+    controller.reset()
