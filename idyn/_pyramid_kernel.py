@@ -24,10 +24,6 @@ from ._triangular import gram_solve
 from .jit import cached_jit
 from .lcp.lemke import cold_checked
 
-#: numpy's block size of pairwise summation (``PW_BLOCKSIZE``)
-_PAIRWISE_BLOCK = 128
-
-
 @cached_jit
 def gather(A, rows, cols):
     """``A[np.ix_(rows, cols)]`` as a new array."""
@@ -36,55 +32,6 @@ def gather(A, rows, cols):
         for j in range(cols.shape[0]):
             out[i, j] = A[rows[i], cols[j]]
     return out
-
-
-@cached_jit
-def _block_sum(a, lo, n):
-    """numpy's sum of the block ``a[lo:lo + n]``, n <= 128: in order below 8 entries, else eight
-    running sums added pairwise, then the remainder in order."""
-    if n < 8:
-        total = 0.0
-        for i in range(lo, lo + n):
-            total += a[i]
-        return total
-    acc = a[lo:lo + 8].copy()
-    i = 8
-    while i < n - n % 8:
-        for j in range(8):
-            acc[j] += a[lo + i + j]
-        i += 8
-    total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
-    while i < n:
-        total += a[lo + i]
-        i += 1
-    return total
-
-
-@cached_jit
-def pairwise_sum(a, n):
-    """``a[:n].sum()`` as numpy adds a contiguous float array (pairwise summation: blocks of at
-    most 128 entries, :func:`_block_sum`, in halves whose length is a multiple of 8 above), so a
-    mean computed here is numpy's bit for bit. The halving tree is walked with a stack (numba
-    does not cache recursive functions); the order of the two operands of an addition does not
-    change its result."""
-    todo = [(0, n, False)]          # (start, length, add the last two partial sums)
-    sums = np.empty(64)             # partial sums waiting for their sibling: one per halving
-    top = 0
-    while todo:
-        lo, k, combine = todo.pop()
-        if combine:
-            top -= 1
-            sums[top - 1] += sums[top]
-        elif k <= _PAIRWISE_BLOCK:
-            sums[top] = _block_sum(a, lo, k)
-            top += 1
-        else:
-            half = k // 2
-            half -= half % 8
-            todo.append((lo, k, True))
-            todo.append((lo, half, False))
-            todo.append((lo + half, k - half, False))
-    return sums[0]
 
 
 @cached_jit
@@ -145,15 +92,14 @@ def pyramid_lcp(W, u, R, G, sel, sign, b, C, mu, edged, Q, r):
 def equilibrate(Q, r, s, Qs, rs):
     """The LCP (Q, r) equilibrated: ``Qs = s Q s``, ``rs = s r`` with ``s`` (output) 1 / sqrt of
     the positive diagonal entries (impulse rows) and sqrt of their mean elsewhere (the lambda
-    rows, zero diagonal; 1 if no entry is positive). The mean is numpy's (:func:`pairwise_sum`)."""
+    rows, zero diagonal; 1 if no entry is positive)."""
     n = r.shape[0]
-    positive = np.empty(n)
-    count = 0
+    total, count = 0.0, 0
     for i in range(n):
         if Q[i, i] > 0.0:
-            positive[count] = Q[i, i]
+            total += Q[i, i]
             count += 1
-    other = math.sqrt(pairwise_sum(positive, count) / count) if count else 1.0
+    other = math.sqrt(total / count) if count else 1.0
     for i in range(n):
         s[i] = 1.0 / math.sqrt(Q[i, i]) if Q[i, i] > 0.0 else other
     for i in range(n):

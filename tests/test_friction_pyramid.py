@@ -5,7 +5,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from idyn._pyramid_kernel import pairwise_sum
 from idyn.friction_pyramid import PyramidLCP
 from idyn.lcp import lemke_regularized, lcp_residuals
 
@@ -70,16 +69,6 @@ def test_builder_is_the_lcp_written_out(layout):
     if not held_idx.size:
         np.testing.assert_array_equal(lcp.Q, Q)
         np.testing.assert_array_equal(lcp.r, r)
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.integers(0, 10_000), st.integers(0, 700))
-def test_pairwise_sum_is_numpys(seed, n):
-    """The equilibration's mean is numpy's bit for bit (the touchdown impact computed it with
-    numpy before the builder was shared): pairwise sums of every length, blocks and halvings."""
-    rng = np.random.default_rng(seed)
-    a = rng.random(n) * 10.0 ** rng.uniform(-6, 6, n)
-    assert pairwise_sum(a, n) == a.sum()
 
 
 @pytest.mark.parametrize("m", [1, 3, 5])
