@@ -88,7 +88,7 @@ def plot(report: dict, path: Path) -> None:
         for name, by_count in report[series].items():
             ax.plot(counts, [by_count[str(n)]["median_us"] / 1e3 for n in counts], style,
                     color=colours[name], label=name + suffix)
-    ax.plot(counts, [report["floor"][str(n)]["median_us"] / 1e3 for n in counts], "k:", label="dynamics floor")
+    ax.plot(counts, [report["floor"][str(n)]["median_us"] / 1e3 for n in counts], "k:", label="pinocchio floor")
     ax.axhline(1.0, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("number of contacts (each foot's contact duplicated)")
     ax.set_ylabel("median step time (ms)")
