@@ -16,7 +16,7 @@ of eq. 64 is garbled in the text; this is Anitescu & Potra's, which the paper fo
 first row block is the unactuated dynamics, the second the actuated rows that define ``tau``
 (eq. 58).  :func:`idyn.lcp.mlcp_to_lcp` (Appendix C) gives the copositive LCP of eq. 64, solved
 by :func:`idyn.lcp.lemke_regularized` (Lemke, lexicographic, with the regularisation fallback of
-Sec. 8.2).  Contacts with ``mu = inf`` use ``mu_inf`` (100, as SPEC section 6 simulates it).
+Sec. 8.2).  Contacts with ``mu = inf`` use ``mu_inf`` (100, as the experiments simulate it).
 
 One pyramid builder?  The reduced LCP is, in exact arithmetic, the friction-pyramid LCP of
 :mod:`idyn.friction_pyramid` (which the touchdown impact and idyn.sim's ``ap-lcp`` share) for

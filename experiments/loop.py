@@ -1,4 +1,4 @@
-"""The closed control loop of the experiments (paper Sec. 7, SPEC section 6).
+"""The closed control loop of the experiments (paper Sec. 7, docs/experiments.md).
 
 One place connects a testbed, a reference (planner), a controller and the trace:
 

@@ -1,6 +1,6 @@
 """Verification of contact-force prediction (paper Sec. 8.2, Table 5 and its footnote).
 
-The trot of SPEC section 6 runs in closed loop (:func:`experiments.loop.run_loop`) and the
+The trot of docs/experiments.md runs in closed loop (:func:`experiments.loop.run_loop`) and the
 controller's predicted summed normal force is compared with the simulator's, step by step:
 every predicting controller against every contact model of idyn.sim and against PyBullet. On the
 diagonal of :data:`MATCHED` the simulator uses the controller's own contact model, and the
@@ -53,7 +53,7 @@ of the trot (``QuadrupedReference.extra_torque``) is torque added after the cont
 its prediction does not see: with it the three pairs are at 0.98 %, 0.44 % and 1.22 % over 30 s
 (tests/test_sim_verification.py).
 
-Each run stops at the first fallen state (SPEC section 6); ``trotted_s`` says how long it lasted.
+Each run stops at the first fallen state (docs/experiments.md); ``trotted_s`` says how long it lasted.
 """
 from __future__ import annotations
 
