@@ -1,7 +1,7 @@
 """Inverse-dynamics controllers of Zapolsky & Drumwright, the PID baseline and sensed-force ID.
 
 ``controllers.make(name, model, **options)`` builds one of ``controllers.available()``;
-every controller honours the contract of :class:`controllers.Controller` (SPEC section 3).
+every controller honours the contract of :class:`controllers.Controller` (docs/conventions.md).
 """
 from idyn.state import Desired, RobotState
 

@@ -5,8 +5,8 @@ With the tangent rows ``G`` (unactuated columns) that Algorithm 1 keeps and thei
 columns ``Gw = L^-1 G^T``: the Cholesky factor of ``G A^-1 G^T = Gw^T Gw``, the contact-free
 velocity ``f* = p + A^-1 G^T (G A^-1 G^T)^-1 (b - G p)`` and the LCP vector
 ``r = N_u f* + N_a qd_des + phi/dt`` before Algorithm 2; the equality multipliers (the
-tangential impulses) after it.  As numpy calls, about twenty of them per solve, 1-3 us each in
-a control loop (measured; ``idyn bench controllers``).  Outputs go to arrays the caller allocates
+tangential impulses) after it.  Compiled because as numpy calls these are about twenty small
+calls per solve, whose call overhead exceeds their arithmetic.  Outputs go to arrays the caller allocates
 (see :mod:`controllers._reduced_kernel`).  Cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations

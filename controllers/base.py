@@ -1,4 +1,4 @@
-"""The controller contract (SPEC section 3) and the registry ``make`` / ``available``.
+"""The controller contract (docs/conventions.md) and the registry ``make`` / ``available``.
 
 Every controller is built by ``controllers.make(name, model, **options)`` and used as::
 

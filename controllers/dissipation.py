@@ -34,7 +34,7 @@ actuated rows prescribed: feet that can stick stick, and with ``mu = 0`` the opt
 conditions are the contact LCP ``w = N v+ >= 0, z_N >= 0, z_N w = 0`` for contact velocities
 the impulses can change (tested; see the projection below for the others).  Measured on
 the trot against idyn.sim's ``qp`` model (mu 0.5, 0.3 s): summed normal force error 8.6 % with
-the literal objective, 0.65 % with this one (10.3 % and 0.45 % with SPEC's feedback kv 10).  One more step: ``R v+(0)`` is projected onto
+the literal objective, 0.65 % with this one (10.3 % and 0.45 % with Pacer's feedback kv 10).  One more step: ``R v+(0)`` is projected onto
 the range of ``R_u``, the contact velocities the impulses can change.  The part outside it is
 relative motion of the feet that the prescribed joint velocities impose and no impulse can
 stop (with error feedback, every closed-loop step has some).  Left in, it is opposed with the

@@ -1,4 +1,4 @@
-"""The error feedback every controller of the paper shares (Sec. 7.3, SPEC section 5).
+"""The error feedback every controller of the paper shares (Sec. 7.3, docs/planner.md).
 
 "We use the same error-feedback in all cases ... The PID error feedback controller is defined in
 configuration-space ... [it] accumulate[s] error feedback from configuration-space errors into
@@ -8,17 +8,12 @@ So the inverse-dynamics controllers receive
 
     qdd_cmd = qdd_des + kp (q_des - q) + kv (qd_des - qd) + ki * integral (q_des - q) dt
 
-on the actuated joints, with the same gains for every controller: kp 1e3 and ki 1 as SPEC
-section 5 gives them, kv = 2 sqrt(kp) = 63.2 (critical damping) instead of SPEC's 10.  An
+on the actuated joints, with the same gains for every controller: kp 1e3 and ki 1 as the authors'
+Pacer gives them, kv = 2 sqrt(kp) = 63.2 (critical damping) instead of Pacer's 10.  An
 inverse-dynamics controller that predicts its contact forces well makes the joint error obey
 ``e'' + kv e' + kp e = 0`` exactly; at kv 10 that is a damping ratio of 0.16, and the
-touchdown and liftoff transients of the trot (every 75 ms) add up faster than they decay.
-Measured with qp-coulomb on idyn.sim's matched ``qp`` contact model (mu 0.5, the simulator's
-contacts, 5 s of the trot): kv 10 falls at 1.5 s, kv 63.2 trots to 4.7 s (mean joint error
-0.043 rad, summed normal force predicted within 0.33 %; the fall time is sensitive to round-off:
-the same solve with its projection computed from another factorisation, equal to 1e-17, fell at
-3.9 s); in PyBullet (rigid-high) qp-coulomb
-falls at 0.10 s with kv 10 and 0.28 s with kv 63.2.  Pass ``kv=10`` to reproduce SPEC's gains.
+touchdown and liftoff transients of the trot (every 75 ms) add up faster than they decay
+(measurements: docs/planner.md).  Pass ``kv=10`` to reproduce Pacer's gains.
 """
 from __future__ import annotations
 
@@ -28,7 +23,7 @@ from idyn import RobotModel
 from idyn.errors import InvalidInputError
 from idyn.jit import cached_jit
 
-#: SPEC section 5 defaults, but critically damped (see the module docstring).
+#: Pacer's gains (docs/planner.md), but critically damped (see the module docstring).
 DEFAULT_GAINS = {"kp": 1e3, "kv": 2.0 * 1e3 ** 0.5, "ki": 1.0}
 
 

@@ -14,9 +14,8 @@ delivered by the contact alone, with the actuators passive over the instant of i
 inelastic impact of rigid contact with the friction pyramid, :func:`idyn.impact.inelastic_impact`
 (the Anitescu-Potra LCP of eqs. 52-56 with only the contact impulses acting; the very function
 idyn.sim's passive impacts use, so a controller predicts its matched simulator's touchdowns).
-Its normal complementarity is why it replaced the maximally dissipative program of Sec. 2.3.4
-used here before, which launched feet landing while sliding (:mod:`idyn.impact` has the
-measurements).  The controller then solves its own model from the post-impact ``v'`` instead of
+Its normal complementarity is why it is preferred to the maximally dissipative program of
+Sec. 2.3.4, which launches feet landing while sliding (:mod:`idyn.impact` says why).  The controller then solves its own model from the post-impact ``v'`` instead of
 the measured ``v``.  The impulse is applied only when some contact closes faster than
 ``speed_tol`` beyond what its gap allows (``N v + phi/dt < -speed_tol``): for feet already at
 rest on the ground, the common case, it is exactly zero and nothing changes.  The impulse is part

@@ -16,20 +16,13 @@ of eq. 64 is garbled in the text; this is Anitescu & Potra's, which the paper fo
 first row block is the unactuated dynamics, the second the actuated rows that define ``tau``
 (eq. 58).  :func:`idyn.lcp.mlcp_to_lcp` (Appendix C) gives the copositive LCP of eq. 64, solved
 by :func:`idyn.lcp.lemke_regularized` (Lemke, lexicographic, with the regularisation fallback of
-Sec. 8.2).  Contacts with ``mu = inf`` use ``mu_inf`` (100, as SPEC section 6 simulates it).
+Sec. 8.2).  Contacts with ``mu = inf`` use ``mu_inf`` (100, as the experiments simulate it).
 
-One pyramid builder?  The reduced LCP is, in exact arithmetic, the friction-pyramid LCP of
-:mod:`idyn.friction_pyramid` (which the touchdown impact and idyn.sim's ``ap-lcp`` share) for
-the inverse-dynamics Delassus matrix ``J_u M_uu^-1 J_u^T`` and ``u = J_u p + J_a qd_des``.  It
-is not built there, measured on the 2 s PyBullet trot (rigid-high, 1970 solves at 8c9ec24):
-the MLCP reduction forms ``D A^-1 C`` over the 5m pyramid rows with the LU of eq. 59's ``A``,
-and its ``Q`` equals the builder's in none of the 1970 solves (to 6e-16 relative, ``r`` to
-1.5e-14), so the trot, chaotic, would change from the first such step.  The answers agree:
-Lemke on the builder's equilibrated LCP gave the same impulses to 1e-9 relative in 1915
-solves, and in the other 55 both answers are zero to 4e-17 N s (unloaded contacts).  And the MLCP is
-needed anyway: ``mindiff`` (Algorithm 3) enumerates the MLCP's solutions and picks by its
-unconstrained part ``x = [v+_u; dt tau]``, which the reduction returns with ``Q``.  So
-lcp-coulomb keeps the paper's MLCP of eq. 59.
+The reduced LCP is, in exact arithmetic, the friction-pyramid LCP of
+:mod:`idyn.friction_pyramid` for the inverse-dynamics Delassus matrix ``J_u M_uu^-1 J_u^T`` and
+``u = J_u p + J_a qd_des``.  lcp-coulomb keeps the paper's MLCP of eq. 59 because ``mindiff``
+(Algorithm 3) enumerates the MLCP's solutions and picks by its unconstrained part
+``x = [v+_u; dt tau]``, which the reduction returns with ``Q`` (docs/design.md).
 
 Every LCP answer is checked in physical units (non-interpenetration and complementarity at
 the predicted velocity); an answer that fails even after regularisation is replaced by the
@@ -57,33 +50,23 @@ of Sec. 1, forces spread evenly over the contacts (and Ott et al.'s least force 
 slip): standing, it gives each LINKS foot a quarter of the weight and no friction; "torque"
 (Stage II's criterion) uses 12-22 % of the friction cone to lower the torque further.
 
-Why the default stays "none" (measured): on the trot the face is almost always a point.  The
-stance feet slide in Lemke's answers (recorded PyBullet trot: a foot slides, ``lambda > 0``,
-in each of the 235 multi-contact steps; ap-lcp 4 s run: the tie-break changed the forces in
-2 of the 544 steps whose face had a direction), and a sliding foot's friction is fixed at the pyramid
-limit.  They slide because the commanded joint velocity moves the stance feet relative to
-each other, which no base motion can absorb: 6e-4 m/s median along the support diagonal of
-two stance feet with the error feedback on, 1.9e-5 m/s with it off (the splayed-legs case of
-Sec. 4.5).  So the "internal friction at the pyramid limit" of the trot is not indeterminacy
-but the Coulomb model's answer to an inconsistent command, and the tie-break does not keep
-LINKS up (ap-lcp, mu = 0.5, balance on: falls at 1.96 s with and without; PyBullet rigid-high
-4.83 s plain, 4.59 s "force", one chaotic run each) while costing a QP per multi-contact step
-(standing LINKS: median 318 -> 629 us, 5.4 -> 9.6x the pinocchio floor).
+Why the default stays "none": on the trot the face is almost always a point.  The stance
+feet slide in Lemke's answers, and a sliding foot's friction is fixed at the pyramid limit.
+They slide because the commanded joint velocity moves the stance feet relative to each other,
+which no base motion can absorb (the splayed-legs case of Sec. 4.5), so the "internal friction
+at the pyramid limit" of the trot is not indeterminacy but the Coulomb model's answer to an
+inconsistent command; the tie-break costs a QP per multi-contact step without keeping LINKS
+up (docs/design.md).
 
 Option ``consistent_stance`` (our addition, default False; Sec. 4.5's consistency applied to
 Coulomb contact): when Lemke's answer has a loaded contact sliding and at least two loaded
 contacts, ``qd_des`` is moved by the least Euclidean norm (as eq. 46) that lets every loaded
 contact stick and stay (``[N; S; T] v+ = [-phi/dt; 0; 0]`` solvable by some base velocity: the
 combinations of those rows that the base cannot move are zeroed), and the LCP is solved again
-for the moved step (``info["qd_change"]``, rad/s).  The torques then realise the moved velocity.
-Measured: ap-lcp 1.96 -> 3.16 s with "force" (2.08 s with "torque"), PyBullet rigid-high
-8.57 s, torque rate E|dtau/dt| 580 -> 177 N m/s; it costs a second LCP (19x the floor).
-Neither option completes the 30 s trot; the inconsistency comes from the shared error
-feedback (:mod:`controllers.feedback`), where a contact-consistent projection would belong.
-These measurements predate the planner's foothold fix (commits 13ca65b, 5d3105d: late feet's
-footholds had ratcheted below the ground, so the stance legs were commanded into it); since then
-plain Lemke (``tie_break="none"``) trots the full 30 s in PyBullet on rigid-high, rigid-low,
-compliant-high and rough (sweep of 5d3105d; compliant-low: fall at 17.2 s).
+for the moved step (``info["qd_change"]``, rad/s).  The torques then realise the moved velocity,
+at the cost of a second LCP.  The inconsistency comes from the shared error feedback
+(:mod:`controllers.feedback`), where a contact-consistent projection would belong; plain Lemke
+(``tie_break="none"``) trots the paper's course (docs/results.md).
 """
 from __future__ import annotations
 

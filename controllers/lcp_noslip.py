@@ -55,8 +55,8 @@ A foot touching down a few micrometres above the plane (or a simulator's contact
 slightly different depths) makes its rows independent by a sine of ``1e-4``, and Algorithm 1's
 test "``X^T M^-1 X`` not singular" keeps them.  ``G A^-1 G^T`` then has a condition number of
 about ``1e8``, and any mismatch of the right-hand sides ``b`` (the desired motion is never
-exactly consistent in closed loop) is enforced by tangential impulses of ``1e8`` N s: this
-made idyn.sim diverge at the first three-foot touchdown of a trot.  Whether such a row is
+exactly consistent in closed loop) is enforced by huge tangential impulses, which make a
+simulated trot diverge at its first three-foot touchdown.  Whether such a row is
 independent is a question about geometry that contact detection answers only to about
 ``1e-4`` m, so Algorithm 1 here treats a row as dependent when its distance from the span of
 the kept rows (in the ``A^-1`` metric) is below ``tangent_dependence_tol = 1e-3`` of its norm
@@ -65,28 +65,23 @@ are implied by the kept ones) then holds up to that geometric tolerance.
 
 Consistent desired motion.  Appendix E's argument needs zero right-hand sides; ours are
 ``-[S; T]_a qd_des``, and a desired motion that moves the held feet relative to each other in a
-way no base motion follows leaves the dropped rows violated: the predicted feet slip.  On the
-idyn.sim trot (5 s at d81afc0) 1768 of 2519 steps with matching held sets predicted held feet
-slipping at 1-100 mm/s, which the no-slip simulator, given the torques, holds (0.45-0.66 % mean
-prediction error there, none on the steps without slip).  With ``consistent_desired=True``
+way no base motion follows leaves the dropped rows violated: the predicted feet slip, where
+the no-slip simulator, given the torques, holds them (docs/design.md).  With ``consistent_desired=True``
 (default) the desired actuated velocity is first moved to the closest one (the Euclidean
 measure of eq. 46) under which every dropped row is implied by the kept ones
 (:func:`consistent_desired`: one small least-squares solve per LCP), so the kept rows hold the
 held contacts, up to the dependence tolerance.  It is the minimal-deviation step of Sec. 4.5
 restricted to the tangent rows and taken every step instead of after a failed check
 (``consistent_desired=False``: Algorithm 1 as published); ``info["tangent_projection"]`` is the
-change ``|delta qd|``.  PyBullet rigid-high, 30 s at 173e4e8: 0.0393 rad joint error and
-4.31 % force prediction error, 4 waypoints (without: 0.0393 rad, 4.02 %).
+change ``|delta qd|``.
 
 Separating contacts.  A contact with ``f_N = 0`` whose gap is open at the end of the step cannot
 transmit a tangential impulse: ``|f_t| <= mu f_N`` gives ``f_t = 0`` for every finite ``mu``, and
 no-slip is the ``mu -> inf`` limit (Sec. 2.3.2).  Read literally, eqs. 40-41 instead hold the
 tangential velocity of every contact in the set at zero, with unbounded impulses through the
-gap: a stance foot the simulator already lifts (1 kN of tangential force on a foot with zero
-normal force in PyBullet, then divergence) and, just as much, an anticipated contact (Sec. 4.1)
-that approaches but stays open, e.g. a swing foot in the simulator's contact set (idyn.sim
-trot against its own ``noslip`` model: 9.3 % prediction error and a fall at 0.13 s of the
-0.3 s matched run).  So the tangent rows of an unloaded contact are released when its gap at the end of
+gap: a stance foot the simulator already lifts and, just as much, an anticipated contact
+(Sec. 4.1) that approaches but stays open, e.g. a swing foot in the simulator's contact set
+(docs/design.md).  So the tangent rows of an unloaded contact are released when its gap at the end of
 the step, ``dt (N v+ + phi/dt)`` (``dt w``, the LCP slack), exceeds ``contact_gap`` (1 um) or
 its bodies move apart (``N v+ > consistency_tol``); the LCP is solved again (warm-started) with
 the rows of the other contacts.  This is the release rule of idyn.sim's no-slip model (which
@@ -107,18 +102,14 @@ model allows, only lets a loaded contact slide without friction.
 Sliding touchdown.  A contact whose tangential speed at the start of the step exceeds
 ``slide_speed`` (``IMPACT_SPEED_TOL`` = 1 cm/s) keeps no no-slip rows in that step.  Holding it
 would stop the slide within one control period, and with the joint velocities prescribed
-(eq. 38) the actuators would deliver that tangential impulse: a planned stance foot 20 um
-above the ground, sliding at 0.65 m/s, that the desired motion brought down drew 471 N of
-friction and 58 N m (PyBullet trot, t = 9.649 s; the knee then spun at 92 rad/s and LINKS fell
-0.5 s later).  In the no-slip world that stop is a plastic tangential impact, delivered by the
+(eq. 38) the actuators would deliver that tangential impulse (hundreds of newtons on a foot
+landing while sliding; docs/design.md).  In the no-slip world that stop is a plastic tangential impact, delivered by the
 contact with the actuators passive, as for a touchdown (:mod:`controllers.impact`, which
 handles the normal approach only); the controller models the contact without friction for the
-step and holds it once it has stopped.  Touching contacts that slide are released too: limited
-to arriving contacts (gap above ``contact_gap``), the rule holds a foot sliding 0.6 mm deep at
-0.28 m/s (663 N normal, 580 N friction, 103 N m before the rule), and LINKS fell at 0.77 and
-14.3 s of two 30 s rigid-high runs that complete with it.  The price is in grasps: fingertips on a slipping box are all released and
-the normal-only LCP of fingers closing on it answered with cancelling impulses of 8.7e5 N in
-one step (PyBullet, mu = 100; the former rule reached 5.1e5 N).
+step and holds it once it has stopped.  Touching contacts that slide are released too (limited
+to arriving contacts, the rule would hold a foot sliding below the surface).  The price is in
+grasps: fingertips on a slipping box are all released, and the normal-only LCP of fingers
+closing on it can answer with huge cancelling impulses (docs/design.md).
 
 The state rule (``release="state"``).  The release rule above reads the controller's answers,
 whose torques change with the released set; the simulator reads its answers under the one
@@ -126,19 +117,13 @@ torque it is given.  Under given torques a touching contact can often be held an
 released and unloaded (sliding at zero load): both satisfy the rule, the no-slip limit of
 Coulomb friction has no unique answer there.  The controller releases such a contact (held
 with its own torques it would lift unloaded) and idyn.sim's loop, which starts from every
-contact held, holds and loads it.  Measured on the 30 s matched trot (``noslip`` model, balance
-term off, d81afc0): 2.33 % mean prediction error, of which such releases carry 1.06 points,
-release cycles 0.62, sliding contacts released here and held there 0.40, and slipping dropped
-rows 0.29 (removed by the consistent desired motion: 2.36 % with it, median 9e-9).  A rule that
-reads the answer cannot be shared; with ``release="state"`` the held contacts are chosen from
+contact held, holds and loads it; most of the matched pair's prediction error comes from
+such choices (docs/design.md).  A rule that reads the answer cannot be shared; with ``release="state"`` the held contacts are chosen from
 the state at the start of the step, before any impulse: those touching and not moving apart,
 ``max(phi, phi + dt N v) <= contact_gap`` (:func:`holds_by_state`, ``v`` after the touchdown
 impact); the others get no friction, and there is no iteration.  idyn.sim's ``noslip`` model
 with ``hold="state"`` applies the same rule and, under the controller's torques, finds the
-controller's answer (tests/test_noslip_state_rule.py): on the 30 s matched trot at 3e3263b the
-mean prediction error is 1.3-1.5e-8 (max 2.7e-6) without the balance term and 0.42-0.44 % with
-it (the balance torque is added after the controller), four runs each, three with perturbed knot
-times, all 30 s; the defaults on both sides: 2.28 % and 3.20 %.
+controller's answer (tests/test_noslip_state_rule.py; figures in docs/results.md).
 A held contact sliding faster than
 ``slide_speed`` is first stopped by a passive tangential impulse (:func:`passive_tangential_stop`,
 actuators passive as in a touchdown; the simulator, which holds it through the step, ends at
@@ -146,8 +131,7 @@ the same velocity: impulses along held rows do not change the answer of the held
 price, and why ``"force"`` stays the default: a contact touching and at rest at the start of a
 step keeps its rows to the end of it even if it lifts unloaded (friction through the opening
 gap for one step), and in PyBullet, whose contacts are soft and chosen by the schedule, that
-costs tracking: rigid-high, 10 s, start perturbed three ways, 0.056-0.082 rad joint error and a
-fall at 3.3 s, against 0.038-0.042 rad and no fall with ``"force"``.
+costs tracking (docs/design.md).
 
 Options: ``consistency_tol`` (1e-6 m/s), ``check_tangential`` (False), ``warm_start`` (True),
 ``qp_backend``, ``tangent_dependence_tol`` (1e-3), ``contact_gap`` (1e-6 m), ``slide_speed``

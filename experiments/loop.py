@@ -1,4 +1,4 @@
-"""The closed control loop of the experiments (paper Sec. 7, SPEC section 6).
+"""The closed control loop of the experiments (paper Sec. 7, docs/experiments.md).
 
 One place connects a testbed, a reference (planner), a controller and the trace:
 
@@ -14,10 +14,7 @@ The balance term is added as torques for every controller, as the authors' Pacer
 stabilization plugin adds -N_q^T c_N to the joint load goal, not to qdd_des, despite the wording
 of paper Sec. 7.3). Realising the same base PD instead as a desired acceleration of the stance
 legs (foot held: qdd = J^-1 (-(a + alpha x p))), so that the ID controller plans it with its
-contact model, was measured worse on rigid-high in PyBullet (fall time, torque path -> acceleration
-path): lcp-noslip 0.93 -> 0.38 s with gains kp (z, roll, pitch) = (1e2, 1e3, 1e3) 1/s^2,
-kv (20, 63, 63) 1/s; 0.78 s at kp 1e2, kv 20; 0.42 s with roll/pitch damping 10 alone; 0.09 s
-when applied only with three or more stance feet; qp-coulomb 0.74 -> 0.58 s. In two-foot stance
+contact model, fell earlier in PyBullet (docs/design.md). In two-foot stance
 a rotation about the support diagonal cannot be produced by the feet, so the stance legs'
 commanded motion is inconsistent and the ID's contact forces fight it.
     testbed.apply(tau); testbed.step()
@@ -108,7 +105,7 @@ def _center_of_mass(model: RobotModel):
 
 def _normal_total(forces: np.ndarray) -> float:
     """The summed normal force of (m, 3) contact forces [normal, s, t]: the column's floats added
-    left to right (for m < 8 the order of numpy's sum, which costs ~1.5 us a call to this ~0.4)."""
+    left to right (cheaper than numpy's sum for a handful of contacts)."""
     return sum(forces[:, 0].tolist())
 
 

@@ -1,4 +1,4 @@
-"""Metrics of SPEC section 6 computed from a :class:`~experiments.trace.Trace`.
+"""Metrics of docs/experiments.md computed from a :class:`~experiments.trace.Trace`.
 
 * ``pos_error``, ``vel_error``: E[|q - q_des|], E[|qd - qd_des|] over actuated joints and time
   (paper Table 3);
@@ -35,7 +35,7 @@ def fallen(q: np.ndarray, nominal_height: float, max_tilt: float = 1.0) -> np.nd
     """Has the robot fallen, per floating-base configuration: ``q`` is one (nq,) (a bool) or
     (n, nq) (n bools), so the closed loop tests its state without building a one-row array.
 
-    SPEC section 6: base height below half its nominal value, or |roll| or |pitch| above
+    docs/experiments.md: base height below half its nominal value, or |roll| or |pitch| above
     ``max_tilt`` (rad)."""
     if q.ndim == 1:         # the loop's test of every step: the same formulas on Python floats
         z, x, y, qz, w = q[2:7].tolist()

@@ -1,12 +1,12 @@
 """Verification of contact-force prediction (paper Sec. 8.2, Table 5 and its footnote).
 
-The trot of SPEC section 6 runs in closed loop (:func:`experiments.loop.run_loop`) and the
+The trot of docs/experiments.md runs in closed loop (:func:`experiments.loop.run_loop`) and the
 controller's predicted summed normal force is compared with the simulator's, step by step:
 every predicting controller against every contact model of idyn.sim and against PyBullet. On the
 diagonal of :data:`MATCHED` the simulator uses the controller's own contact model, and the
 comparison is the paper's: "the contact models utilized by the simulator match those used in
 our reference controllers ... Both simulations and controllers had access to identical data"
-(Sec. 7). What "the same model" takes here, each measured on the trot (0.3-0.5 s):
+(Sec. 7). What "the same model" takes here:
 
 * the controller is given exactly the simulator's contact set (``contacts="all"``: points,
   normals, tangent frames, gaps, mu); against every other model (PyBullet included) it is given
@@ -15,45 +15,41 @@ our reference controllers ... Both simulations and controllers had access to ide
 * touchdowns: the controllers resolve a foot closing faster than its gap allows as a passive
   impact before the step (``controllers.impact``); the rigid idyn.sim models do the same with
   ``impacts="passive"`` (:mod:`idyn.sim.impact`). With the time-stepping default instead, the
-  step's held torques help stop the foot: lcp-coulomb's prediction is then off by 0.56 % on
-  average over 0.3 s, 72 % at a touchdown step (qp-coulomb: 0.75 % instead of 0.57 %);
+  step's held torques help stop the foot and the prediction is off at touchdown steps;
 * gaps: the simulator stabilises non-penetration with phi / dt (paper eq. 36) also for a
   negative phi; the controllers clamp a negative phi to 0 unless ``penetration_recovery=1``,
-  which the matched runs pass (lcp-noslip otherwise mispredicts every step of a 1e-7 m overlap
-  by 0.008 N).
+  which the matched runs pass.
 
 Every controller runs with its defaults against every model with its defaults, but for the
-matched no-slip pair (below). In particular
+matched no-slip and qp pairs (below). In particular
 ``qp-coulomb`` and idyn.sim's ``qp`` model both price the separation of loaded touching contacts
 (:mod:`idyn.separation`, weight one robot mass). Each weighs that price along its own velocity
 map (the controller's with the joint velocities prescribed, the model's with the torques held),
-so on a priced step they differ: at a swing foot's lift-off by up to 90 % of the summed normal
-force (the controller moves the base to hold the foot, the model moves the light leg), on
-sliding stances by 1-3 %. The relaxation as published stays reachable with weight 0 on both
-sides, ``relative_prediction_error("qp-coulomb", "qp", controller_options=PUBLISHED_QP,
-model_options=PUBLISHED_QP)``, bit-identical to the runs before the model had the price.
+so on a priced step they differ (most at a swing foot's lift-off: the controller moves the base
+to hold the foot, the model moves the light leg). The relaxation as published stays reachable
+with weight 0 on both sides, ``relative_prediction_error("qp-coulomb", "qp",
+controller_options=PUBLISHED_QP, model_options=PUBLISHED_QP)``.
 
 * no-slip release: ``lcp-noslip``'s default release rule reads its own answers, whose torques
   change with the released set, and idyn.sim's ``noslip`` model cannot share it (under given
-  torques a touching contact can be held and loaded, or released and unloaded: 2.28 % over the
-  30 s trot with the defaults, controllers.lcp_noslip, "The state rule"). The matched cell runs
-  both on the state rule, :data:`MATCHED_OPTIONS` (``release="state"``, ``hold="state"``): the
-  held contacts are chosen from the start-of-step state on both sides.
+  torques a touching contact can be held and loaded, or released and unloaded;
+  controllers.lcp_noslip, "The state rule"). The matched cell runs both on the state rule,
+  :data:`MATCHED_OPTIONS` (``release="state"``, ``hold="state"``): the held contacts are chosen
+  from the start-of-step state on both sides.
 * contacts at a distance: as eqs. 69-72 are written, ``qp-coulomb`` and the ``qp`` model stop
-  every contact in the set as if it touched, and idyn.sim's set reaches 0.1 mm out: LINKS rode on
-  feet that never reached the ground and fell at 3.4-3.9 s. The matched cell runs both with
-  ``gap_rate`` (:data:`MATCHED_OPTIONS`; :mod:`idyn.separation`, "Contacts at a distance"): the
-  objective measures the end-of-step gap rate, so a contact is loaded only to end the step
-  touching (eq. 35): 30 s at 0.64 % (balance term off), 1.18 % (on).
+  every contact in the set as if it touched, and idyn.sim's set reaches 0.1 mm out, so the robot
+  rides on feet that never reach the ground. The matched cell runs both with ``gap_rate``
+  (:data:`MATCHED_OPTIONS`; :mod:`idyn.separation`, "Contacts at a distance"): the objective
+  measures the end-of-step gap rate, so a contact is loaded only to end the step touching
+  (eq. 35).
 
-With these, lcp-coulomb predicts ap-lcp's summed normal force to round-off at every step,
-lcp-noslip its model's to 1e-8 and qp-coulomb its model's to 0.6 % on average (30 s, balance
-term off: the controller's torque alone, the paper's verification condition). The balance term
-of the trot (``QuadrupedReference.extra_torque``) is torque added after the controller, which
-its prediction does not see: with it the three pairs are at 0.98 %, 0.44 % and 1.22 % over 30 s
+With these, each controller predicts its matched model's summed normal force closely with its
+own torque (the paper's verification condition); the balance term of the trot
+(``QuadrupedReference.extra_torque``) is torque added after the controller, which its prediction
+does not see. Figures: docs/results.md, "Contact-force prediction on matched models"
 (tests/test_sim_verification.py).
 
-Each run stops at the first fallen state (SPEC section 6); ``trotted_s`` says how long it lasted.
+Each run stops at the first fallen state (docs/experiments.md); ``trotted_s`` says how long it lasted.
 """
 from __future__ import annotations
 
@@ -104,8 +100,8 @@ def cell_mu(controller: str, backend: str, mu: float = COULOMB_MU) -> float:
 def stabilisation_options(backend: str) -> dict:
     """The rigid models' gap stabilisation phi / dt for the controller where the simulator uses it;
     the controllers' defaults elsewhere: on the compliant grounds, which the feet sink into by
-    about 1 mm at rest, phi / dt would ask for 1 m/s of separation every step (measured: the
-    LCP controllers then predicted thousands of newtons and fell within 0.2 s)."""
+    about 1 mm at rest, phi / dt would ask for 1 m/s of separation every step (the LCP
+    controllers then predict thousands of newtons and the robot falls)."""
     return dict(RIGID_CONTROLLER_OPTIONS) if backend in RIGID_MODELS else {}
 
 
@@ -117,24 +113,20 @@ def contact_selection(controller: str, backend: str) -> str:
     and LINKS falls within 0.05 s). On idyn.sim's other models the set is the solver's, but a
     controller whose contact model differs from the world's must not be handed the feet the gait
     lifts: Stage I of ``qp-coulomb`` has no normal complementarity (paper Sec. 6), and at lift-off
-    it loads the swing foot while predicting it separate (LINKS on ``ap-lcp`` at mu = 100: 17-59 N
-    predicted on feet leaving at 0.07-0.30 m/s in the first 4 ms), which a complementarity world
-    holds down instead (0.01 rad/s of the 1.42 rad/s commanded knee speed): the swings start late,
-    land early at 0.6 m/s with 800-1000 N predicted, and the robot fell at 0.36 s."""
+    it loads the swing foot while predicting it separate, which a complementarity world holds
+    down instead: the swings start late and land early and hard (docs/results.md)."""
     return "all" if is_matched(controller, backend) else "schedule"
 
 
 def planning_friction_limit(controller: str, backend: str) -> float | None:
     """The cap on the friction the controller plans with: none on its matched model, whose
     contact data the controller shares exactly; elsewhere the locomotion runs' cap
-    (:data:`experiments.scenario.LOCOMOTION_FRICTION_LIMIT`, README "Results"). In PyBullet at
-    mu = 0.5 without it ``qp-coulomb`` fell at 0.37 s, with it trotted the 30 s at 2.0 %. On
-    idyn.sim's ``ap-lcp`` at the world's mu = 0.5, Stage I's maximal dissipation puts 78 % of the
-    loaded foot-steps on the friction pyramid's edge, where the relaxation predicts a sliding
-    loaded foot to lift (N v+ up to mu times its slip) and the LCP world slides it on the ground:
-    in a two-foot stance the joints then lag the prediction, the error feedback asks for more, and
-    the stance loads grew from 36 N to 1054 N in 16 steps and launched the robot (fell at 0.45 s;
-    the stance feet slid at 101 mm/s on average, with the cap at 7.5 mm/s)."""
+    (:data:`experiments.scenario.LOCOMOTION_FRICTION_LIMIT`, docs/experiments.md). Planning at
+    the world's friction, Stage I's maximal dissipation puts most loaded foot-steps on the
+    friction pyramid's edge, where the relaxation predicts a sliding loaded foot to lift (N v+ up
+    to mu times its slip) while an LCP world slides it on the ground: in a two-foot stance the
+    joints then lag the prediction, the error feedback asks for more, and the stance loads grow
+    until the robot is launched (figures: docs/results.md)."""
     return None if is_matched(controller, backend) else LOCOMOTION_FRICTION_LIMIT
 
 

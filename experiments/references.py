@@ -34,16 +34,13 @@ class QuadrupedReference:
 
     ``friction_limit`` (default ``None``: the terrain's coefficient) caps the Coulomb
     coefficient of the contacts handed to the controller: a friction safety factor, as legged
-    controllers plan with a conservative mu. Why it matters for the paper's Coulomb controllers
-    (measured in PyBullet, rigid ground, terrain mu = 100, which Bullet caps at 10): in the
-    first two-foot stance the swing legs' reaction leaves a stance foot with 11.8 N normal and
-    12.3 N tangential force. Those forces hold the foot down only through friction (jamming: the
-    tangential force pushes the foot into the ground), so the forward problem has a second
-    solution in which the foot lifts off with zero force; Bullet's solver returned that one
-    (sensed 0 N against 11.8 N predicted, to 0.01 N in the steps before) and LINKS fell at
-    0.28 s. Planning with mu <= 0.3 keeps the ID's forces away from such states: qp-coulomb
-    and lcp-coulomb then trot 5 s on rigid-high (at 0.5: fall at 2.8 s; at 1: 1.5 s). The
-    no-slip controllers model no friction bound, so the cap does not change them.
+    controllers plan with a conservative mu. Why it matters for the paper's Coulomb controllers:
+    at high friction their forces can hold a stance foot down only through friction (jamming:
+    the tangential force pushes the foot into the ground), so the forward problem has a second
+    solution in which the foot lifts off with zero force, and a simulator may return that one.
+    Planning with a small mu keeps the ID's forces away from such states (figures:
+    docs/design.md). The no-slip controllers model no friction bound, so the cap does not
+    change them.
     """
 
     CONTACT_SELECTIONS = ("schedule", "all")
@@ -94,7 +91,7 @@ class QuadrupedReference:
         pose = q[:7].tolist()                   # base position and quaternion (x, y, z, w)
         quaternion = pose[3:]
         R = np.empty((3, 3))                    # the rotation pinocchio gives for q[3:7], compiled
-        base_rotation(q, R)                     # (0.4 us; pinocchio's calls took 1.7, 8 in the loop)
+        base_rotation(q, R)
         self._pose = (q, v, quaternion, R)
         command = self.follower.twist_at(pose[0], pose[1], math.atan2(R[1, 0], R[0, 0]))
         return self.planner.plan_checked(q, float(state.t), R, command, True)
@@ -126,7 +123,7 @@ class QuadrupedReference:
         A foot in its swing phase is about to leave (or is off) the ground. A model without
         normal complementarity (the QP controllers, paper Sec. 6) may put force on such a
         separating contact, and with that force in its prediction it never commands the foot to
-        lift: in PyBullet the swing feet stayed planted and LINKS fell within 60 ms. Selecting
+        lift: the swing feet stay planted and the robot falls. Selecting
         the contacts by the gait's schedule is what a legged controller does with its planner.
         With ``contacts="all"`` every reported contact is modelled. Coefficients above
         ``friction_limit`` are lowered to it.

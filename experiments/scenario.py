@@ -1,4 +1,4 @@
-"""Experiments as data: one :class:`Scenario` per run, and the paper's sweeps (Sec. 7, SPEC 6).
+"""Experiments as data: one :class:`Scenario` per run, and the paper's sweeps (Sec. 7, docs/experiments.md).
 
 A scenario names everything a run depends on (robot, terrain, friction, controller, duration,
 seed, physics backend), so a run is reproducible from its scenario alone and a sweep is a list
@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from idyn.errors import InvalidInputError
 
-#: The paper's controllers (SPEC section 6), in the order of its tables.
+#: The paper's controllers (docs/experiments.md), in the order of its tables.
 PAPER_CONTROLLERS = ("qp-coulomb", "qp-noslip", "lcp-coulomb", "lcp-noslip", "pid", "sensed-1", "sensed-2")
 
 #: Named terrains: the four planar cases of paper Sec. 7.5 and the rough heightmap.

@@ -1,7 +1,7 @@
 """idyn: inverse dynamics with rigid contact and Coulomb friction, and an L-stable compliant
 constraint solver.
 
-Core math only: no simulator, planner or controller is imported here (SPEC section 1).
+Core math only: no simulator, planner or controller is imported here (docs/conventions.md).
 """
 from .contact import (Contact, ContactJacobians, ContactSet, contact_drift, contact_jacobians,
                       friction_pyramid)

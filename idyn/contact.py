@@ -35,7 +35,7 @@ from .model import RobotModel, Workspace, cross
 #: ones close
 CONTACT_GAP = 1e-6
 #: friction coefficients at or above this value mean no slip, and mu = inf is simulated with it:
-#: the authors' simulator treated mu = 100 as no slip (SPEC section 6; paper Sec. 7.5)
+#: the authors' simulator treated mu = 100 as no slip (paper Sec. 7.5; docs/conventions.md)
 NO_SLIP_MU = 100.0
 
 

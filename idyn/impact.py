@@ -40,7 +40,7 @@ light leg's knee by 4-6 rad/s, until the legs folded and LINKS fell at 11.4 s (b
 25.8 s with it). With this LCP on both sides it trots the 30 s.
 
 Infinite friction. ``mu = inf`` enters the pyramid as :data:`NO_SLIP_MU` = 100, as the paper's
-and our simulators simulate it (Sec. 7.5, SPEC section 6). The pyramid keeps the limit's meaning
+and our simulators simulate it (Sec. 7.5, docs/conventions.md). The pyramid keeps the limit's meaning
 that an equality ``S v' = T v' = 0`` would lose: a contact that separates unloaded carries no
 friction.
 

@@ -1,6 +1,6 @@
 """Point inverse kinematics by resolved-rate Newton iterations with backtracking.
 
-The authors' planner solves each leg's IK this way (SPEC section 5): Newton steps
+The authors' planner solves each leg's IK this way (docs/planner.md): Newton steps
 dq = J^+ (x_goal - x(q)) on the joints that move the point, accepted by a backtracking line
 search on the position error with factor beta = 0.75.
 """

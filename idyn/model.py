@@ -15,7 +15,7 @@ one state. :class:`Workspace` (``model.workspace()``) computes them in one pinoc
 (CRBA, RNEA at zero acceleration, joint Jacobians and their time variation, frame placements)
 and serves any number of points from it with vectorized numpy, no per-point pinocchio call.
 
-Conventions (SPEC section 2) are pinocchio's: a free-flyer q is [position, quaternion x y z w,
+Conventions (docs/conventions.md) are pinocchio's: a free-flyer q is [position, quaternion x y z w,
 joints]; its v is [linear, angular velocity in the base frame, joint rates]. The paper's
 generalized velocity is pinocchio's v. Contacted free bodies (the grasped box of paper eqs. 1-3)
 are appended with :meth:`RobotModel.append_free_body`, which returns a new model.

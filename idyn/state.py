@@ -1,4 +1,4 @@
-"""Plain state containers shared by testbeds, planners and controllers (SPEC section 3).
+"""Plain state containers shared by testbeds, planners and controllers (docs/conventions.md).
 
 They live in the core so that a testbed (PyBullet, idyn.sim, hardware) can produce a
 :class:`RobotState` without importing any controller; ``controllers`` re-exports them.

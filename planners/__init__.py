@@ -1,4 +1,4 @@
-"""Trajectory sources of the paper's experiments (Sec. 7.2, SPEC section 5).
+"""Trajectory sources of the paper's experiments (Sec. 7.2, docs/planner.md).
 
 * :class:`TrotGait` / :class:`Gait` - gait timing (which foot is in stance when);
 * :class:`QuadrupedPlanner` - stance and swing foot trajectories and leg IK, giving desired

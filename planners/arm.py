@@ -1,4 +1,4 @@
-"""The manipulator's reference motion (paper Sec. 7.2.2, SPEC section 4).
+"""The manipulator's reference motion (paper Sec. 7.2.2, docs/planner.md).
 
 The arm joints follow q = q0 + A cos(w t) - A with A = 0.1 rad and w = 10 rad/s (period
 0.63 s), starting at rest at q0 = 1.5708. The fingers hold q0 - 0.01 rad (0.01 rad past the
@@ -28,7 +28,7 @@ class ArmSinusoid:
         Indices (into the actuated vector) of the finger joints; every other joint follows the
         sinusoid.
     close_sign:
-        Per finger, the sign of dq that closes the finger on the object. The SPEC's "q0 - 0.01"
+        Per finger, the sign of dq that closes the finger on the object. The authors' "q0 - 0.01"
         is ``close_sign = -1``; a model whose fingers are mirrored passes its own signs.
     amplitude, omega:
         The sinusoid q0 + amplitude (cos(omega t) - 1).

@@ -1,4 +1,4 @@
-"""Balance by virtual compressive contact forces (paper Sec. 7.3, SPEC section 5).
+"""Balance by virtual compressive contact forces (paper Sec. 7.3, docs/planner.md).
 
 The paper stabilises the base "applying only virtual compressive forces along the contact
 normal" (Sugihara & Nakamura 2003). As in the authors' Pacer (stabilization plugin):

@@ -1,4 +1,4 @@
-"""Gait timing: which foot is in stance when (paper Sec. 7.2.1 and 7.6, SPEC section 5).
+"""Gait timing: which foot is in stance when (paper Sec. 7.2.1 and 7.6, docs/planner.md).
 
 A gait is a cyclic timing pattern. Each leg touches down at a fixed fraction of the cycle (its
 *touchdown phase*) and stays in stance for ``duty_factor`` of the cycle; the rest of the cycle is

@@ -1,4 +1,4 @@
-"""Per-leg kinematics in the base frame, fast enough for a 1 kHz planner (SPEC section 5).
+"""Per-leg kinematics in the base frame, fast enough for a 1 kHz planner (docs/planner.md).
 
 The planner asks, every control step, for the joint angles that put each foot at a point given
 in the base frame, and for the joint rates and accelerations that realise the foot's velocity

@@ -1,4 +1,4 @@
-"""The locomotion planner of the paper's experiments (Sec. 7.2.1, SPEC section 5).
+"""The locomotion planner of the paper's experiments (Sec. 7.2.1, docs/planner.md).
 
 Given a commanded planar base twist, :class:`QuadrupedPlanner` produces, every control step,
 desired joint positions, velocities and accelerations (``idyn.state.Desired``) for the legs:
@@ -14,7 +14,7 @@ desired joint positions, velocities and accelerations (``idyn.state.Desired``) f
   both ends (zero in the world frame) and zero end accelerations
   (:class:`~planners.spline.ClampedCubicSpline`). The goal is the foot's nominal position under
   the base pose predicted, from the measured base and the command, for the middle of the next
-  stance phase. SPEC section 5 fixes the four control points but not when each is reached; the
+  stance phase. The authors fix the four control points but not when each is reached; the
   lift and the crossing are short and the lowering takes the last half of the swing, so the foot
   arrives slowly (see :meth:`QuadrupedPlanner._plan_swing`);
 * **inverse kinematics** is done per leg relative to the *gait pose* (level, at the planned
@@ -338,7 +338,7 @@ class QuadrupedPlanner:
         """Spline of a swing that starts now (or started before the planner did), in the world
         frame: the foot is at rest at both ends.
 
-        The four control points are SPEC section 5's (start, start + h up, goal + h up + overstep
+        The four control points are the authors' (start, start + h up, goal + h up + overstep
         (goal - start), goal); :attr:`swing_timing` says when the middle two are reached. With
         the points equally spaced in time the last third of a 75 ms swing lowers the foot 1.5 cm
         in 25 ms, and 20 ms before touchdown the planned foot still descends at 1.08 m/s, 9.9 mm

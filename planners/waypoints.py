@@ -1,4 +1,4 @@
-"""The waypoint task of the quadruped experiments (paper Sec. 7.6, SPEC section 5).
+"""The waypoint task of the quadruped experiments (paper Sec. 7.6, docs/planner.md).
 
 The robot trots through (0,0) -> (0.25,0) -> (0,0.25) -> (0,-0.25) -> (-0.25,0). A waypoint
 counts as reached within 0.025 m of the base. Towards the current waypoint the robot walks

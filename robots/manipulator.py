@@ -1,4 +1,4 @@
-"""The fixed-base manipulator grasping a heavy box (paper Sec. 7.1 and 8.4.1, SPEC section 4).
+"""The fixed-base manipulator grasping a heavy box (paper Sec. 7.1 and 8.4.1, docs/robots.md).
 
 :func:`manipulator` returns a :class:`Manipulator`: the arm's fixed-base :class:`idyn.RobotModel`
 (11 actuated joints), the same model with the grasped box appended as an unactuated free body
@@ -20,10 +20,10 @@ from idyn.errors import InvalidInputError
 
 from .description import SphereFoot, package_asset, sphere_leaves
 
-#: SPEC section 4: the grasped cube.
+#: the grasped cube (docs/robots.md)
 BOX_SIDE = 0.05071
 BOX_DENSITY = 6000.0
-#: box and arm against the ground (SPEC section 4)
+#: box and arm against the ground (docs/robots.md)
 GROUND_MU = 1.0
 #: frame (and free-flyer joint prefix) of the box in the combined model
 BOX_FRAME = "box"
@@ -92,7 +92,7 @@ def _fingertips(model: RobotModel, urdf: Path) -> dict[str, SphereFoot]:
 
 @lru_cache(maxsize=None)
 def manipulator() -> Manipulator:
-    """The manipulator of SPEC section 4 (cached: models are immutable)."""
+    """The manipulator of docs/robots.md (cached: models are immutable)."""
     urdf = manipulator_urdf()
     model = RobotModel.from_urdf(urdf, floating_base=False)
     tips = _fingertips(model, urdf)

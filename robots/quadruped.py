@@ -3,7 +3,7 @@
 A :class:`Quadruped` bundles a floating-base :class:`idyn.RobotModel`, its feet (discovered
 from the URDF, see :mod:`robots.description`) and a standing configuration. The registry
 :data:`KNOWN` holds the facts that are per robot (a joint-angle guess for standing and, for LINKS,
-the nominal stance of SPEC section 4); all behaviour is generic.
+the nominal stance of docs/robots.md); all behaviour is generic.
 """
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ def _pybullet_data(*parts) -> str:
     return str(Path(pybullet_data.getDataPath(), *parts))
 
 
-#: Robot facts. LINKS stands at the authors' initial joint angles (SPEC section 4: about
-#: (+-0.1, +-0.8, +-1.2) rad; Pacer's LINKS configuration), base at 0.155 m. SPEC's "nominal
+#: Robot facts. LINKS stands at the authors' initial joint angles (docs/robots.md: about
+#: (+-0.1, +-0.8, +-1.2) rad; Pacer's LINKS configuration), base at 0.155 m. The authors' "nominal
 #: stance" (base 0.161853 m, feet 0.309926 x 0.1344496 m apart) comes from a different LINKS file;
 #: with this file's 0.077 + 0.100 m legs it leaves each leg at 91 % of its reach, and the 6 cm
 #: step of the 0.2 m/s trot then needs 98 %: the leg Jacobian goes singular mid-swing. The
@@ -133,7 +133,7 @@ def build(facts: QuadrupedFacts, name: str = "custom") -> Quadruped:
     if any(s is not None for s in stance) and any(s is None for s in stance):
         raise InvalidInputError(f"{name}: base_height, stance_length and stance_width go together")
     if facts.stance_length is not None:
-        # SPEC section 4: feet at (+-L/2, +-W/2) on the ground with the base at the nominal height
+        # docs/robots.md: feet at (+-L/2, +-W/2) on the ground with the base at the nominal height
         q[2] = facts.base_height
         r = np.mean([f.radius for f in feet.values()])
         targets = [[0.5 * facts.stance_length * (1 if leg[1] == "F" else -1),

@@ -1,4 +1,4 @@
-"""Terrains of the quadruped experiments as data, independent of any simulator (SPEC section 6).
+"""Terrains of the quadruped experiments as data, independent of any simulator (docs/experiments.md).
 
 The facts (friction stand-in for no slip, compliant sink, rough-terrain grid) and the seeded
 generators of the rough terrain's heights and per-cell friction live here so that every backend
@@ -17,7 +17,7 @@ TERRAINS = ("rigid", "compliant", "rough")
 #: compliant ground: static sink (m) of a robot standing on four contacts (paper Sec. 7.5)
 COMPLIANT_SINK = 0.001
 COMPLIANT_CONTACTS = 4
-#: rough terrain (SPEC section 6)
+#: rough terrain (docs/experiments.md)
 ROUGH_SIZE = 3.0
 ROUGH_RESOLUTION = 0.02
 ROUGH_BUMPS = 1000

@@ -121,7 +121,7 @@ def build_problem(robot: str = "links", state: str = "standing", n_contacts: int
     """A quadruped control step with ``n_contacts`` ground contacts at the feet in stance.
 
     ``standing``: the robot at rest in its standing pose, holding it (``qd_des = 0``).
-    ``trot``: the diagonal pair LF/RH in stance, base moving forward at 0.2 m/s (SPEC 5) with
+    ``trot``: the diagonal pair LF/RH in stance, base moving forward at 0.2 m/s (docs/planner.md) with
     seeded random joint rates and desired accelerations, as in the middle of a trot.
     Contact copies beyond the first per foot are jittered by up to ``jitter`` metres in x, y.
     """

@@ -12,10 +12,9 @@ DIR/bench.json.
 
 Wall and CPU time. Each step's thread CPU time is taken with its wall time, and the ratio of the
 CPU p90s is printed too. On a loaded machine the wall p90 counts the steps during which the
-process lost the processor: measured at load 4 on 2 cores, standing LINKS on the noslip model,
-every 25th step or so took 4.1-4.8 ms of wall time (the scheduler's 4 ms slice) and 145-260 us
-of CPU time, without any solver call beyond the warm start; with the command's default of 15
-timed steps one such step makes the p90 20x PyBullet's. The CPU p90 is the step's own tail.
+process lost the processor (a scheduler slice of milliseconds against a step of about a
+hundred microseconds), so with few timed steps one such step can dominate the p90. The CPU p90
+is the step's own tail.
 Run with ``--repeats 2000`` for stable percentiles.
 """
 from __future__ import annotations

@@ -3,11 +3,10 @@
 Headless. Prints tracking error, distance covered, falls and the real-time factor, and writes
 the centre-of-mass path and joint tracking plot, the metrics and the trace to ``--out``.
 
-Status (README Results): ``qp-coulomb`` (the default, the paper's ID_QP,mu, planning with the
-locomotion friction limit 0.3; ``--friction-limit none``, the paper's literal setting, falls within
-0.5 s) completes the 30 s on all five terrains in the last ``idyn compare --duration 30`` sweep.
-Fall times are chaotic: a round-off-level change can move them by seconds. The demo reports a
-fall; it does not hide one.
+The default controller is ``qp-coulomb`` (the paper's ID_QP,mu), planning with the locomotion
+friction limit 0.3 (``--friction-limit none`` is the paper's literal setting); how each controller
+fares on each terrain is in the README's Results and docs/results.md. Fall times are chaotic: a
+round-off-level change can move them by seconds. The demo reports a fall; it does not hide one.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``idyn run``: one scenario (robot, controller, terrain, friction, duration, seed, backend).
 
-Writes ``DIR/metrics.json`` (the metrics of SPEC section 3), ``DIR/trace.npz`` (the per-step
+Writes ``DIR/metrics.json`` (the metrics of docs/experiments.md), ``DIR/trace.npz`` (the per-step
 trace, see :mod:`experiments.trace`) and ``DIR/run.png``.
 """
 from __future__ import annotations

@@ -19,19 +19,8 @@ by stability at E = 1e11 (the cube's contact modes reach ~1e5 rad/s): about 2-4 
 right-hand-side calls, minutes per row. Where our error is ~1e-11, it is at the reference's
 own resolution (rtol 1e-10 on |q| = 1.118) and is an upper bound.
 
-Measured (``idyn constraint-solver elastic-foundation --budget 30``, 50 min on a shared
-2-core machine): ours 0.20-0.53 s for every case (0.32-0.41 s at 900 elements on an idle
-core); BDF 0.9-1.5 s at E = 1e7 and > 30 s at E = 1e11; Radau 0.17-2.1 s at E = 1e7, 2.4 and
-11 s at 5 N, E = 1e11, > 30 s at 50 N, E = 1e11; the reference 0.9-79 s at E = 1e7 and
-212-346 s at E = 1e11, except 100 elements, 50 N, E = 1e11: > 1800 s there (the paper's
-ode45: 621 s), so that row was run alone (``idyn constraint-solver elastic-foundation --case
-100,1e11,50 --reference-budget 9000``): the reference took 3860 s wall, 1675 s CPU and 22
-million right-hand sides (steps of ~2e-7 s from the start), BDF and Radau > 60 s, ours 0.26 s.
-Our errors: 1.4e-7 / 1.5e-7 (5 N, E = 1e7, 100 / 900 elements), 1.5e-11 (5 N, E = 1e11),
-1.9e-6 / 1.7e-6 (50 N, E = 1e7), 1.8e-10 / 1.6e-10 (50 N, E = 1e11, 100 / 900 elements), and
-at h = 1e-3 (50 N, 100 elements) 9.3e-7 at E = 1e7 and 7.5e-11 at E = 1e11. The paper's
-errors are 1e2-1e9 times larger, 0.81 for its 50 N, 100-element rows; the 50 N load does rock
-the cube here too (10-14 of 100 elements lift off), but nothing near its 0.8.
+Timings and errors of every case, with the commands that reproduce them: docs/results.md,
+"Constraint-solver examples".
 """
 from __future__ import annotations
 
@@ -117,9 +106,8 @@ class Foundation:
     def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
         """d/dt [position, quaternion x y z w, body linear velocity, body angular velocity].
 
-        Written for the one cube (about 25 us per call at 900 elements instead of 450 us
-        through the generic RigidBodies helpers), so scipy's integrators are timed on the
-        model, not on Python overhead: only the elements' world heights z = p_z + e_z . R b
+        Written for the one cube (far cheaper than the generic RigidBodies helpers), so
+        scipy's integrators are timed on the model, not on Python overhead: only the elements' world heights z = p_z + e_z . R b
         and rates are needed, and the foundation's wrench is vertical.
         """
         quat = y[3:7] / np.linalg.norm(y[3:7])

@@ -15,16 +15,11 @@ the constraint impulse's work plus a term that telescopes. So the modified energ
 E~ = E + (h / 2) f^T v changes only by the constraint work, while E itself carries the
 bounded offset -(h / 2) f^T (v - v0) = -(h / 2) m g (v_y - v_y0): first order in h, but it
 returns to zero whenever the bob's vertical velocity does and never accumulates.
-Measured (this module's ``run``): max |E - E0| = 10.4, 0.148, 1.36e-2, 1.35e-3 J at
-h = 0.1, 1e-2, 1e-3, 1e-4 (of m g L = 9.81 J; order 1), max |E~ - E~0| = 8.0, 2.45e-2,
-2.19e-4, 2.17e-6 J (order 2), max |phi| = 0.61, 9.9e-4, 9.8e-6, 9.8e-8 m (order 2). The
-constraint work is the only secular part, O(h^2) per unit time: over 20 s (8 swings) the
-largest |E - E0| within a swing goes 1.356e-2 -> 1.363e-2 J at h = 1e-3, 0.154 -> 0.233 J at
-h = 1e-2. b = 0 instead of 1, or k = 1e9 instead of 1e15, changes the final E - E0 by
-< 0.1 % at h = 1e-2 ... 1e-4: b = 1 dissipates nothing measurable, and the stiff spring's
-energy (its deformation is O(h^2)) is integrated implicitly, outside E. So the energy is kept to O(h) (an oscillating offset) and
-to O(h^2) in the scheme's modified form, not "precisely"; at h = 0.1 (10 steps for 1 s,
-|phi| = 0.61 m) the scheme is stable but keeps nothing.
+Measured (docs/results.md, "Constraint-solver examples"): |E - E0| is first order in h,
+|E~ - E~0| and |phi| second order; the constraint work is the only secular part, O(h^2) per unit
+time. So the energy is kept to O(h) (an oscillating offset) and to O(h^2) in the scheme's
+modified form, not "precisely"; at h = 0.1 (10 steps for 1 s) the scheme is stable but keeps
+nothing.
 """
 from __future__ import annotations
 

@@ -329,11 +329,8 @@ def with_exact_normals(prog: ConicProgram, rows: RowLayout, active: np.ndarray) 
     fix lambda_A as a function of the tangential forces, and lambda_n >= 0 (its own row and
     the cone) may be out of reach. It is feasible by construction when the zero-tangential
     point, T_AA lambda_A = -t_A, has lambda_A >= 0, which holds for the frictionless law's
-    active set (:func:`frictionless_active_set`, the solver's first round). Measured: a
-    4-sphere sliding stack (mu = 1) with all four normal rows active has lambda_n,4 = -48 N s
-    at zero friction and at best -31 N s inside the cones (a phase-1 SOCP), so clarabel's
-    'infeasible' is right there; 4 of 300 random stacks are like that with every row active,
-    0 of 300 with the frictionless active set.
+    active set (:func:`frictionless_active_set`, the solver's first round); with every row
+    active instead, a sliding sphere stack can be truly infeasible (docs/design.md).
     """
     k = rows.nu.shape[0]
     on = _active_mask(rows, active)

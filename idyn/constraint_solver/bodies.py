@@ -1,6 +1,6 @@
 """A collection of free rigid bodies: block-diagonal inertia, sparse point Jacobians.
 
-Configuration and velocity follow pinocchio's free-flyer convention (SPEC section 2): per body
+Configuration and velocity follow pinocchio's free-flyer convention (docs/conventions.md): per body
 q = [position (3), quaternion x y z w (4)], v = [linear velocity, angular velocity], both in
 the body frame, with the body frame at the centre of mass. Then the inertia block
 diag(m I3, I_body) is constant, M^-1 is block diagonal, and every point Jacobian row touches
@@ -115,7 +115,7 @@ class RigidBodies:
         ``body_*`` are body indices or :data:`WORLD`; ``point_*`` body-frame points (k, 3);
         ``directions`` world unit vectors (k, 3), or (j, k, 3) for j direction sets (a contact
         frame's n, r, s) sharing one sparsity pattern, returned as a tuple of j matrices.
-        This is G for a contact (SPEC section 2). Each row holds the six columns of each
+        This is G for a contact (docs/conventions.md). Each row holds the six columns of each
         non-world body, in column order, so the CSR arrays are written directly
         (``rotations``: the bodies' rotation matrices at q, if already at hand).
         """

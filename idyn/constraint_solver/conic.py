@@ -11,8 +11,8 @@ friction-cone QCQP of Sec. 6.3 / Appendix A) has the form
 The QCQP's quadratic constraint mu^2 lambda_n^2 >= lambda_r^2 + lambda_s^2 with lambda_n >= 0
 (eq. 142) is exactly this second-order cone, so the QCQP is a second-order cone program.
 
-Backends: ``clarabel`` (sparse interior point, the default: measured faster on every example,
-see the ``constraint-solver`` command output) and ``cvxopt`` (``coneqp``). A backend that does
+Backends: ``clarabel`` (sparse interior point, the default: the faster on every example of
+the ``constraint-solver`` command) and ``cvxopt`` (``coneqp``). A backend that does
 not converge is reported through :class:`ConicStatus`; the caller decides the fallback.
 """
 from __future__ import annotations
@@ -142,12 +142,11 @@ def _equilibrate(prog: ConicProgram) -> _Scaled:
     The programs mix weights 1, zeta = 1/h and (h B_t)^2 ~ 1e10 on the diagonal of P (the
     Coulomb dampers of Sec. 6.4, B = 1e6 / h). Unscaled, clarabel reports a trivially
     feasible one-contact program (lambda_t = 0 is feasible) primal infeasible after one
-    iteration, and cvxopt's absolute tolerances are unreachable at objective values ~1e10.
-    Measured on the 204 programs of a 100-step 10-sphere stack: clarabel 39 false
-    'infeasible' -> 0; cvxopt 35 -> 114 solved. (Scaling the variables by P_ii^-1/2 was
-    worse: the three variables of one cone must share a scale, which squashes the cone.)
-    Frictionless programs need it too (11 of them, P = zeta I with spring rows ~1e7, were
-    'infeasible'). The price: near-zero optima are found to ~1e-5 absolute instead of ~1e-6.
+    iteration, and cvxopt's absolute tolerances are unreachable at objective values ~1e10
+    (counts on a sphere stack: docs/design.md). Scaling the variables by P_ii^-1/2 instead
+    would squash the cone: the three variables of one cone must share a scale. Frictionless
+    programs need it too. The price: near-zero optima are found to ~1e-5 absolute instead of
+    ~1e-6.
     """
     dense = prog.dense
     P = prog.P if dense else sp.csc_matrix(prog.P)

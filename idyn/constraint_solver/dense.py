@@ -2,9 +2,9 @@
 
 A simulator step with a few contacts (the quadruped: 4 contacts, 12 rows, 18 velocities) is a
 12 x 12 problem, yet the general path (:class:`~idyn.constraint_solver.scheme.ConstraintSolver`)
-spends ~1 ms on it in Python and numpy overhead (validation, row layout, index arrays, tens of
-small array operations), 30x PyBullet's whole step. :func:`solve_contacts` runs the same
-algorithm, in the same order, on dense contact-space data in one compiled call:
+spends most of its time on it in Python and numpy overhead (validation, row layout, index
+arrays, tens of small array operations). :func:`solve_contacts` runs the same algorithm on dense
+contact-space data in one compiled call:
 
 1. per row chi = h (h K + B), rho = -K phi0 - (h K + B) phi_dot0 (eqs. 187-188, 191; no
    Gdot v term: point contacts on a static ground);
@@ -21,11 +21,10 @@ Only what that loop settles is answered here: a round whose optimum leaves a con
 contact, which needs the conic backend), a singular KKT matrix, a pivoting or an active set that
 does not settle return None, and the caller solves the step with the general solver, which
 repeats these steps and goes on. Given the general path's L, G a0 and phi_dot (see
-:meth:`idyn.sim.compliant.Compliant._solve_dense`), the impulses are the general path's to the
-bit (measured: the standing quadruped and a 3 s trot on idyn.sim); other BLAS builds may round
-the matrix products differently, and the tangential split of a resting body is ill-conditioned
-(B_t = 1e6 / h), so there the two may differ by round-off amplified up to ~1e-3 relative. Dense work is cubic in the rows: :data:`DENSE_MAX_ROWS`
-bounds the problems sent here (measured, see there).
+:meth:`idyn.sim.compliant.Compliant._solve_dense`) both paths solve the same problem; the
+tangential split of a resting body is ill-conditioned (B_t = 1e6 / h), so their impulses may
+differ by round-off amplified up to ~1e-3 relative. Dense work is cubic in the rows:
+:data:`DENSE_MAX_ROWS` bounds the problems sent here.
 """
 from __future__ import annotations
 
@@ -34,11 +33,8 @@ import numpy as np
 from .._lapack_kernel import general_solve
 from ..jit import cached_jit
 
-#: the largest row count (3 per contact) sent here. Measured (CPU time, recorded standing-LINKS
-#: steps with their contacts repeated k times): the dense call costs 0.06, 0.09, 0.1, 0.3, 1.4 and
-#: 11 ms at 12, 24, 48, 96, 192 and 384 rows, the general path 1.0, 1.5, 4.9, 12, 30 and 250 ms
-#: (dense T is cubic there too). A step the dense call hands on pays both, ~5 % more at any size;
-#: the bound keeps that extra under ~1.5 ms and the dense matrices small.
+#: the largest row count (3 per contact) sent here: a step the dense call hands on pays both
+#: paths, and the bound keeps that extra small and the dense matrices small (docs/design.md).
 DENSE_MAX_ROWS = 192
 
 

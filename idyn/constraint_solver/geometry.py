@@ -21,8 +21,8 @@ class ContactGeometry:
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise a x b for (k, 3) arrays (np.cross costs ~20 us of axis handling per call,
-    more than the arithmetic for the few hundred rows of a contact step)."""
+    """Row-wise a x b for (k, 3) arrays (np.cross's axis handling per call costs more than the
+    arithmetic for the few hundred rows of a contact step)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     out = np.empty(np.broadcast_shapes(a.shape, b.shape))
     out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]

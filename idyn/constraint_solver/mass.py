@@ -61,8 +61,8 @@ class MassMatrix:
         X = np.asarray(X, dtype=float)
         if self._sparse:
             return self._lu.solve(X)
-        # LAPACK potrs, the call scipy's cho_solve makes after its argument checks (~10x its
-        # cost on the simulator's 18 x 18 M); the same checks in short
+        # LAPACK potrs, the call scipy's cho_solve makes after its argument checks (which cost
+        # far more than the solve on the simulator's 18 x 18 M); the same checks in short
         if X.shape[:1] != (self.nv,):
             raise ShapeError(f"M^-1 X needs {self.nv} rows, got shape {X.shape}")
         if not np.isfinite(X).all():

@@ -13,9 +13,8 @@ O(m^3) Cholesky factorization", Sec. 4.4):
   upper Hessenberg part to triangular form;
 * solve ``Q_aa z_a = -r_a``: two triangular solves.
 
-As numpy calls (a dozen array operations per iteration, BLAS triangular solves per insertion)
-the loop cost about 100 us for a quadruped's warm-started solve that makes no pivot at all,
-compiled 5 us (measured; ``idyn bench controllers``).
+Compiled because as numpy calls (a dozen array operations per iteration, BLAS triangular
+solves per insertion) call overhead dominates even a warm-started solve that makes no pivot.
 
 Storage: ``GT`` is ``G^T`` (row ``i`` is contact ``i``'s whitened column), ``cols[p]`` the
 column of the ``p``-th active contact, ``R`` upper triangular with ``R^T R = G_a^T G_a``.

@@ -103,8 +103,7 @@ def cold_checked(M, q, pivot_tol, tol, z):
     """:func:`checked_lemke` without warm start, up to its verdict, as one compiled call for a
     caller that only needs an answer that passes (Stage I of the QP controllers, every control
     step): ``z`` (output) the clipped basic solution, ``w = M z + q`` checked by
-    :func:`idyn.lcp.residuals.exact_pass` (``np.dot`` here calls the same BLAS ``dgemv`` as
-    numpy's ``@``, bit for bit: ``tests/test_lcp_residual_kernel.py``).  Returns
+    :func:`idyn.lcp.residuals.exact_pass`.  Returns
     ``(passed, pivots)``; ``passed`` is False whenever :func:`checked_lemke` would not return
     SOLVED straight from the path, and the caller then runs it (or
     :func:`idyn.lcp.regularized.regularized_checked`), which polishes, re-follows the path with

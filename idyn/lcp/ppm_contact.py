@@ -133,7 +133,7 @@ def solve_projected(white: np.ndarray, m: int, kept: np.ndarray, r: np.ndarray, 
     """``(solve_factored(G, r, warm), G)`` for ``G = project_constraints(white[:, :m],
     white[:, kept])`` with the default options: a control step's Algorithm 2 on the whitened
     contact rows ``white`` (normals first) constrained by the ``kept`` ones, in one compiled
-    call when there is something to project (bit for bit the same, tested), else those two."""
+    call when there is something to project, else those two."""
     if kept.size == 0 or white.shape[0] == 0:
         G = project_constraints(white[:, :m], white.take(kept, axis=1))
         return solve_factored(G, r, warm), G

@@ -2,12 +2,10 @@
 
 The contact problems factor matrices of a few rows and tens of columns every control step
 (Algorithm 1's row ordering, Algorithm 2's constrained inverse inertia, the QP adapter's
-dependent equalities).  ``scipy.linalg.qr`` spends about 100 us per call in workspace queries
-and wrappers around LAPACK work of a few microseconds; these call the same LAPACK routines
-(scipy's ``cython_lapack``, the ones ``scipy.linalg.lapack``'s wrappers call, with the workspace
-sizes this module gave those wrappers) from compiled code (:func:`idyn._lapack_kernel.pivoted_qr`
-and :func:`idyn._lapack_kernel.qt_product`, beside the project's other LAPACK bindings), so pivots and ``R`` are those of
-``scipy.linalg.qr(A, pivoting=True)`` (tested bit for bit), and return only what their callers
+dependent equalities).  ``scipy.linalg.qr`` spends far more per call in workspace queries and
+wrappers than in LAPACK's work on such matrices; these call the LAPACK routines
+(scipy's ``cython_lapack``) from compiled code (:func:`idyn._lapack_kernel.pivoted_qr`
+and :func:`idyn._lapack_kernel.qt_product`, beside the project's other LAPACK bindings), and return only what their callers
 use: the pivot order, ``|diag R|`` for a rank decision, and ``Q^T C`` applied reflector by
 reflector (LAPACK ``ormqr``) instead of forming ``Q``.
 """
@@ -96,7 +94,7 @@ def complement_coordinates(C: np.ndarray, A: np.ndarray, tol: float) -> np.ndarr
     """``(Q^T C)[rank:]``: the coordinates of ``C``'s columns in an orthonormal basis of the
     complement of ``span(A)``, with ``Q`` of ``A``'s pivoted QR and ``rank`` the number of
     ``|diag R|`` above ``tol`` times the largest.  :func:`householder_qr` and :func:`apply_qt`
-    in one compiled call (equal to them bit for bit, tested), which they remain for an empty
+    in one compiled call, which they remain for an empty
     ``A`` or ``C``."""
     if A.size == 0 or C.shape[1] == 0:
         qr, tau, diag = householder_qr(A)

@@ -2,9 +2,8 @@
 
 A step of the LINKS quadruped works on a dozen probe points, 18 velocities and 3m <= 12 contact
 rows: as numpy calls (gathers, masks, stacking, small matrix products, LAPACK solves through
-scipy's wrappers) each piece costs 1-3 us of call overhead for well under a microsecond of
-arithmetic, which put the step at 5-6x PyBullet's ``stepSimulation`` (``idyn bench sim``).
-These loops do the same arithmetic in one call each:
+scipy's wrappers) each piece costs more in call overhead than in arithmetic (timings:
+docs/performance.md, ``idyn bench sim``). These loops do that arithmetic in one call each:
 
 * :func:`speculative_keep`: which candidate pairs are contacts (detection, paper Sec. 3.3),
 * :func:`step_problem`: a step's data, f = P^T tau - h (tau checked finite), the contact rows,
@@ -96,10 +95,8 @@ def contact_space(U, J, v, f, dt, v_free, Minv_JT, W, u_free):
     (W + W^T) / 2) and ``u_free = J v_free``. Returns whether v_free and u_free are finite.
 
     The k right-hand sides of M^-1 J^T are substituted together and J M^-1 J^T is accumulated
-    row by row, so the innermost loops run across independent entries (each entry sees the
-    operations of :func:`idyn._triangular.gram_solve` and of a dot product in the same order,
-    so the numbers are those of one column or one product at a time, 3-4x faster than those
-    latency-bound chains)."""
+    row by row, so the innermost loops run across independent entries instead of one
+    latency-bound chain per column or product."""
     nv, k = v.shape[0], J.shape[0]
     x = np.empty(nv)
     gram_solve(U, nv, f, x)
@@ -184,7 +181,7 @@ def rows_independent(W, rows):
     (LAPACK syevd) above 1e-9 times its largest (else Algorithm 1 picks the rows).
 
     Settled first without the eigenvalues when a bound proves it (the common, well-conditioned
-    case; syevd costs 3-4 us of a step): with A = L L^T, lambda_min >= 1 / trace(A^-1) =
+    case, sparing the eigensolver): with A = L L^T, lambda_min >= 1 / trace(A^-1) =
     1 / ||L^-1||_F^2 and lambda_max <= ||A||_inf, so a bound ratio above 2e-9 makes the
     eigenvalue test true (the factor 2 covers the rounding of both computations, relative
     1e-11 at most at the conditioning where the bound can pass). Otherwise the eigenvalues decide."""

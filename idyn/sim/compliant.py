@@ -70,15 +70,14 @@ class Compliant(ContactModel):
         return ContactSolution(impulses, sol.info.status, 0, 0.0, sol.info.iterations)
 
     def _solve_dense(self, problem: ContactProblem, blocks, tangent, mu, damping) -> ContactSolution | None:
-        """The step by :func:`idyn.constraint_solver.dense.solve_contacts` (one compiled call, ~20x
-        faster than the general path on the quadruped's 12 rows) when it is small, every contact
+        """The step by :func:`idyn.constraint_solver.dense.solve_contacts` (one compiled call,
+        much cheaper than the general path on small problems) when it is small, every contact
         has friction and the solver settings are the ones that path implements (exact normals,
         reduced form); None otherwise or when the general solver must decide. L = J M^-1 J^T
         and G a0 = J M^-1 f are formed as the general path forms them (not from the problem's
         W, whose different round-off the ill-conditioned tangential split of a resting body,
         B_t = 1e6 / h, amplifies to 1e-3 relative), phi_dot = G v per block of ``blocks``
-        [N, S, T] as ConstraintRows.checked forms it (one J v rounds differently): measured,
-        the answers are the general path's to the bit."""
+        [N, S, T] as ConstraintRows.checked forms it, so both paths solve the same data."""
         m, solver = problem.m, self.solver
         if (3 * m > DENSE_MAX_ROWS or not problem.finite or not solver.exact_normals
                 or solver.formulation == "lifted" or not (problem.mu > 0).all()):

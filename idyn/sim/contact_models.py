@@ -36,8 +36,7 @@ With torques given, that rule does not always have one answer: a touching contac
 held and loaded, and released and unloaded (sliding at zero load), under the same torques. The
 loop takes the held one (it starts from every contact held). ``lcp-noslip`` decides the same
 rule from its own answers, whose torques change with the held set, so on such steps the two pick
-different answers (measured on the 30 s matched trot: 2.3 % mean prediction error, 1.7 points of
-it on these steps and on release cycles). ``NoSlip(hold="state")`` is the rule both can share:
+different answers (most of the matched pair's prediction error; docs/design.md). ``NoSlip(hold="state")`` is the rule both can share:
 the held contacts are chosen from the state at the start of the step, before any impulse, as
 those touching and not moving apart, ``max(phi, phi + dt N v) <= CONTACT_GAP``
 (:data:`idyn.contact.CONTACT_GAP`); the others get no friction. It is ``lcp-noslip``'s
@@ -353,17 +352,13 @@ class MaximalDissipation(ContactModel):
 
     Warm start. The Hessian is singular (opposite pyramid edges have opposite columns), so
     :func:`idyn.qp.solve_built` solves the QP with the ridge ``eps I`` of its first
-    regularisation, quadprog from scratch (70-80 us for LINKS's 20 variables and 28 rows, 9
-    iterations). In steady contact the active rows do not change from step to step, so the
+    regularisation, quadprog from scratch. In steady contact the active rows do not change from step to step, so the
     active set of the last solve (its tight rows, independent ones) is tried first: one KKT
     solve of the same ridge QP (:func:`._step_kernel.qp_active_guess`), accepted when its
     multipliers are >= 0 and every row holds, to :data:`GUESS_TOL` relative; with H + eps I
     positive definite that is the unique minimiser quadprog computes. Otherwise quadprog runs
-    as before. Measured against quadprog on the same problems: standing LINKS, x to 1.5e-15
-    relative; a box on four corners (one more than it needs, W singular, its load split only by
-    the 1e-9 ridge), v+ and the total load to round-off (1e-13; 4e-10 sliding) and the corners'
-    split to 0.7-3.4e-7, the precision to which both solvers resolve that ridge
-    (tests/test_sim_qp_warm_start.py).
+    as before. tests/test_sim_qp_warm_start.py checks the guess against quadprog on the same
+    problems (agreement: docs/design.md).
     """
 
     name = "qp"

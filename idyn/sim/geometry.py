@@ -119,7 +119,7 @@ class Heightmap:
 
     @classmethod
     def centred(cls, heights, size: float, mu=1.0) -> "Heightmap":
-        """A square grid spanning ``[-size/2, size/2]^2`` (the rough terrain of SPEC section 6)."""
+        """A square grid spanning ``[-size/2, size/2]^2`` (the rough terrain of docs/experiments.md)."""
         h = np.asarray(heights, dtype=float)
         return cls(h, size / (h.shape[1] - 1), -size / 2, -size / 2, mu)
 

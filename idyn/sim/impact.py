@@ -15,8 +15,8 @@ of the step closes faster than its gap allows by more than ``speed_tol``,
 the contacts first receive the inelastic impact of rigid contact with the friction pyramid
 (restitution 0, actuators passive): the Anitescu-Potra LCP of paper eqs. 52-56 with no force but
 the contact impulses over the instant, :func:`idyn.impact.impact_impulses` (its docstring has the
-equations, the treatment of mu = inf, and why it replaced the maximal-dissipation program of
-Sec. 2.3.4 used here before: that program launched feet landing while sliding, and LINKS fell).
+equations, the treatment of mu = inf, and why it is preferred to the maximal-dissipation
+program of Sec. 2.3.4, which launches feet landing while sliding).
 The step's own contact model then runs from v', with M, h(q, v) and the Jacobians still those of
 the start of the step. The impact happens at the start of the step instead of at the exact time
 of contact: a first-order difference, like the step itself. The impact impulse is part of the

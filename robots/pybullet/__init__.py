@@ -1,4 +1,4 @@
-"""PyBullet testbeds (SPEC section 3): the quadruped on three terrains and the grasping manipulator.
+"""PyBullet testbeds (docs/conventions.md): the quadruped on three terrains and the grasping manipulator.
 
 Importing this package imports PyBullet; ``robots`` itself does not, so planners and
 controllers never pull in a simulator.

@@ -3,7 +3,7 @@
 The arm is loaded from ``robots/assets/manipulator.urdf`` (fixed base); the box is a separate
 PyBullet body. Friction: PyBullet multiplies the two bodies' coefficients, so the fingertip
 links carry ``mu_grasp`` and the box, arm links and ground carry 1; fingertip-box contacts then
-have mu_grasp, box-ground and arm-ground contacts 1 (SPEC section 4). Bullet clamps a combined
+have mu_grasp, box-ground and arm-ground contacts 1 (docs/robots.md). Bullet clamps a combined
 coefficient at 10, so mu_grasp = 100 acts as 10 in the simulator (no slip in practice).
 
 The state is that of the combined model ``Manipulator.model_with_box``: the 11 arm and finger

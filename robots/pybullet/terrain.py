@@ -1,10 +1,10 @@
-"""Terrains of the quadruped experiments (paper Sec. 7.5, SPEC section 6).
+"""Terrains of the quadruped experiments (paper Sec. 7.5, docs/experiments.md).
 
 * ``rigid``: a plane, restitution 0, Coulomb friction mu (mu = inf is simulated as 100).
 * ``compliant``: the same plane with a spring-damper contact (PyBullet ``contactStiffness`` and
   ``contactDamping``, which Bullet integrates implicitly through ERP/CFM) tuned so the standing
   robot sinks 1 mm: the per-contact stiffness is k = W / (4 * 1 mm) for the robot's weight W
-  (LINKS: 1.18e4 N/m, SPEC's "about 1.2e4 N/m per foot"), so every robot sinks the paper's 1 mm;
+  (LINKS: 1.18e4 N/m, the authors' "about 1.2e4 N/m per foot"), so every robot sinks the paper's 1 mm;
   the damping is critical for a quarter of the robot's mass on one spring,
   c = 2 sqrt(k W / (4 g)) (LINKS: 238 N s/m): no bounce, settling in about 20 ms.
 * ``rough``: a rigid heightfield of 1000 Gaussian bumps on a 3 x 3 m grid at 0.02 m resolution,

@@ -1,6 +1,6 @@
 """What every idyn.sim testbed shares: the simulator, held torques, stepping and sensed forces.
 
-The methods and conventions are those of :mod:`robots.pybullet` (SPEC section 3), so an
+The methods and conventions are those of :mod:`robots.pybullet` (docs/conventions.md), so an
 experiment runs unchanged on either backend:
 
 * ``contacts()`` returns exactly the contacts the next :meth:`step` will use, detected at the

@@ -3,7 +3,7 @@
 Same constructor, methods and conventions as :class:`robots.pybullet.ManipulatorTestbed`: the
 state is that of ``Manipulator.model_with_box`` (11 arm and finger joints, then the box
 free-flyer); fingertip-box contacts have ``mu_grasp`` (100 = no slip), box and arm against the
-ground mu = 1 (SPEC section 4). Unlike PyBullet, which clamps a combined friction at 10, mu = 100
+ground mu = 1 (docs/robots.md). Unlike PyBullet, which clamps a combined friction at 10, mu = 100
 is simulated as no-slip by every rigid model here, as the authors' simulator did.
 """
 from __future__ import annotations
