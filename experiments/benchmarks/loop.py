@@ -4,7 +4,7 @@ Runs one scenario (default: LINKS trotting the waypoint course under ``qp-coulom
 high-friction ground in PyBullet, as ``idyn demo``) ``repeats`` times and reports, per phase of
 the step (:data:`experiments.loop.PHASES`: testbed state and contact query, planner, contact
 schedule, controller, balance, simulator, sensed forces, the loop's bookkeeping), the median,
-p90 and mean time and its share of the run, plus the whole step and the real-time factor.
+p99 and mean time and its share of the run, plus the whole step and the real-time factor.
 
 Times are CPU time of the process by default (``clock="cpu"``, ``time.process_time``): on a
 shared machine other processes' load changes wall time by tens of percent and CPU time much
@@ -24,8 +24,8 @@ import numpy as np
 
 import controllers
 import robots
-from experiments.loop import PHASES, run_loop
-from experiments.runner import _fallen, build_reference, build_testbed
+from experiments.loop import PHASES, dry_run, run_loop
+from experiments.runner import WARM_UP, _fallen, build_reference, build_testbed
 from experiments.scenario import Scenario, terrain_scenario
 
 from .controllers import single_threaded_blas
@@ -43,6 +43,7 @@ def time_loop(scenario: Scenario, clock: str = "cpu") -> dict:
         reference = build_reference(scenario, robot)
         controller = controllers.make(scenario.controller, testbed.model, dt=scenario.dt,
                                       **scenario.controller_options)
+        dry_run(testbed, reference, controller, min(WARM_UP, scenario.duration))
         cpu = time.process_time()
         result = run_loop(testbed, testbed.model, reference, controller, scenario.duration,
                           stop=_fallen(robot.nominal_base_height), clock=CLOCKS[clock])
@@ -52,12 +53,14 @@ def time_loop(scenario: Scenario, clock: str = "cpu") -> dict:
     times = result.phase_times * 1e6
     step = times.sum(axis=1)
     simulated = result.steps * scenario.dt
-    phases = {name: {"median_us": float(np.median(col)), "p90_us": float(np.percentile(col, 90)),
+    phases = {name: {"median_us": float(np.median(col)), "p99_us": float(np.percentile(col, 99)),
                      "mean_us": float(np.mean(col)), "share": float(col.sum() / step.sum())}
               for name, col in zip(PHASES, times.T)}
     return {"steps": result.steps, "phases": phases,
-            "step": {"median_us": float(np.median(step)), "p90_us": float(np.percentile(step, 90)),
+            "step": {"median_us": float(np.median(step)), "p99_us": float(np.percentile(step, 99)),
                      "mean_us": float(np.mean(step))},
+            "step_over_simulator": float(np.median(step) / phases["simulator"]["median_us"]),
+            "kernels_compiled_in_loop": result.info["kernels_compiled_in_loop"],
             "realtime_factor_wall": simulated / result.wall_time,
             "realtime_factor_cpu": simulated / cpu,
             "load_average": list(os.getloadavg())}
@@ -72,7 +75,6 @@ def run(out="results/bench-loop", *, controller: str = "qp-coulomb", terrain: st
     if single_threaded_blas(__name__, out, **options):
         return json.loads((Path(out) / "bench.json").read_text())
     scenario = terrain_scenario(terrain, controller=controller, duration=duration)
-    time_loop(terrain_scenario(terrain, controller=controller, duration=0.01))  # compile, load caches
     runs = [time_loop(scenario, clock) for _ in range(repeats)]
     report = {"benchmark": "loop", "scenario": scenario.to_dict(), "clock": clock,
               "python": platform.python_version(), "machine": platform.machine(),
@@ -80,12 +82,14 @@ def run(out="results/bench-loop", *, controller: str = "qp-coulomb", terrain: st
     for i, r in enumerate(runs):
         print(f"\nrun {i + 1}: {r['steps']} steps of {controller} on {terrain}, "
               f"{clock} clock, load average {r['load_average'][0]:.2f}")
-        print(f"  {'phase':12s} {'median us':>10s} {'p90 us':>10s} {'mean us':>10s} {'share':>7s}")
+        print(f"  {'phase':12s} {'median us':>10s} {'p99 us':>10s} {'mean us':>10s} {'share':>7s}")
         for name, p in r["phases"].items():
-            print(f"  {name:12s} {p['median_us']:10.1f} {p['p90_us']:10.1f} {p['mean_us']:10.1f} "
+            print(f"  {name:12s} {p['median_us']:10.1f} {p['p99_us']:10.1f} {p['mean_us']:10.1f} "
                   f"{100 * p['share']:6.1f}%")
         s = r["step"]
-        print(f"  {'step':12s} {s['median_us']:10.1f} {s['p90_us']:10.1f} {s['mean_us']:10.1f}")
+        print(f"  {'step':12s} {s['median_us']:10.1f} {s['p99_us']:10.1f} {s['mean_us']:10.1f}")
+        print(f"  whole step / simulator phase (torque input and one step): {r['step_over_simulator']:.2f}x "
+              f"(medians); kernels first met in the loop: {r['kernels_compiled_in_loop']}")
         print(f"  real-time factor {r['realtime_factor_wall']:.2f} (wall), "
               f"{r['realtime_factor_cpu']:.2f} (CPU)")
     out = Path(out)
