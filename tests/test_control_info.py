@@ -19,7 +19,7 @@ from controllers.base import Solution
 from experiments.benchmarks.controllers import standing_problem
 from idyn import lcp
 from idyn.errors import SolverError
-from idyn.qp import solve_qp
+from idyn.qp import QPStatus, solve_qp
 from test_controllers import feed_sensor
 from test_controllers_noslip import _grasp
 
@@ -110,11 +110,11 @@ def test_lcp_noslip_reports_its_numerical_failure_as_a_status():
 
 # ---------------------------------------------------------------------- one enum
 def test_one_status_enum_shared_with_the_solvers():
-    assert idyn.Status is Status and lcp.LCPStatus is Status
+    assert idyn.Status is Status and lcp.LCPStatus is Status and QPStatus is Status
     res = lcp.lemke(np.eye(2), np.array([-1.0, 1.0]))
     assert res.status is Status.SOLVED and res.status is lcp.LCPStatus.SOLVED and res.solved
     qp = solve_qp(np.eye(1), np.zeros(1), A_in=np.array([[1.0], [-1.0]]), b_in=np.array([1.0, 0.0]))
-    assert qp.status.value == "infeasible" and Status(qp.status.value) is Status.INFEASIBLE
+    assert qp.status is Status.INFEASIBLE and not qp.solved
     # values are the names traces and recorded replays store
     assert {s.value for s in Status} == {"solved", "max_pivots", "ray_termination", "numerical_failure",
                                          "infeasible", "failed", "non-finite"}
