@@ -1,13 +1,15 @@
 """Inverse-dynamics controllers of Zapolsky & Drumwright, the PID baseline and sensed-force ID.
 
 ``controllers.make(name, model, **options)`` builds one of ``controllers.available()``;
-every controller honours the contract of :class:`controllers.Controller` (docs/conventions.md).
+every controller honours the contract of :class:`controllers.Controller` and
+reports each step in a :class:`controllers.ControlInfo` (docs/conventions.md).
 """
 from idyn.state import Desired, RobotState
+from idyn.status import Status
 
-from .base import Controller, ControlOutput, available, make, register
+from .base import ControlInfo, Controller, ControlOutput, available, make, register
 from .feedback import ErrorFeedback
 from . import lcp_noslip, lcp_coulomb, qp_coulomb, qp_noslip, sensed, pid  # noqa: F401  (registration)
 
-__all__ = ["Controller", "ControlOutput", "Desired", "ErrorFeedback", "RobotState", "available",
-           "make", "register"]
+__all__ = ["ControlInfo", "Controller", "ControlOutput", "Desired", "ErrorFeedback", "RobotState", "Status",
+           "available", "make", "register"]

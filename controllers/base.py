@@ -6,7 +6,7 @@ Every controller is built by ``controllers.make(name, model, **options)`` and us
     out = ctrl.compute(RobotState(q, v, t), Desired(q_des, v_des, vdot_des), contacts)
     out.tau              # (na,) actuator torques, always finite
     out.contact_forces   # (len(contacts), 3) [normal, s, t] in newtons, each contact's frame
-    out.info             # status, pivots, fallback, solve_time, predicted v+, ...
+    out.info             # ControlInfo: status, pivots, fallback, solve_time, v_next, ...
 
 A controller imports no simulator: the loop (PyBullet, idyn.sim, MuJoCo, hardware) supplies the
 state and the geometric contact candidates and applies ``tau``.
@@ -23,23 +23,23 @@ and share the force equally, :mod:`controllers.duplicates`; False: the solver ge
 as the paper's controllers did in its timing experiment, Sec. 8.4.2 and Fig. 19; ``lcp-noslip``
 and the controllers that predict no forces never merge).
 
-``info`` keys (all controllers): ``controller``, ``status`` (str), ``pivots`` (int),
-``fallback`` (None or the name of the fallback that produced ``tau``), ``solve_time`` (s),
-``v_next`` (predicted velocity at the end of the step, None if not predicted), and after a
-touchdown impact ``impact_forces`` ((m, 3) N, the part of ``contact_forces`` due to it).
+``out.info`` is a :class:`ControlInfo`: how the step's solve finished (an :class:`idyn.Status`,
+the enum the LCP and QP solvers report too), the fallback that produced ``tau`` if any, pivots,
+solve time, the predicted velocity, the touchdown impact forces and the controller's own extras.
 """
 from __future__ import annotations
 
 import time
 from abc import ABC, ABCMeta, abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
 from idyn import Contact, RobotModel, validation
 from idyn.errors import InvalidInputError
 from idyn.state import Desired, RobotState
+from idyn.status import Status
 
 from ._reduced_kernel import all_finite
 from .duplicates import merge_duplicates, split_forces
@@ -48,18 +48,65 @@ from .feedback import DEFAULT_GAINS, ErrorFeedback
 from .impact import IMPACT_SPEED_TOL
 
 
+@dataclass(frozen=True, slots=True)
+class ControlInfo:
+    """What a control step reports besides its torques and forces (:attr:`ControlOutput.info`).
+
+    Attributes:
+        controller: the registry name of the controller that ran.
+        status: how the step's solve finished. ``Status.SOLVED``: ``tau`` comes from a solved
+            contact model, the controller's own or the one named by ``fallback``. Otherwise why
+            the controller's model failed (an LCP or QP status, ``FAILED`` when it raised,
+            ``NON_FINITE`` when its answer was not finite), and ``fallback`` names what produced
+            ``tau``.
+        pivots: pivots (LCP) or active-set iterations (QP) of the main solve, 0 if none.
+        fallback: None, or the name of the fallback that produced ``tau`` and ``contact_forces``
+            (``"no-contact-id"``: contact-free inverse dynamics, eqs. 88-90 with no impulses,
+            and zero forces; ``"qp-coulomb-1stage"``: lcp-coulomb's complementarity-free model).
+        solve_time: seconds of wall time the whole :meth:`Controller.compute` call took.
+        v_next: the generalised velocity predicted at the end of the step (nv,), or None for a
+            controller that predicts none.
+        impact_forces: None, or after a touchdown impact (:mod:`controllers.impact`) the (m, 3)
+            part of ``contact_forces`` (N, [normal, s, t]) due to the impact impulse.
+        merged_contacts: how many exactly duplicated contacts were solved as one copy
+            (:mod:`controllers.duplicates`), 0 if none.
+        error: None, or the message of the exception the controller's model raised.
+        details: the controller's own extras, by name (read, do not modify), e.g. Stage I and II
+            statuses (``"stage1_status"``, ``"stage2_status"``), ``"kept_tangent_rows"``,
+            ``"unenforceable_contacts"``, ``"separation_priced"``, lcp-noslip's ``"held"``,
+            ``"slip_released"`` and ``"consistency_qp"``; each controller's module documents its
+            own. Their statuses are strings (the sub-solves' ``Status.value``).
+    """
+
+    controller: str
+    status: Status
+    pivots: int = 0
+    fallback: str | None = None
+    solve_time: float = 0.0
+    v_next: np.ndarray | None = None
+    impact_forces: np.ndarray | None = None
+    merged_contacts: int = 0
+    error: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class ControlOutput:
     """What :meth:`Controller.compute` returns."""
 
     tau: np.ndarray
     contact_forces: np.ndarray
-    info: dict = field(default_factory=dict)
+    info: ControlInfo
 
 
 @dataclass
 class Solution:
-    """What a controller's ``_solve`` returns: torques, forces and its own info entries."""
+    """What a controller's ``_solve`` returns: torques, forces and its own info entries.
+
+    :meth:`Controller.compute` turns ``info`` into the step's :class:`ControlInfo`: the keys
+    ``"status"`` (an :class:`idyn.Status` or its value; default SOLVED), ``"pivots"``,
+    ``"fallback"`` and ``"error"`` become its fields, every other key goes to its ``details``.
+    """
 
     tau: np.ndarray
     contact_forces: np.ndarray
@@ -134,33 +181,48 @@ class Controller(ABC, metaclass=_WarmedUp):
         t0 = time.perf_counter()
         q, v, contacts = self._check(state, desired, contacts)
         vdot = self.command(q, v, desired)
-        info: dict = {"controller": self.name, "status": "solved", "pivots": 0, "fallback": None}
+        status, pivots, fallback, error, details = Status.SOLVED, 0, None, None, {}
+        merged_count, impact = 0, None
         sol = None
         merged = self.merge_duplicates and len(contacts) > 1
         if merged:
             solved_for, owner, copies = merge_duplicates(contacts)
             merged = len(solved_for) < len(contacts)
-            info["merged_contacts"] = len(contacts) - len(solved_for)
+            merged_count = len(contacts) - len(solved_for)
         try:
             sol = self._solve(q, v, vdot, solved_for if merged else contacts)
         except Exception as exc:  # noqa: BLE001 -- inputs are validated above: any failure here
             # is numerical (or a solver bug) and must not reach the control loop; it is reported
-            info["status"], info["error"] = "failed", f"{type(exc).__name__}: {exc}"
+            status, error = Status.FAILED, f"{type(exc).__name__}: {exc}"
         if sol is not None:
-            info.update(sol.info)
+            if sol.info:
+                details = dict(sol.info)
+                status = self._status(details.pop("status", Status.SOLVED))
+                pivots = int(details.pop("pivots", 0))
+                fallback = details.pop("fallback", None)
+                error = details.pop("error", None)
             if merged:
                 sol.contact_forces = split_forces(sol.contact_forces, owner, copies)
             impact = self.dynamics.last_impact if self.predicts_contact_forces else None
-            if impact is not None:   # included in contact_forces; reported for the residual checks
-                info["impact_forces"] = split_forces(impact, owner, copies) if merged else impact
+            if impact is not None and merged:   # included in contact_forces; reported for the residual checks
+                impact = split_forces(impact, owner, copies)
         if sol is None or not all_finite(sol.tau, sol.contact_forces.ravel(), _NOTHING, _NOTHING, _NOTHING):
             sol = self._fallback(q, v, vdot, len(contacts))
-            info["fallback"] = "no-contact-id"
-            if info["status"] == "solved":
-                info["status"] = "non-finite"
-        info["v_next"] = sol.v_next
-        info["solve_time"] = time.perf_counter() - t0
+            fallback = "no-contact-id"
+            if status is Status.SOLVED:
+                status = Status.NON_FINITE
+        info = ControlInfo(self.name, status, pivots, fallback, time.perf_counter() - t0, sol.v_next, impact,
+                           merged_count, error, details)
         return ControlOutput(sol.tau, sol.contact_forces, info)
+
+    def _status(self, raw) -> Status:
+        """``raw`` (a :class:`Status` or its value) as a :class:`Status`; a string no member has
+        is a bug in the controller and raises ValueError."""
+        try:
+            return _STATUS[raw]
+        except (KeyError, TypeError):
+            raise ValueError(f"controller {self.name!r} reported status {raw!r}, which is no idyn.Status "
+                             f"({', '.join(s.value for s in Status)})") from None
 
     def command(self, q, v, desired: Desired) -> np.ndarray:
         """Desired actuated acceleration after the shared error feedback (Sec. 7.3)."""
@@ -211,6 +273,8 @@ class Controller(ABC, metaclass=_WarmedUp):
 
 #: the vectors :func:`all_finite` is not given (it always takes five)
 _NOTHING = np.zeros(0)
+#: each Status by itself and by its value
+_STATUS = {**{s: s for s in Status}, **{s.value: s for s in Status}}
 
 
 # ---------------------------------------------------------------------- registry
@@ -240,4 +304,4 @@ def make(name: str, model: RobotModel, **options) -> Controller:
         raise InvalidInputError(f"controller {name!r}: {exc}") from exc
 
 
-__all__ = ["Controller", "ControlOutput", "Solution", "available", "make", "register"]
+__all__ = ["ControlInfo", "Controller", "ControlOutput", "Solution", "available", "make", "register"]

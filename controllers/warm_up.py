@@ -4,8 +4,8 @@ numba compiles (first run after an install) or loads from its disk cache (later 
 kernel on its first call with new argument types; inside a 1 kHz loop either is a stall of
 milliseconds to seconds.  :func:`warm_up` runs the controller on synthetic states of its own
 model so that its loop never meets a kernel for the first time: no contacts; contacts at the
-leaf bodies with finite and with infinite friction, one of them duplicated; a closing velocity
-(the touchdown impact); the contact-free fallback.  The argument types, not the values, decide
+leaf bodies with finite and with infinite friction, all of them or two, one duplicated; closing
+velocities (the touchdown impact); the contact-free fallback.  The argument types, not the values, decide
 what numba compiles, so any model and any contact set exercise the same machine code.
 """
 from __future__ import annotations
@@ -48,15 +48,20 @@ def warm_up(controller) -> None:
     q = model.neutral()
     rng = np.random.default_rng(0)
     v_rest, v_moving = np.zeros(model.nv), 0.3 * rng.standard_normal(model.nv)
+    v_drop = v_rest.copy()
     if model.floating_base:
-        v_moving[2] = -0.5    # the base falls onto its contacts: a closing speed, the impact path
+        v_drop[2] = -0.4      # the base falls onto its contacts: every one closes, the impact path
+    else:
+        v_drop = -v_moving
     desired = Desired(q[model.actuated_q], np.zeros(model.na), np.zeros(model.na))
     bodies = leaf_bodies(model)
     observe = getattr(controller, "observe_contact_forces", None)
     cases = [((), v_rest)]
     if bodies:
         finite, rigid = _contacts(model, q, bodies, 0.8), _contacts(model, q, bodies, math.inf)
-        cases += [(finite + finite[:1], v_rest), (rigid, v_rest), (finite, v_moving), (rigid, v_moving)]
+        for contacts in (finite, rigid):
+            cases += [(contacts[:2], v_rest), (contacts, v_drop), (contacts, v_moving)]
+        cases += [(finite + finite[:1], v_rest), (rigid, v_rest)]
     for contacts, v in cases:
         state = RobotState(q, v, 0.0)
         if observe is not None:

@@ -171,14 +171,14 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
             observe(contacts, sensed)
         t8 = clock()
         info = out.info
-        status = info.get("status")
+        status = info.status
         code = codes.get(status)
         if code is None:
-            code = codes[status] = trace.status_code(str(status))
+            code = codes[status] = trace.status_code(status.value)
         trace.record(state.t, state.q, state.v, desired.q, desired.v, tau,
                      _normal_total(out.contact_forces) if active else 0.0,
                      _normal_total(sensed) if contacts else 0.0, len(contacts),
-                     code, info.get("solve_time", np.nan), com(state.q))
+                     code, info.solve_time, com(state.q))
         if progress is not None:
             progress(k + 1, steps)
         done = stop is not None and stop(state)

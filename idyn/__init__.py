@@ -8,11 +8,12 @@ from .contact import (Contact, ContactJacobians, ContactSet, contact_drift, cont
 from .errors import (IdynError, InvalidInputError, ModelLoadError, NonFiniteError, ShapeError,
                      SolverError, UnknownFrameError)
 from .model import RobotModel
+from .status import Status
 
 __version__ = "0.1.0"
 
 __all__ = [
     "RobotModel", "Contact", "ContactSet", "ContactJacobians", "contact_jacobians", "contact_drift",
     "friction_pyramid", "IdynError", "InvalidInputError", "ModelLoadError", "NonFiniteError",
-    "ShapeError", "SolverError", "UnknownFrameError",
+    "ShapeError", "SolverError", "Status", "UnknownFrameError",
 ]

@@ -37,7 +37,6 @@ semi-definite ``H``).  The adapter adds what a control loop needs around them:
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +45,7 @@ from . import _qp_kernel as kernel
 from . import validation
 from .errors import InvalidInputError
 from .lcp.qr import pivoted_qr_diagonal
+from .status import Status
 
 #: Relative ridge values tried, in order, when the backend rejects a singular Hessian.
 REGULARIZATION_SCHEDULE = (1e-9, 1e-7, 1e-5)
@@ -55,10 +55,8 @@ EQUALITY_RANK_TOL = 1e-10
 BACKENDS = ("quadprog", "cvxopt")
 
 
-class QPStatus(enum.Enum):
-    SOLVED = "solved"
-    INFEASIBLE = "infeasible"
-    FAILED = "failed"
+#: the adapter's status is the package's one :class:`idyn.Status` (SOLVED, INFEASIBLE or FAILED)
+QPStatus = Status
 
 
 _SCHEDULE = np.array(REGULARIZATION_SCHEDULE)

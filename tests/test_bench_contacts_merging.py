@@ -10,6 +10,7 @@ import pytest
 import controllers
 from experiments.benchmarks import contacts as bench_contacts
 from experiments.benchmarks.controllers import standing_problem
+from idyn import Status
 from idyn.errors import InvalidInputError
 from test_controllers import check_physics, weight
 
@@ -17,7 +18,7 @@ from test_controllers import check_physics, weight
 MERGING = ["lcp-coulomb", "qp-coulomb", "qp-coulomb-1stage", "qp-noslip"]
 #: relative tolerance between the merged and unmerged solves: Lemke's answer is exact, the QP
 #: backends' optima are exact to their precision; a Stage I LCP that needed the Tikhonov
-#: regularization ``info["regularization"]`` is perturbed by O(that) as well
+#: regularization ``info.details["regularization"]`` is perturbed by O(that) as well
 TOL = {"lcp-coulomb": 1e-9, "qp-coulomb": 1e-5, "qp-coulomb-1stage": 1e-5, "qp-noslip": 1e-5}
 
 
@@ -36,8 +37,8 @@ def test_the_option_is_validated_and_stored():
 @pytest.mark.parametrize("mu", [0.3, 1.0])
 @pytest.mark.parametrize("name", MERGING)
 def test_unmerged_solve_is_a_solution_of_the_duplicated_problem(name, mu):
-    """Three copies of each foot contact: with merging off the solver sees all 12 (no
-    ``merged_contacts``), its forces pass the residual checks of every controller (eq. 37 on
+    """Three copies of each foot contact: with merging off the solver sees all 12
+    (``merged_contacts`` 0), its forces pass the residual checks of every controller (eq. 37 on
     every row, the floating base's unactuated; cone; non-penetration; complementarity for the
     LCP) and, since every model's torque is unique on exact duplicates (controllers.duplicates:
     the LCP's, Stage I's v+ and Stage II's ridge optimum), tau, v+ and each foot's total force
@@ -45,13 +46,13 @@ def test_unmerged_solve_is_a_solution_of_the_duplicated_problem(name, mu):
     p = standing_problem("links", 12, mu, rng=np.random.default_rng(3), noise=1e-3)
     off = controllers.make(name, p.model, merge_duplicates=False).compute(p.state, p.desired, p.contacts)
     on = controllers.make(name, p.model).compute(p.state, p.desired, p.contacts)
-    assert "merged_contacts" not in off.info and on.info["merged_contacts"] == 8
-    assert off.info["status"] == "solved" and off.info["fallback"] is None
+    assert off.info.merged_contacts == 0 and on.info.merged_contacts == 8
+    assert off.info.status is Status.SOLVED and off.info.fallback is None
     check_physics(name, p.model, p.state, p.contacts, off)
-    tol = TOL[name] + 10 * max(out.info.get("regularization", 0.0) for out in (off, on))
+    tol = TOL[name] + 10 * max(out.info.details.get("regularization", 0.0) for out in (off, on))
     scale = max(1.0, np.abs(on.tau).max())
     assert np.abs(off.tau - on.tau).max() <= tol * scale
-    assert np.abs(off.info["v_next"] - on.info["v_next"]).max() <= tol * scale
+    assert np.abs(off.info.v_next - on.info.v_next).max() <= tol * scale
     per_foot = [out.contact_forces.reshape(4, 3, 3).sum(axis=1) for out in (off, on)]
     assert np.abs(per_foot[0] - per_foot[1]).max() <= tol * weight(p.model)
 

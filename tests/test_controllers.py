@@ -37,7 +37,7 @@ def step_residual(model, state, contacts, out, dt=1e-3) -> np.ndarray:
     jac = contact_jacobians(model, q, contacts)
     f = out.contact_forces
     gen = jac.N.T @ f[:, 0] + jac.S.T @ f[:, 1] + jac.T.T @ f[:, 2] if contacts else np.zeros(model.nv)
-    return model.mass_matrix(q) @ (out.info["v_next"] - v) - dt * (
+    return model.mass_matrix(q) @ (out.info.v_next - v) - dt * (
         model.actuation_matrix().T @ out.tau + gen - model.bias_forces(q, v))
 
 
@@ -46,14 +46,14 @@ def check_physics(name, model, state, contacts, out, dt=1e-3):
     m = len(contacts)
     assert out.tau.shape == (model.na,) and np.all(np.isfinite(out.tau))
     assert out.contact_forces.shape == (m, 3) and np.all(np.isfinite(out.contact_forces))
-    if out.info["v_next"] is None:
+    if out.info.v_next is None:
         return
     # residuals are relative to the magnitudes involved (deep penetration with phi/dt
     # stabilisation legitimately asks for huge impulses)
     mag = max(weight(model), np.abs(out.tau).max(initial=0), np.abs(out.contact_forces).max(initial=0))
     scale = 1.0 + 10 * dt * mag
     assert np.abs(step_residual(model, state, contacts, out, dt)).max() <= 1e-8 * scale
-    if not m or name not in PREDICTORS or out.info["fallback"]:
+    if not m or name not in PREDICTORS or out.info.fallback:
         return
     f = out.contact_forces
     mu = np.array([c.mu for c in contacts])
@@ -66,13 +66,13 @@ def check_physics(name, model, state, contacts, out, dt=1e-3):
     jac = contact_jacobians(model, state.q, contacts)
     # the controllers' model clamps an overlap to zero gap (penetration_recovery = 0 by default,
     # controllers.dynamics): an overlapping contact must not close further, not push apart
-    wN = jac.N @ out.info["v_next"] + np.maximum(jac.phi, 0.0) / dt
-    if out.info.get("consistency_qp") is None:
+    wN = jac.N @ out.info.v_next + np.maximum(jac.phi, 0.0) / dt
+    if out.info.details.get("consistency_qp") is None:
         assert np.all(wN >= -1e-6 * scale)
-    if name in COMPLEMENTARITY and "consistency_qp" not in out.info:
+    if name in COMPLEMENTARITY and "consistency_qp" not in out.info.details:
         # complementarity holds for the model's own forces; a touchdown impulse (applied before
         # the step, controllers.impact) is complementary to the post-impact velocity instead
-        fN = f[:, 0] - out.info.get("impact_forces", np.zeros((m, 3)))[:, 0]
+        fN = f[:, 0] - (out.info.impact_forces[:, 0] if out.info.impact_forces is not None else 0.0)
         assert np.abs(fN * dt * wN).max() <= 1e-8 * scale
 
 
@@ -104,9 +104,8 @@ def test_registry_names_match_spec():
 @pytest.mark.parametrize("name", NAMES)
 def test_info_carries_status_pivots_fallback_time(name):
     _, out = standing_output(name)
-    for key in ("status", "pivots", "fallback", "solve_time", "v_next"):
-        assert key in out.info
-    assert out.info["solve_time"] > 0
+    assert isinstance(out.info, controllers.ControlInfo) and isinstance(out.info.status, controllers.Status)
+    assert out.info.controller == name and out.info.pivots >= 0 and out.info.solve_time > 0
 
 
 # --------------------------------------------------------------------------- standing
@@ -118,10 +117,10 @@ def test_standing_on_four_feet(name, robot):
     if name in PREDICTORS:
         total = out.contact_forces[:, 0].sum()
         assert abs(total - weight(p.model)) <= 0.005 * weight(p.model)
-        assert out.info["fallback"] is None
+        assert out.info.fallback is None
     if name in NO_SLIP:
         jac = contact_jacobians(p.model, p.state.q, p.contacts)
-        vn = out.info["v_next"]
+        vn = out.info.v_next
         assert np.abs(jac.S @ vn).max() <= 1e-6 and np.abs(jac.T @ vn).max() <= 1e-6
 
 
@@ -137,7 +136,7 @@ def test_no_contacts_equals_rnea(name):
     state = RobotState(p.state.q, rng.standard_normal(model.nv) * 0.3)
     ctrl = controllers.make(name, model, feedback=False)
     out = ctrl.compute(state, Desired(p.desired.q, p.desired.v, vdot), [])
-    acc = (out.info["v_next"] - state.v) / 1e-3
+    acc = (out.info.v_next - state.v) / 1e-3
     assert np.allclose(acc[model.actuated_v], vdot)
     rnea = model.inverse_dynamics(state.q, state.v, acc)
     assert np.abs(rnea[model.unactuated_v]).max() < 1e-8      # the base is free-floating
@@ -153,7 +152,7 @@ CASES = [(4, 1.0), (8, 0.0), (12, 100.0), (16, 1.0)]
 def test_duplicated_contacts_and_extreme_friction(name, n, mu):
     p, out = standing_output(name, "links", n, mu)
     check_physics(name, p.model, p.state, p.contacts, out)
-    if name in PREDICTORS and out.info["fallback"] is None:
+    if name in PREDICTORS and out.info.fallback is None:
         assert abs(out.contact_forces[:, 0].sum() - weight(p.model)) <= 0.005 * weight(p.model)
 
 
@@ -183,9 +182,9 @@ def test_inconsistent_desired_accelerations(name):
     out = ctrl.compute(p.state, desired, p.contacts)
     check_physics(name, model, p.state, p.contacts, out)
     if name == "lcp-noslip":      # Sec. 4.5: detected and resolved by the minimal-deviation QP
-        assert out.info.get("consistency_qp") == "solved"
+        assert out.info.details.get("consistency_qp") == "solved"
         jac = contact_jacobians(model, p.state.q, p.contacts)
-        assert np.abs(jac.S @ out.info["v_next"]).max() <= 1e-6
+        assert np.abs(jac.S @ out.info.v_next).max() <= 1e-6
 
 
 # --------------------------------------------------------------------------- manipulator
@@ -230,7 +229,7 @@ def test_fingertips_hold_the_box(name, mu):
     on_box = -sum(c.frame().T @ f for c, f in zip(contacts, out.contact_forces))
     mg = man.box_mass * float(np.linalg.norm(mb.gravity))
     assert on_box[2] == pytest.approx(mg, rel=0.01)
-    assert np.abs(out.info["v_next"][mb.unactuated_v]).max() < 1e-6
+    assert np.abs(out.info.v_next[mb.unactuated_v]).max() < 1e-6
 
 
 # --------------------------------------------------------------------------- robustness

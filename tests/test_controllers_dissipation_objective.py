@@ -43,7 +43,7 @@ def test_contact_work_objective_keeps_pushing_feet_stuck():
     model, state, desired, contacts, jac = pushing_stance(mu=100.0)
     ctrl = controllers.make("qp-coulomb", model, feedback=False)
     out = ctrl.compute(state, desired, contacts)
-    v_next = out.info["v_next"]
+    v_next = out.info.v_next
     assert foot_slip(jac, v_next) < 1e-6
     assert v_next[0] == pytest.approx(state.v[0], abs=1e-3)          # the base keeps moving
     np.testing.assert_allclose(out.contact_forces[:, 0].sum(), 47.0882, rtol=0.01)
@@ -52,7 +52,7 @@ def test_contact_work_objective_keeps_pushing_feet_stuck():
 def test_literal_kinetic_energy_objective_lets_pushing_feet_slide():
     model, state, desired, contacts, jac = pushing_stance(mu=100.0)
     ctrl = controllers.make("qp-coulomb", model, feedback=False, objective="kinetic-energy")
-    v_next = ctrl.compute(state, desired, contacts).info["v_next"]
+    v_next = ctrl.compute(state, desired, contacts).info.v_next
     assert foot_slip(jac, v_next) > 0.05                              # m/s: the feet slide
     assert abs(v_next[0]) < 0.7 * state.v[0]          # the base loses momentum (0.2 -> 0.12 m/s)
 
@@ -71,7 +71,7 @@ def test_frictionless_stage_one_is_the_contact_lcp(seed):
     state = RobotState(state.q, v)
     out = controllers.make("qp-coulomb", model, feedback=False).compute(state, desired, contacts)
     z = out.contact_forces[:, 0] * 1e-3                              # impulses over dt = 1 ms
-    w = jac.N @ out.info["v_next"] + jac.phi / 1e-3
+    w = jac.N @ out.info.v_next + jac.phi / 1e-3
     assert z.min() >= -1e-9 and w.min() >= -1e-7
     assert abs(z @ w) < 1e-7
 

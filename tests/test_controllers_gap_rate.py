@@ -48,13 +48,13 @@ def predict(model, state, desired, contacts, **options):
 
 def gap_rate(jac, out) -> np.ndarray:
     """``N v+ + phi/dt`` (m/s): the end-of-step gap over the step."""
-    return jac.N @ out.info["v_next"] + jac.phi / DT
+    return jac.N @ out.info.v_next + jac.phi / DT
 
 
 def touch_rate(jac, out) -> np.ndarray:
     """``N v+ + max(phi - CONTACT_GAP, 0)/dt`` (m/s): zero when a contact ends the step just
     touching, the complementarity variable of the gap rate."""
-    return jac.N @ out.info["v_next"] + np.maximum(jac.phi - CONTACT_GAP, 0.0) / DT
+    return jac.N @ out.info.v_next + np.maximum(jac.phi - CONTACT_GAP, 0.0) / DT
 
 
 @pytest.mark.parametrize("mu", [0.0, 0.5])

@@ -10,10 +10,10 @@ import pytest
 
 import controllers
 import robots
-from controllers import ControlOutput, Desired, RobotState, lcp_noslip
+from controllers import ControlInfo, ControlOutput, Desired, RobotState, lcp_noslip
 from controllers.warm_start import contact_keys
 from experiments.benchmarks.controllers import foot_contacts, standing_problem
-from idyn import Contact, contact_jacobians
+from idyn import Contact, Status, contact_jacobians
 from test_controllers import grasp_contacts
 
 
@@ -44,7 +44,7 @@ def test_warm_start_survives_a_changing_contact_set():
     ctrl.compute(p.state, p.desired, p.contacts)
     for contacts in (p.contacts[1:3], p.contacts[3:], p.contacts):
         out = ctrl.compute(p.state, p.desired, contacts)
-        assert out.info["status"] == "solved" and out.info["fallback"] is None, out.info.get("error")
+        assert out.info.status is Status.SOLVED and out.info.fallback is None, out.info.error
 
 
 def test_touchdown_a_few_micrometres_above_the_plane_needs_no_huge_impulses():
@@ -61,7 +61,7 @@ def test_touchdown_a_few_micrometres_above_the_plane_needs_no_huge_impulses():
     contacts[2] = Contact(last.body_a, None, last.point + [0, 0, 2.2e-5], (0, 0, 1), np.inf, phi=2.2e-5)
     state = RobotState(p.state.q, v)
     out = controllers.make("lcp-noslip", model).compute(state, p.desired, contacts)
-    assert out.info["status"] == "solved" and out.info.get("consistency_qp") is None
+    assert out.info.status is Status.SOLVED and out.info.details.get("consistency_qp") is None
     assert np.abs(out.contact_forces).max() < 10 * weight(model)
     assert np.abs(out.tau).max() < 20.0
 
@@ -77,8 +77,8 @@ def test_a_receding_contact_carries_no_tangential_force():
     desired = Desired(p.desired.q, v[model.actuated_v], np.zeros(model.na))  # keep moving
     ctrl = controllers.make("lcp-noslip", model, feedback=False)
     out = ctrl.compute(state, desired, p.contacts)
-    assert out.info["status"] == "solved" and out.info["slip_released"] >= 1
-    f, vn = out.contact_forces, out.info["v_next"]
+    assert out.info.status is Status.SOLVED and out.info.details["slip_released"] >= 1
+    f, vn = out.contact_forces, out.info.v_next
     jac = contact_jacobians(model, q, p.contacts)
     receding = (f[:, 0] == 0.0) & (jac.N @ vn > 1e-6)
     assert receding[0]                                           # the lifted foot leaves
@@ -115,15 +115,15 @@ def test_qp_noslip_holds_the_feet_where_removing_the_cone_lets_them_slide():
     p, contacts, desired = _diagonal_pair_pushing_forward()
     jac = contact_jacobians(p.model, p.state.q, contacts)
     out = controllers.make("qp-noslip", p.model, feedback=False).compute(p.state, desired, contacts)
-    assert out.info["status"] == "solved" and sum(out.info["kept_tangent_rows"]) == 3
-    vn = out.info["v_next"]
+    assert out.info.status is Status.SOLVED and sum(out.info.details["kept_tangent_rows"]) == 3
+    vn = out.info.v_next
     assert np.abs(jac.S @ vn).max() < 1e-9 and np.abs(jac.T @ vn).max() < 1e-9
     literal = controllers.make("qp-coulomb", p.model, feedback=False, objective="kinetic-energy")
-    vf = literal.compute(p.state, desired, contacts).info["v_next"]
+    vf = literal.compute(p.state, desired, contacts).info.v_next
     # the commanded base speed change is 1 m/s^2 * 1 ms: the feet slide by most of it
     assert max(np.abs(jac.S @ vf).max(), np.abs(jac.T @ vf).max()) > 0.5e-3
     work = controllers.make("qp-coulomb", p.model, feedback=False).compute(p.state, desired, contacts)
-    vw = work.info["v_next"]
+    vw = work.info.v_next
     assert max(np.abs(jac.S @ vw).max(), np.abs(jac.T @ vw).max()) < 1e-9
 
 
@@ -141,7 +141,7 @@ def test_no_slip_rows_are_chosen_well_conditioned():
     vdot = np.random.default_rng(5).normal(0, 20.0, model.na)
     out = controllers.make("lcp-noslip", model).compute(p.state, Desired(p.desired.q, p.desired.v, vdot),
                                                           [rf, rh])
-    assert out.info["status"] == "solved"
+    assert out.info.status is Status.SOLVED
     assert np.abs(out.contact_forces[:, 1:]).max() < 10 * weight(model)
 
 
@@ -167,10 +167,10 @@ def test_touchdown_impact_is_not_fought_by_the_actuators():
         rigid = controllers.make(name, model, feedback=False, impact=False).compute(state, desired, p.contacts)
         ctrl = controllers.make(name, model, feedback=False)
         out = ctrl.compute(state, desired, p.contacts)
-        assert "impact_forces" in out.info and "impact_forces" not in rigid.info
+        assert out.info.impact_forces is not None and rigid.info.impact_forces is None
         assert ctrl.dynamics.last_impact_status == "solved"
         assert np.abs(out.tau).max() < 0.2 * np.abs(rigid.tau).max(), name
-        impulses = out.info["impact_forces"] * 1e-3
+        impulses = out.info.impact_forces * 1e-3
         assert impulses[0, 0] > 0.0
         v_after = v + np.linalg.solve(M, J.T @ impulses.T.ravel())
         w_n = jac.N @ v_after                          # gaps are zero: the post-impact normal speeds
@@ -202,9 +202,9 @@ def test_an_approaching_contact_whose_gap_stays_open_carries_no_friction():
     contacts[0] = Contact(c.body_a, None, c.point, c.normal, np.inf, phi=1e-3)
     desired = Desired(p.desired.q, v[model.actuated_v], np.zeros(model.na))  # keep swinging
     out = controllers.make("lcp-noslip", model, feedback=False).compute(RobotState(q, v), desired, contacts)
-    assert out.info["status"] == "solved" and out.info["slip_released"] >= 1
+    assert out.info.status is Status.SOLVED and out.info.details["slip_released"] >= 1
     jac = contact_jacobians(model, q, contacts)
-    gap_after = jac.phi + 1e-3 * (jac.N @ out.info["v_next"])
+    gap_after = jac.phi + 1e-3 * (jac.N @ out.info.v_next)
     assert gap_after[0] > 5e-4 and np.all(out.contact_forces[0] == 0.0)
     assert abs(out.contact_forces[1:, 0].sum() - weight(model)) < 0.1 * weight(model)
 
@@ -227,11 +227,11 @@ def test_fingertips_touching_hold_the_box_and_open_fingers_let_it_fall():
         man, mb, q, contacts = _grasp(gap)
         hold = Desired(man.q0, np.zeros(mb.na), np.zeros(mb.na))
         out = controllers.make("lcp-noslip", mb).compute(RobotState(q, np.zeros(mb.nv)), hold, contacts)
-        assert out.info["status"] == "solved"
-        box_v = out.info["v_next"][mb.unactuated_v][:3]
+        assert out.info.status is Status.SOLVED
+        box_v = out.info.v_next[mb.unactuated_v][:3]
         g_dt = float(np.linalg.norm(mb.gravity)) * 1e-3
         if held:
-            assert np.abs(box_v).max() < 1e-6 and out.info["slip_released"] == 0
+            assert np.abs(box_v).max() < 1e-6 and out.info.details["slip_released"] == 0
         else:
             assert np.all(out.contact_forces == 0.0) and np.linalg.norm(box_v) == pytest.approx(g_dt, rel=1e-6)
 
@@ -250,11 +250,11 @@ def test_algorithm_2_failing_on_a_dependent_contact_falls_back_to_lemke():
     ctrl = controllers.make("lcp-noslip", model, feedback=False)
     ctrl._active.store(keys, np.array([0, 2, 3]))              # LF, LH, RH active last step
     out = ctrl.compute(p.state, desired, p.contacts)
-    assert out.info["lcp_fallback"] == "lemke" and out.info["status"] == "solved"
-    assert "consistency_qp" not in out.info
+    assert out.info.details["lcp_fallback"] == "lemke" and out.info.status is Status.SOLVED
+    assert "consistency_qp" not in out.info.details
     np.testing.assert_allclose(out.contact_forces, cold.contact_forces, atol=1e-6 * weight(model))
     jac = contact_jacobians(model, p.state.q, p.contacts)
-    w = jac.N @ out.info["v_next"] + jac.phi / 1e-3
+    w = jac.N @ out.info.v_next + jac.phi / 1e-3
     assert w.min() > -1e-9 and np.abs(out.contact_forces[:, 0] * w).max() < 1e-9
 
 
@@ -262,7 +262,7 @@ def _check_consistent(model, state, contacts, out, sticking, dt=1e-3, tol=1e-7):
     """The residuals of eqs. 46-51's answer: z_N >= 0, N v+ >= -phi/dt, no slip at the sticking
     contacts, |f_t| <= CONSISTENCY_FRICTION f_N there, and the dynamics of eq. 37."""
     jac = contact_jacobians(model, state.q, contacts)
-    f, vn = out.contact_forces, out.info["v_next"]
+    f, vn = out.contact_forces, out.info.v_next
     assert f[:, 0].min() >= 0.0
     assert (jac.N @ vn + jac.phi / dt).min() >= -tol
     assert np.abs(jac.S[sticking] @ vn).max() <= tol and np.abs(jac.T[sticking] @ vn).max() <= tol
@@ -286,8 +286,8 @@ def test_consistency_qp_after_a_numerical_failure_is_bounded_and_consistent():
     vdot[7:] = 50.0                                  # every finger joint closes at 50 rad/s^2
     out = controllers.make("lcp-noslip", mb, consistent_desired=False).compute(
         RobotState(q, np.zeros(mb.nv)), Desired(man.q0, np.zeros(mb.na), vdot), contacts)
-    assert out.info["status"] == "numerical_failure" and out.info["consistency_qp"] == "solved"
-    assert 0.0 < out.info["desired_deviation"] <= (1 + 1e-6) * np.linalg.norm(vdot) * 1e-3
+    assert out.info.status is Status.NUMERICAL_FAILURE and out.info.details["consistency_qp"] == "solved"
+    assert 0.0 < out.info.details["desired_deviation"] <= (1 + 1e-6) * np.linalg.norm(vdot) * 1e-3
     box_weight = man.box_mass * float(np.linalg.norm(mb.gravity))
     assert np.abs(out.contact_forces).max() < 10 * box_weight
     _check_consistent(mb, RobotState(q, np.zeros(mb.nv)), contacts, out, np.arange(len(contacts)))
@@ -314,7 +314,7 @@ def test_consistency_qp_keeps_impulses_physical_on_near_dependent_rows():
     assert info["consistency_qp"] == "solved"
     f = step.forces_from_impulses(z, pyramid=False)
     assert np.abs(f).max() < 3 * weight(model) and np.abs(tau).max() < 20.0
-    _check_consistent(model, state, contacts, ControlOutput(tau, f, {"v_next": v_next}), np.arange(3))
+    _check_consistent(model, state, contacts, ControlOutput(tau, f, ControlInfo("lcp-noslip", Status.NUMERICAL_FAILURE, v_next=v_next)), np.arange(3))
 
 
 def test_a_foot_arriving_sliding_is_not_stopped_by_the_actuators():
@@ -335,7 +335,7 @@ def test_a_foot_arriving_sliding_is_not_stopped_by_the_actuators():
     desired = Desired(p.desired.q, v[model.actuated_v], _press_foot(p.robot, model, q, leg, 50.0))
     held = controllers.make("lcp-noslip", model, feedback=False, slide_speed=np.inf).compute(state, desired, contacts)
     out = controllers.make("lcp-noslip", model, feedback=False).compute(state, desired, contacts)
-    assert out.info["status"] == "solved" and out.info["slip_released"] >= 1
+    assert out.info.status is Status.SOLVED and out.info.details["slip_released"] >= 1
     assert np.all(out.contact_forces[0, 1:] == 0.0)
     assert np.abs(held.contact_forces[0, 1:]).max() > 5 * weight(model)      # the impulse of the stop
     assert np.abs(out.tau).max() < 0.2 * np.abs(held.tau).max()

@@ -43,7 +43,7 @@ def test_every_id_controller_gets_the_same_feedback():
     expected = p.state.v[model.actuated_v] + 1e-3 * (1e3 * -1e-3 + 1 * -1e-3 * 1e-3)
     for name in ("qp-coulomb", "qp-coulomb-1stage", "lcp-coulomb", "sensed-1"):
         out = controllers.make(name, model).compute(state, p.desired, [])
-        assert np.allclose(out.info["v_next"][model.actuated_v], expected)
+        assert np.allclose(out.info.v_next[model.actuated_v], expected)
 
 
 def test_sensed_forces_are_delayed_by_one_or_two_steps():
@@ -62,12 +62,12 @@ def test_sensed_forces_are_delayed_by_one_or_two_steps():
     # the torques are inverse dynamics with the sensed generalized force as external force
     jac = contact_jacobians(model, p.state.q, contacts)
     gen = jac.N.T @ f_old[:, 0]
-    acc = (out.info["v_next"] - p.state.v) / 1e-3
+    acc = (out.info.v_next - p.state.v) / 1e-3
     tau_rnea = model.inverse_dynamics(p.state.q, p.state.v, acc) - gen
     assert np.allclose(out.tau, tau_rnea[model.actuated_v], atol=1e-8)
     assert np.abs(tau_rnea[model.unactuated_v]).max() < 1e-8
     two.reset()
-    assert two.compute(p.state, p.desired, contacts).info["sensed"] == "none yet"
+    assert two.compute(p.state, p.desired, contacts).info.details["sensed"] == "none yet"
     with pytest.raises(ShapeError):
         one.observe_contact_forces(contacts, np.zeros((3, 3)))
 
@@ -78,11 +78,11 @@ def test_lcp_coulomb_mindiff_picks_a_valid_solution_close_to_the_last():
     ctrl = controllers.make("lcp-coulomb", p.model, mindiff=True)
     first = ctrl.compute(p.state, p.desired, contacts)
     second = ctrl.compute(p.state, p.desired, contacts)
-    assert first.info["solver"] == "mindiff" and first.info["solutions"] >= 1
+    assert first.info.details["solver"] == "mindiff" and first.info.details["solutions"] >= 1
     assert np.allclose(first.tau, second.tau, atol=1e-9)
     lemke = controllers.make("lcp-coulomb", p.model).compute(p.state, p.desired, contacts)
     for out in (first, lemke):                      # both solve the same LCP: same base motion
-        assert np.allclose(out.info["v_next"], lemke.info["v_next"], atol=1e-9)
+        assert np.allclose(out.info.v_next, lemke.info.v_next, atol=1e-9)
 
 
 def test_penetration_recovery_option_pushes_overlap_apart():
@@ -104,8 +104,8 @@ def test_penetration_recovery_option_pushes_overlap_apart():
     N = contact_jacobians(model, q, contacts).N
     held = controllers.make("qp-coulomb", model).compute(state, desired, contacts)
     pushed = controllers.make("qp-coulomb", model, penetration_recovery=1.0).compute(state, desired, contacts)
-    assert np.all(N @ held.info["v_next"] >= -1e-9)
-    assert np.all(N @ pushed.info["v_next"] >= 0.1 - 1e-9)          # 1e-4 m / 1e-3 s
+    assert np.all(N @ held.info.v_next >= -1e-9)
+    assert np.all(N @ pushed.info.v_next >= 0.1 - 1e-9)          # 1e-4 m / 1e-3 s
     assert pushed.contact_forces[:, 0].sum() > held.contact_forces[:, 0].sum()
 
 

@@ -112,10 +112,10 @@ def replay(name: str, model, seq: Sequence, each=None) -> dict:
             each(state, s["active"], res)
         out["tau"].append(res.tau)
         out["forces"].append(res.contact_forces.reshape(-1, 3))
-        v_next = res.info["v_next"]
+        v_next = res.info.v_next
         out["v_next"].append(np.full(model.nv, np.nan) if v_next is None else v_next)
-        out["status"].append(str(res.info["status"]))
-        out["fallback"].append(str(res.info["fallback"]))
+        out["status"].append(res.info.status.value)
+        out["fallback"].append(str(res.info.fallback))
         if observe is not None:
             observe(s["seen"], s["sensed"])
     return {"tau": np.array(out["tau"]), "forces": np.concatenate(out["forces"]).reshape(-1, 3),

@@ -51,7 +51,7 @@ def predict(model, state, desired, contacts, **options):
 
 def loaded_separation(jac, out) -> float:
     loaded = out.contact_forces[:, 0] > 1e-3
-    return float((jac.N @ out.info["v_next"])[loaded].max(initial=0.0))
+    return float((jac.N @ out.info.v_next)[loaded].max(initial=0.0))
 
 
 @settings(max_examples=12, deadline=None)
@@ -69,7 +69,7 @@ def test_sliding_feet_are_not_predicted_to_lift_off_under_load(speed, heading):
     excess = lambda out: out.contact_forces[:, 0].sum() - weight
     assert excess(priced) < 0.5 * excess(published)
     assert loaded_separation(jac, priced) < 0.7 * loaded_separation(jac, published)
-    assert priced.info["separation_priced"] >= 1
+    assert priced.info.details["separation_priced"] >= 1
 
 
 def test_a_heavier_price_comes_closer_to_complementarity():
@@ -83,7 +83,7 @@ def test_feet_that_hold_are_not_priced():
     """High friction: the feet stick, nothing separates under load, Stage I is solved once."""
     model, state, desired, contacts, jac = pushing_stance(mu=100.0)
     out = predict(model, state, desired, contacts)
-    assert out.info["separation_priced"] == 0
+    assert out.info.details["separation_priced"] == 0
     np.testing.assert_array_equal(out.tau, predict(model, state, desired, contacts, separation_weight=0.0).tau)
 
 
@@ -113,7 +113,7 @@ def test_separating_loads_reads_the_model_not_the_solver(speed, heading, gaps):
     contacts = [Contact(c.body_a, c.body_b, c.point, c.normal, c.mu, g * CONTACT_GAP) for c, g in zip(contacts, gaps)]
     jac = contact_jacobians(model, state.q, contacts)
     ctrl = controllers.make("qp-coulomb", model, feedback=False, separation_weight=0.0, impact=False)
-    normal_speed = jac.N @ ctrl.compute(state, desired, contacts).info["v_next"]
+    normal_speed = jac.N @ ctrl.compute(state, desired, contacts).info.v_next
     step = ctrl._step(state.q, state.v, ctrl.command(state.q, state.v, desired), contacts)
     prob = build_stage_one(step, coulomb=True)
     z, _ = solve_stage_one(prob, "lemke", "quadprog")

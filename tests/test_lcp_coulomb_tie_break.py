@@ -44,11 +44,11 @@ def recorded(index: int, mu: float | None = None):
 def coulomb_lcp_residual(model, state, contacts, out, dt=1e-3) -> float:
     """Worst violation of eqs. 54-56 (pyramid, Anitescu-Potra) by the answer ``out``, relative to
     the step's force and velocity scales; the pyramid components and ``lambda`` come from
-    ``info["lcp_z"]``, the velocity from ``info["v_next"]``."""
+    ``info.details["lcp_z"]``, the velocity from ``info.v_next``."""
     m = len(contacts)
-    z = out.info["lcp_z"]
+    z = out.info.details["lcp_z"]
     jac = contact_jacobians(model, state.q, contacts)
-    v = out.info["v_next"]
+    v = out.info.v_next
     fN, fF, lam = z[:m], z[m:5 * m], z[5 * m:]
     phi = np.maximum(jac.phi, 0.0)      # the controllers' default gap clamp (controllers.dynamics)
     sN, sS, sT = jac.N @ v, jac.S @ v, jac.T @ v
@@ -62,7 +62,7 @@ def coulomb_lcp_residual(model, state, contacts, out, dt=1e-3) -> float:
 
 def impulse_norm(out) -> float:
     m = out.contact_forces.shape[0]
-    return float(np.linalg.norm(out.info["lcp_z"][:5 * m]))
+    return float(np.linalg.norm(out.info.details["lcp_z"][:5 * m]))
 
 
 # --------------------------------------------------------------------------- standing
@@ -81,7 +81,7 @@ def test_standing_tie_break_spreads_the_weight_lemke_puts_on_two_feet(robot, mu)
     for out in (force, torque):
         check_physics("lcp-coulomb", p.model, p.state, p.contacts, out)
         assert coulomb_lcp_residual(p.model, p.state, p.contacts, out) < 1e-8
-        assert out.info["tie_break"] == "solved"
+        assert out.info.details["tie_break"] == "solved"
         assert np.all(out.contact_forces[:, 0] > 0.2 * W / 4)
         assert out.contact_forces[:, 0].sum() == pytest.approx(W, rel=5e-3)
     assert np.abs(force.contact_forces[:, 1:]).max() < 1e-6 * W
@@ -103,7 +103,7 @@ def test_recorded_trot_answers_solve_the_coulomb_lcp(index, mu, tie_break, consi
     model = TRACE.model()
     state, desired, contacts = recorded(index, mu)
     out = solve(state, desired, contacts, model, tie_break=tie_break, consistent_stance=consistent)
-    assert out.info["fallback"] is None
+    assert out.info.fallback is None
     check_physics("lcp-coulomb", model, state, contacts, out)
     if not contacts:
         return
@@ -111,11 +111,11 @@ def test_recorded_trot_answers_solve_the_coulomb_lcp(index, mu, tie_break, consi
     if consistent:
         return
     lemke = solve(state, desired, contacts, model, tie_break="none")
-    if "lemke_z" in out.info:                       # the face's own start is Lemke's answer
-        np.testing.assert_array_equal(out.info["lemke_z"], lemke.info["lcp_z"])
+    if "lemke_z" in out.info.details:                       # the face's own start is Lemke's answer
+        np.testing.assert_array_equal(out.info.details["lemke_z"], lemke.info.details["lcp_z"])
     # the same desired motion: the actuated end velocity is the prescribed one for both answers
     a = model.actuated_v
-    np.testing.assert_allclose(out.info["v_next"][a], lemke.info["v_next"][a], atol=1e-12)
+    np.testing.assert_allclose(out.info.v_next[a], lemke.info.v_next[a], atol=1e-12)
     if tie_break == "force":
         assert impulse_norm(out) <= impulse_norm(lemke) * (1 + 1e-9) + 1e-12
     else:
@@ -137,10 +137,10 @@ def test_stance_consistency_moves_the_desired_velocity_minimally_and_reduces_sli
             continue
         for consistent in (False, True):
             out = solve(state, desired, contacts, model, consistent_stance=consistent)
-            z = out.info["lcp_z"]
+            z = out.info.details["lcp_z"]
             slides[consistent] += int(np.count_nonzero((z[5 * m:] > 1e-9) & (z[:m] > 1e-9)))
-            if consistent and "qd_change" in out.info:
-                moves.append(out.info["qd_change"])
+            if consistent and "qd_change" in out.info.details:
+                moves.append(out.info.details["qd_change"])
     assert moves and max(moves) < 0.5                       # rad/s, a fraction of one step's feedback
     assert slides[True] < 0.5 * slides[False]
 
@@ -156,4 +156,4 @@ def test_unknown_tie_break_is_a_typed_error():
 def test_tie_break_none_is_plain_lemke():
     p = standing_problem()
     out = solve(p.state, p.desired, p.contacts, p.model, tie_break="none")
-    assert "tie_break" not in out.info and out.info["solver"] == "lemke"
+    assert "tie_break" not in out.info.details and out.info.details["solver"] == "lemke"

@@ -36,7 +36,7 @@ def test_an_exhausted_release_loop_labels_the_answer_with_the_set_it_solved(monk
     out = ctrl.compute(p.state, p.desired, p.contacts)
 
     assert len(solved_for) == 5                               # m + 1 passes, none repeating
-    held = np.flatnonzero(out.info["held"])
+    held = np.flatnonzero(out.info.details["held"])
     np.testing.assert_array_equal(held, solved_for[-1])       # the set the kept answer solved
-    assert out.info["slip_released"] == 4 - held.size and out.info["release_cycle"]
+    assert out.info.details["slip_released"] == 4 - held.size and out.info.details["release_cycle"]
     assert np.isfinite(out.tau).all()

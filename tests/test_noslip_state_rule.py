@@ -23,7 +23,7 @@ import robots
 from controllers import Desired, RobotState, lcp_noslip
 from experiments.benchmarks.controllers import foot_contacts, standing_problem
 from experiments.prediction_table import relative_prediction_error
-from idyn import Contact, RobotModel, contact_jacobians
+from idyn import Contact, RobotModel, Status, contact_jacobians
 from idyn.contact import CONTACT_GAP
 from idyn.errors import InvalidInputError
 from idyn.sim import Box, Plane, Simulator, World, make
@@ -87,12 +87,12 @@ def test_dropped_tangent_rows_hold_in_the_answer(seed, splay, lifted):
     desired = Desired(LINKS.q_stand[model.actuated_q], np.zeros(model.na), vdot)
     ctrl = controllers.make("lcp-noslip", model, feedback=False, consistent_desired=True)
     out = ctrl.compute(state, desired, contacts)
-    assert out.info["status"] == "solved" and out.info["fallback"] is None
-    if out.info.get("consistency_qp") is not None:
+    assert out.info.status is Status.SOLVED and out.info.fallback is None
+    if out.info.details.get("consistency_qp") is not None:
         return                                  # the normal rows needed the QP: its own tests
-    held = out.info["held"]
+    held = out.info.details["held"]
     jac = contact_jacobians(model, state.q, contacts)
-    vn = out.info["v_next"]
+    vn = out.info.v_next
     slip = np.hypot(jac.S @ vn, jac.T @ vn)[held]
     base_speed = np.abs(vn[model.unactuated_v]).max()
     assert slip.max() <= 1e-9 + lcp_noslip.TANGENT_DEPENDENCE_TOL * base_speed, (slip, out.info)
@@ -100,7 +100,7 @@ def test_dropped_tangent_rows_hold_in_the_answer(seed, splay, lifted):
     info = {"status": "numerical_failure"}
     step = ctrl._step(state.q, state.v, vdot, contacts)
     lcp_noslip.min_deviation(step, None, None, None, info, sticking=held)
-    assert out.info.get("tangent_projection", 0.0) <= info["desired_deviation"] + 1e-6
+    assert out.info.details.get("tangent_projection", 0.0) <= info["desired_deviation"] + 1e-6
 
 
 @settings(max_examples=40, deadline=None)
@@ -143,8 +143,8 @@ def test_without_the_projection_the_dropped_rows_slip():
     for projected in (True, False):
         out = controllers.make("lcp-noslip", model, feedback=False,
                                **{**STATE_RULE, "consistent_desired": projected}).compute(state, desired, contacts)
-        assert out.info["held"].all() and out.info["kept_tangent_rows"] == (1, 2)
-        slips[projected] = np.abs(np.concatenate((jac.S, jac.T)) @ out.info["v_next"]).max()
+        assert out.info.details["held"].all() and out.info.details["kept_tangent_rows"] == (1, 2)
+        slips[projected] = np.abs(np.concatenate((jac.S, jac.T)) @ out.info.v_next).max()
     assert slips[True] < 1e-9 and slips[False] > 1e-3, slips
 
 
@@ -161,9 +161,9 @@ def test_fingers_closing_on_a_rigid_box_are_stopped_by_the_projection():
     vdot[7:] = 50.0
     state = RobotState(q, np.zeros(mb.nv))
     out = controllers.make("lcp-noslip", mb).compute(state, Desired(man.q0, np.zeros(mb.na), vdot), contacts)
-    assert out.info["status"] == "solved" and "consistency_qp" not in out.info
-    assert out.info["tangent_projection"] == pytest.approx(np.linalg.norm(vdot) * DT, rel=1e-6)
-    f, vn = out.contact_forces, out.info["v_next"]
+    assert out.info.status is Status.SOLVED and "consistency_qp" not in out.info.details
+    assert out.info.details["tangent_projection"] == pytest.approx(np.linalg.norm(vdot) * DT, rel=1e-6)
+    f, vn = out.contact_forces, out.info.v_next
     assert np.abs(f).max() < man.box_mass * float(np.linalg.norm(mb.gravity))
     jac = contact_jacobians(mb, q, contacts)
     w = jac.N @ vn + jac.phi / DT
@@ -194,21 +194,21 @@ def test_the_simulator_given_the_torques_reproduces_the_state_rule_answer(seed, 
     model = LINKS.model
     desired = Desired(LINKS.q_stand[model.actuated_q], np.zeros(model.na), rng.normal(0.0, 20.0, model.na))
     out = controllers.make("lcp-noslip", model, **STATE_RULE).compute(state, desired, contacts)
-    assert out.info["status"] == "solved" and out.info["fallback"] is None
-    assert out.info.get("consistency_qp") is None
+    assert out.info.status is Status.SOLVED and out.info.fallback is None
+    assert out.info.details.get("consistency_qp") is None
     impulses, v_plus = _model_answer(model, state, contacts, out.tau, hold="state")
     # the held contacts are those touching and not moving apart at the start of the step
     jac = contact_jacobians(model, state.q, contacts)
     held = np.maximum(jac.phi, jac.phi + DT * (jac.N @ state.v)) <= CONTACT_GAP
-    np.testing.assert_array_equal(out.info["held"], held)
+    np.testing.assert_array_equal(out.info.details["held"], held)
     assert np.abs(np.concatenate((jac.S[held], jac.T[held])) @ v_plus).max(initial=0.0) < 1e-12
     # the controller's held feet hold up to the dependence tolerance of Algorithm 1 (feet at
     # slightly different heights); the simulator removes that slip with the light legs' joints
-    slip = np.abs(np.concatenate((jac.S[held], jac.T[held])) @ out.info["v_next"]).max(initial=0.0)
-    speed = max(np.abs(state.v).max(), np.abs(out.info["v_next"]).max())
+    slip = np.abs(np.concatenate((jac.S[held], jac.T[held])) @ out.info.v_next).max(initial=0.0)
+    speed = max(np.abs(state.v).max(), np.abs(out.info.v_next).max())
     assert slip <= lcp_noslip.TANGENT_DEPENDENCE_TOL * speed + 1e-12
     np.testing.assert_allclose(out.contact_forces[:, 0], impulses[:, 0] / DT, atol=1e-6 * weight(model))
-    np.testing.assert_allclose(out.info["v_next"], v_plus, atol=1e-12 + 100 * slip)
+    np.testing.assert_allclose(out.info.v_next, v_plus, atol=1e-12 + 100 * slip)
     assert np.all(np.abs(out.contact_forces[~held, 1:]) < 1e-9 * weight(model))   # the others: frictionless
 
 
@@ -224,12 +224,12 @@ def test_a_sliding_stance_foot_is_stopped_passively():
     out = controllers.make("lcp-noslip", model, feedback=False, **STATE_RULE).compute(state, desired, contacts)
     actuated = controllers.make("lcp-noslip", model, feedback=False, slide_speed=np.inf, **STATE_RULE).compute(
         state, desired, contacts)
-    assert out.info["slide_stopped"] == 1 and "slide_stopped" not in actuated.info
+    assert out.info.details["slide_stopped"] == 1 and "slide_stopped" not in actuated.info.details
     assert out.contact_forces[0, 1] < -0.05 * weight(model) / DT * 1e-3      # against the +x slide
     assert np.abs(out.tau).max() < 0.2 * np.abs(actuated.tau).max()
     jac = contact_jacobians(model, state.q, contacts)
     for o in (out, actuated):   # both end with every foot held
-        assert np.abs(np.concatenate((jac.S, jac.T)) @ o.info["v_next"]).max() < 1e-9
+        assert np.abs(np.concatenate((jac.S, jac.T)) @ o.info.v_next).max() < 1e-9
 
 
 def test_bad_release_and_hold_rules_raise():

@@ -194,7 +194,7 @@ def test_controller_prediction_and_sim_model_agree_on_the_same_state(speed, head
         sol = model_step(model, sim.problem(out.tau), **options)
         predicted, simulated = out.contact_forces[:, 0].sum(), sol.impulses[:, 0].sum() / DT
         assert abs(predicted - simulated) <= tol * simulated, (options, predicted, simulated)
-        assert out.info["separation_priced"] == 0 or sol.separation_priced >= 1
+        assert out.info.details["separation_priced"] == 0 or sol.separation_priced >= 1
 
 
 def test_matched_short_trot_prices_on_both_sides_by_default():

@@ -169,7 +169,7 @@ def time_controllers(problems: list[StandingProblem], names, repeats: int) -> di
                 t1 = time.perf_counter()
                 if i:      # the first step is a warm-up (caches, lazy imports)
                     times[name].append(t1 - t0)
-                    code = out.info.get("status", "?")
+                    code = out.info.status.value
                     statuses[name][code] = statuses[name].get(code, 0) + 1
     result = {"floor": summary(np.array(times["floor"])), "controllers": {}}
     for name in ctrls:

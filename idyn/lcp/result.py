@@ -7,26 +7,14 @@ exactly as the paper does.
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..status import Status
 
-class LCPStatus(enum.Enum):
-    """How a solver finished."""
-
-    SOLVED = "solved"
-    """``(z, w)`` passed the residual check of :func:`idyn.lcp.lcp_residuals`."""
-    MAX_PIVOTS = "max_pivots"
-    """The pivot limit was reached before a solution was found."""
-    RAY_TERMINATION = "ray_termination"
-    """Lemke's path left along a secondary ray (or a principal pivoting method found an
-    unbounded direction): the LCP has no solution that this method can reach."""
-    NUMERICAL_FAILURE = "numerical_failure"
-    """The method terminated but its answer failed the residual check (ill-conditioning)."""
-    INFEASIBLE = "infeasible"
-    """Exhaustive enumeration (:func:`idyn.lcp.mindiff`) found no complementary solution."""
+#: the solvers' status is the package's one :class:`idyn.Status` (this name kept for the LCP API)
+LCPStatus = Status
 
 
 @dataclass(frozen=True)
@@ -36,7 +24,8 @@ class LCPResult:
     Attributes:
         z: the complementary variable (length n), clipped to ``z >= 0``.
         w: ``M z + q`` for the problem the solver actually solved (see ``regularization``).
-        status: :class:`LCPStatus`.
+        status: :class:`idyn.Status` (SOLVED, MAX_PIVOTS, RAY_TERMINATION,
+            NUMERICAL_FAILURE or INFEASIBLE).
         pivots: number of pivots (basis exchanges) performed.
         regularization: ``eps`` if ``(z, w)`` solve the regularised LCP ``(q, M + eps I)``,
             0.0 for the original problem.
@@ -46,11 +35,11 @@ class LCPResult:
 
     z: np.ndarray
     w: np.ndarray
-    status: LCPStatus
+    status: Status
     pivots: int
     regularization: float
     basis: np.ndarray
 
     @property
     def solved(self) -> bool:
-        return self.status is LCPStatus.SOLVED
+        return self.status is Status.SOLVED

@@ -1,0 +1,42 @@
+"""How a solve finished: the one status enum of the LCP solvers, the QP adapter and the controllers.
+
+Solvers never raise on non-convergence (paper Sec. 4-6: a controller falls back to a regularised
+problem, another solver or a simpler model); they report one of these members instead.
+:attr:`idyn.lcp.LCPResult.status` and :attr:`controllers.ControlInfo.status` are this enum.
+Each member's value is a stable lower-case name, the one saved in traces and recorded replays.
+"""
+from __future__ import annotations
+
+import enum
+
+
+class Status(enum.Enum):
+    """How a solver, or a controller step, finished."""
+
+    SOLVED = "solved"
+    """The answer passed its acceptance check (:func:`idyn.lcp.lcp_residuals` for an LCP, the
+    feasibility check of :func:`idyn.qp.solve_qp` for a QP); for a controller step: the torques
+    come from a solved contact model (its own, or the one named by ``ControlInfo.fallback``)."""
+    MAX_PIVOTS = "max_pivots"
+    """A pivoting method reached its pivot limit before a solution was found."""
+    RAY_TERMINATION = "ray_termination"
+    """Lemke's path left along a secondary ray (or a principal pivoting method found an
+    unbounded direction): the LCP has no solution that this method can reach."""
+    NUMERICAL_FAILURE = "numerical_failure"
+    """The method terminated but its answer failed the residual check (ill-conditioning)."""
+    INFEASIBLE = "infeasible"
+    """No point satisfies the constraints: exhaustive enumeration (:func:`idyn.lcp.mindiff`)
+    found no complementary solution, or every QP backend reported infeasibility."""
+    FAILED = "failed"
+    """The solve gave up without a verdict: a QP backend stalled or rejected the problem, or a
+    controller's model raised (``ControlInfo.error`` holds the message)."""
+    NON_FINITE = "non-finite"
+    """A controller's model returned non-finite torques or forces, so they were replaced by
+    ``ControlInfo.fallback``'s."""
+
+    @property
+    def solved(self) -> bool:
+        return self is Status.SOLVED
+
+
+__all__ = ["Status"]
