@@ -69,8 +69,9 @@ def lcp_worst(M: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray | None 
     zs = max(np.abs(z).max(), 1e-300)
     qs = max(np.abs(q).max(), 1e-300)
     ws = qs + np.abs(M).sum(axis=1).max() * np.abs(z).max()
-    return max(max(0.0, -z.min()) / zs, max(0.0, -w.min()) / ws, np.abs(z * w).sum() / (zs * ws),
-               np.abs(w - exact).max() / ws)
+    parts = [max(0.0, -z.min()) / zs, max(0.0, -w.min()) / ws, np.abs(z * w).sum() / zs / ws,
+             np.abs(w - exact).max() / ws]
+    return float(np.max(parts))                         # NaN if any part is NaN
 
 
 def enumerated_lcp(M: np.ndarray, q: np.ndarray, tol: float = 1e-9):
