@@ -35,14 +35,17 @@ def dropped(name, impacts, speed=0.8, mu=0.6, tilt=0.0, spin=0.0):
 
 @pytest.mark.parametrize("name", RIGID)
 def test_passive_impacts_change_nothing_without_an_impact(name):
-    """Resting and slowly landing boxes never trigger the impact phase: bit-identical steps."""
+    """Resting and slowly landing boxes never trigger the impact phase: the same steps, within
+    the envelope of round-off (measured by restarting the passive run from q perturbed by 1e-15
+    relative: after 200 steps forces moved by at most 1.2e-7 of the largest (qp; 1e-11 for the
+    LCP models), q by 3e-14 and v by 3e-13; asserted 1e-6, 1e-12 and 1e-11)."""
     a, b = box_on_plane(name, 0.3, 0.2), box_on_plane(name, 0.3, 0.2, impacts="passive")
     for _ in range(200):
         ra, rb = a.step(np.zeros(0)), b.step(np.zeros(0))
         assert rb.impact is None
-        np.testing.assert_array_equal(ra.forces, rb.forces)
-    np.testing.assert_array_equal(a.q, b.q)
-    np.testing.assert_array_equal(a.v, b.v)
+        np.testing.assert_allclose(rb.forces, ra.forces, rtol=0, atol=1e-6 * max(np.abs(ra.forces).max(initial=0.0), G))
+    np.testing.assert_allclose(b.q, a.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(b.v, a.v, rtol=0, atol=1e-11)
 
 
 def impact_residuals(M, J, v, v_after, phi, mu, impulses):
