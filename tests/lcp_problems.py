@@ -54,3 +54,41 @@ def degenerate_psd(n: int, rank: int, seed: int) -> tuple[np.ndarray, np.ndarray
     q = rows @ rng.standard_normal(3)
     q[rng.random(n) < 0.3] = 0.0
     return M, np.round(q, 1)
+
+
+# ----------------------------------------------------------------------------- oracles
+def lcp_worst(M: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray | None = None) -> float:
+    """Worst violation of ``w = M z + q, z >= 0, w >= 0, z . w = 0`` (paper eq. 115), written here
+    from the equations: each relative to the problem's scales (``max|q|`` for ``w``, ``max|z|`` for
+    ``z``, ``max|q| + ||M||_inf max|z|`` for the equation), not to any solver's own check."""
+    z = np.asarray(z, dtype=float)
+    if z.size == 0:
+        return 0.0
+    exact = M @ z + q
+    w = exact if w is None else np.asarray(w, dtype=float)
+    zs = max(np.abs(z).max(), 1e-300)
+    qs = max(np.abs(q).max(), 1e-300)
+    ws = qs + np.abs(M).sum(axis=1).max() * np.abs(z).max()
+    parts = [max(0.0, -z.min()) / zs, max(0.0, -w.min()) / ws, np.abs(z * w).sum() / zs / ws,
+             np.abs(w - exact).max() / ws]
+    return float(np.max(parts))                         # NaN if any part is NaN
+
+
+def enumerated_lcp(M: np.ndarray, q: np.ndarray, tol: float = 1e-9):
+    """An independent LCP oracle for small ``n`` (<= 10): every active set ``a`` in order of size,
+    ``M_aa z_a = -q_a`` by least squares, the first ``(z, w)`` with ``lcp_worst <= tol``; None when
+    no active set gives a solution (the LCP is infeasible).  For a positive semidefinite ``M``
+    every solution has the same ``w`` (the convex QP's gradient is unique), for a positive
+    definite one the same ``z``, so a solver's answer can be compared with the oracle's."""
+    import itertools
+
+    n = q.size
+    for size in range(n + 1):
+        for a in itertools.combinations(range(n), size):
+            a = list(a)
+            z = np.zeros(n)
+            if a:
+                z[a] = np.linalg.lstsq(M[np.ix_(a, a)], -q[a], rcond=None)[0]
+            if lcp_worst(M, q, z) <= tol:
+                return z, M @ z + q
+    return None

@@ -97,9 +97,10 @@ def test_two_body_contacts_and_a_reused_workspace():
     q2 = m.integrate(q, v, 0.01)
     np.testing.assert_allclose(contact_jacobians(m, q2, contacts, workspace=ws).stacked(),
                                reference_rows(m, q2, contacts), rtol=0, atol=ROUND)
-    # M and h of the pass are pinocchio's, bit for bit
-    np.testing.assert_array_equal(ws.M, m.mass_matrix(q))
-    np.testing.assert_array_equal(ws.h, m.bias_forces(q, v))
+    # M and h of the pass are the model's (the same pinocchio algorithms: measured equal; asserted
+    # to 1e-12 of their largest entry)
+    np.testing.assert_allclose(ws.M, m.mass_matrix(q), rtol=0, atol=1e-12 * np.abs(ws.M).max())
+    np.testing.assert_allclose(ws.h, m.bias_forces(q, v), rtol=0, atol=1e-12 * np.abs(ws.h).max())
     frames = [c.body_a for c in contacts]
     pts = np.array([c.point for c in contacts])
     vel = ws.point_velocities(m.body_joints(frames), pts)
@@ -127,19 +128,37 @@ def test_contact_inputs_read_both_bodies_only_when_some_body_b_moves():
         np.testing.assert_array_equal(mu, [c.mu for c in contacts])
 
 
-def test_tangent_frames_match_the_scalar_formula_and_are_orthonormal():
+def shortest_arc_tangents(n):
+    """Oracle: the rotation about ``z x n`` by the angle between ``z`` and ``n`` (scipy's rotation
+    vector, not the closed form the package uses) applied to ``x`` and ``y``."""
+    from scipy.spatial.transform import Rotation
+
+    axis = np.cross([0.0, 0.0, 1.0], n)
+    angle = np.arctan2(np.linalg.norm(axis), n[2])
+    rot = Rotation.from_rotvec(axis / np.linalg.norm(axis) * angle if angle else np.zeros(3))
+    return rot.apply([1.0, 0.0, 0.0]), rot.apply([0.0, 1.0, 0.0])
+
+
+def test_tangent_frames_are_the_shortest_arc_rotation_of_x_and_y():
+    """(s, t, n) right-handed and orthonormal, s and t the images of x and y under the shortest
+    rotation taking z to n (module docstring of idyn.contact), s = x and t = -y at n = -z.
+    The closed form divides by 1 + n_z: measured over 20,000 random normals, both the distance
+    from the oracle and from orthonormality are at most 4 eps / (1 + n_z); asserted 16 times."""
     rng = np.random.default_rng(2)
     n = rng.normal(size=(50, 3))
     n[0] = (0.0, 0.0, -1.0)
     n[1] = (0.0, 0.0, 1.0)
     n /= np.linalg.norm(n, axis=1)[:, None]
     s, t = tangent_frames(n)
-    for i in range(n.shape[0]):
+    for i in range(2, n.shape[0]):
+        tol = 16 * np.finfo(float).eps / (1 + n[i, 2])
         frame = np.vstack((n[i], s[i], t[i]))
-        np.testing.assert_allclose(frame @ frame.T, np.eye(3), atol=1e-12)
+        np.testing.assert_allclose(frame @ frame.T, np.eye(3), rtol=0, atol=tol)
         assert np.linalg.det(np.vstack((s[i], t[i], n[i]))) == pytest.approx(1.0)
-        np.testing.assert_array_equal(np.array(tangent_frame(n[i])), np.vstack((s[i], t[i])))
-    np.testing.assert_array_equal(s[1], [1, 0, 0])
+        np.testing.assert_allclose(np.vstack((s[i], t[i])), shortest_arc_tangents(n[i]), rtol=0, atol=tol)
+        np.testing.assert_allclose(np.array(tangent_frame(n[i])), np.vstack((s[i], t[i])), rtol=0, atol=tol)
+    np.testing.assert_allclose(np.vstack((s[0], t[0])), [[1, 0, 0], [0, -1, 0]], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(np.vstack((s[1], t[1])), [[1, 0, 0], [0, 1, 0]], rtol=0, atol=1e-15)
 
 
 def test_contact_set_round_trip_and_typed_errors():
@@ -162,7 +181,12 @@ def test_contact_set_round_trip_and_typed_errors():
         ContactSet(["a"], ["a"], [[0, 0, 0]], [[0, 0, 1]], 1.0)
 
 
-def test_framed_contacts_equal_the_validated_contact_set_bit_for_bit_and_reject_bad_rows():
+#: unit normals and tangents of the two framing paths and of the normal's definition: measured at
+#: most 2.2e-16 apart on these rows (normals scaled by 1e-3 ... 1e3), asserted 1e-14
+FRAME = 1e-14
+
+
+def test_framed_contacts_equal_the_validated_contact_set_and_reject_bad_rows():
     rng = np.random.default_rng(3)
     for m in range(6):
         rows = np.column_stack((rng.normal(size=(m, 3)), rng.normal(size=(m, 3)) * rng.uniform(1e-3, 1e3, (m, 1)),
@@ -175,10 +199,10 @@ def test_framed_contacts_equal_the_validated_contact_set_bit_for_bit_and_reject_
         assert not points.flags.writeable and not frames.flags.writeable and frames.shape == (m, 3, 3)
         for i, (a, b) in enumerate(zip(got, want)):
             assert (a.body_a, a.body_b, a.mu, a.phi) == (b.body_a, b.body_b, b.mu, b.phi)
-            np.testing.assert_array_equal(a.point, b.point)
-            np.testing.assert_array_equal(a.frame(), b.frame())
-            np.testing.assert_array_equal(a.normal, b.normal)
-            np.testing.assert_array_equal(np.array(a.tangents), np.array(b.tangents))
+            np.testing.assert_array_equal(a.point, rows[i, :3])               # copied, not computed
+            np.testing.assert_allclose(a.normal, rows[i, 3:6] / np.linalg.norm(rows[i, 3:6]), rtol=0, atol=FRAME)
+            np.testing.assert_allclose(a.frame(), b.frame(), rtol=0, atol=FRAME)
+            np.testing.assert_allclose(a.frame(), np.vstack((a.normal,) + tuple(a.tangents)), rtol=0, atol=0)
             assert a.frame() is not None and np.shares_memory(a.frame(), frames) and np.shares_memory(a.point, points)
     good = [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     for bad, error in (([0.0, np.nan, 0, 0, 0, 1, 0], NonFiniteError), ([0, 0, 0, 0, 0, 1, np.inf], NonFiniteError),
@@ -213,8 +237,7 @@ def test_stacked_contacts_make_normal_and_tangents_from_their_frame_on_first_use
     np.testing.assert_array_equal(t, frames[0, 2])
     assert vars(a)["normal"] is a.normal
     built = Contact("LF", None, rows[0, :3], rows[0, 3:6], 0.5, -1e-4)
-    np.testing.assert_array_equal(built.normal, a.normal)
-    np.testing.assert_array_equal(np.array(built.tangents), np.array(a.tangents))
+    np.testing.assert_allclose(built.frame(), a.frame(), rtol=0, atol=FRAME)
     np.testing.assert_array_equal(b.normal, a.normal)
     for c in (copy.copy(got[1]), copy.deepcopy(got[1]), pickle.loads(pickle.dumps(got[1]))):
         np.testing.assert_array_equal(c.normal, frames[1, 0])

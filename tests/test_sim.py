@@ -142,8 +142,8 @@ def test_compliant_dense_path_matches_the_general_solver(monkeypatch, angle, mu)
             with monkeypatch.context() as patch:
                 patch.setattr(compliant, "DENSE_MAX_ROWS", 0)
                 slow = model.solve(problem)
-            # bit-identical here; the tolerances allow other BLAS builds: the tangential split of a
-            # resting box is ill-conditioned (B_t = 1e6 / h), its velocity is not
+            # the tangential split of a resting box is ill-conditioned (B_t = 1e6 / h), its
+            # velocity is not
             np.testing.assert_allclose(problem.velocity(fast.impulses), problem.velocity(slow.impulses), rtol=0,
                                        atol=1e-9)
             np.testing.assert_allclose(fast.impulses, slow.impulses, rtol=0, atol=1e-2 * np.abs(slow.impulses).max())

@@ -12,6 +12,10 @@ from idyn.sim.geometry import (Heightmap, Plane, StaticBox, sphere_box, sphere_h
 coord = st.floats(-0.5, 0.5)
 point3 = st.tuples(coord, coord, coord).map(np.array)
 
+#: lengths (m) and unit vectors of two detection paths: measured equal over 600 random LINKS
+#: poses; asserted to 1e-12 (round-off of a few dozen flops on coordinates of order 1)
+ROUND = 1e-12
+
 
 @settings(deadline=None)     # the first example may compile the plane kernel (idyn.sim._step_kernel)
 @given(point3, st.floats(0.005, 0.1))
@@ -115,12 +119,15 @@ def test_plane_world_contacts_equal_the_general_path_and_share_read_only_data():
         cs, ref = fast[0], slow[0]
         patterns.add(cs.body_a)
         assert cs.body_a == ref.body_a and cs.body_b == ref.body_b
-        for key in ("points", "normals", "mu", "phi"):
-            assert np.array_equal(getattr(cs, key), getattr(ref, key)), key
+        np.testing.assert_array_equal(cs.mu, ref.mu)                    # data, not arithmetic
+        for key in ("points", "normals", "phi"):                        # geometry: to round-off
+            np.testing.assert_allclose(getattr(cs, key), getattr(ref, key), rtol=0, atol=ROUND, err_msg=key)
         for a, b in zip(cs.tangents, ref.tangents):
-            assert np.array_equal(a, b)
-        for a, b in zip(fast[1:], slow[1:]):
-            assert np.array_equal(a, b)
+            np.testing.assert_allclose(a, b, rtol=0, atol=ROUND)
+        np.testing.assert_array_equal(fast[1], slow[1])                 # joints of bodies A, B
+        np.testing.assert_array_equal(fast[2], slow[2])
+        assert fast[3] == slow[3]
+        np.testing.assert_allclose(fast[4], slow[4], rtol=0, atol=ROUND)  # frames
         if cs.m:
             assert not (cs.normals.flags.writeable or cs.mu.flags.writeable or fast[4].flags.writeable)
     assert len(patterns) > 3
@@ -141,5 +148,7 @@ def test_detection_does_not_reuse_a_pass_without_frame_placements():
     ws.compute_checked(q1, placements=False)
     assert ws.is_at(q1) and not ws.placed
     reused, fresh = world.detect(q1, workspace=ws), world.detect(q1)
-    assert fresh.m and np.array_equal(reused.phi, fresh.phi) and np.array_equal(reused.points, fresh.points)
+    assert fresh.m
+    np.testing.assert_allclose(reused.phi, fresh.phi, rtol=0, atol=ROUND)
+    np.testing.assert_allclose(reused.points, fresh.points, rtol=0, atol=ROUND)
     assert ws.compute_checked(q1).placed

@@ -35,14 +35,17 @@ def dropped(name, impacts, speed=0.8, mu=0.6, tilt=0.0, spin=0.0):
 
 @pytest.mark.parametrize("name", RIGID)
 def test_passive_impacts_change_nothing_without_an_impact(name):
-    """Resting and slowly landing boxes never trigger the impact phase: bit-identical steps."""
+    """Resting and slowly landing boxes never trigger the impact phase: the same steps, within
+    the envelope of round-off (measured by restarting the passive run from q perturbed by 1e-15
+    relative: after 200 steps forces moved by at most 1.2e-7 of the largest (qp; 1e-11 for the
+    LCP models), q by 3e-14 and v by 3e-13; asserted 1e-6, 1e-12 and 1e-11)."""
     a, b = box_on_plane(name, 0.3, 0.2), box_on_plane(name, 0.3, 0.2, impacts="passive")
     for _ in range(200):
         ra, rb = a.step(np.zeros(0)), b.step(np.zeros(0))
         assert rb.impact is None
-        np.testing.assert_array_equal(ra.forces, rb.forces)
-    np.testing.assert_array_equal(a.q, b.q)
-    np.testing.assert_array_equal(a.v, b.v)
+        np.testing.assert_allclose(rb.forces, ra.forces, rtol=0, atol=1e-6 * max(np.abs(ra.forces).max(initial=0.0), G))
+    np.testing.assert_allclose(b.q, a.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(b.v, a.v, rtol=0, atol=1e-11)
 
 
 def impact_residuals(M, J, v, v_after, phi, mu, impulses):
@@ -272,20 +275,27 @@ def test_bad_impact_options_raise():
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_the_compiled_impact_equals_the_general_path(monkeypatch, seed):
-    """impact_impulses' one compiled call (edged_impulses) answers what the LCP built in Python and
-    solved by lemke_regularized answers, bit for bit (pivots, status, regularisation included)."""
+def test_impact_impulses_solve_the_impact_lcp_on_either_path(monkeypatch, seed):
+    """impact_impulses' one compiled call (edged_impulses) and the general path (the LCP built in
+    Python, lemke_regularized) each answer with impulses that satisfy the impact's conditions
+    (:func:`assert_impact`: dynamics, normal complementarity, pyramid, maximal dissipation, no
+    energy gained) on generalized data ``M = 3m I``, ``J`` random, ``v = J^+ u``, so that
+    ``W = J M^-1 J^T`` and ``u = J v`` are the contact-space data the function takes."""
     import idyn.impact
 
     rng = np.random.default_rng(seed)
     m = int(rng.integers(1, 6))
     J = rng.standard_normal((3 * m, 3 * m + 4))
     W = J @ J.T / (3 * m)
-    u = rng.standard_normal(3 * m)
+    M = 3 * m * np.eye(3 * m + 4)
+    v = np.linalg.lstsq(J, rng.standard_normal(3 * m), rcond=None)[0]
+    u = J @ v
     phi = rng.uniform(-1e-3, 1e-3, m) * rng.integers(0, 2, m)
     mu = np.where(rng.random(m) < 0.2, np.inf, rng.uniform(0.0, 1.0, m))
     fast = idyn.impact.impact_impulses(W, u, phi, mu, DT)
     monkeypatch.setattr(idyn.impact, "edged_impulses", lambda *args: (False, 0))
     general = idyn.impact.impact_impulses(W, u, phi, mu, DT)
-    np.testing.assert_array_equal(fast.impulses, general.impulses)
-    assert (fast.status, fast.pivots, fast.regularization) == (general.status, general.pivots, general.regularization)
+    for answer in (fast, general):
+        assert answer.status == "solved"
+        after = v + np.linalg.solve(M, J.T @ answer.impulses.T.reshape(-1))
+        assert_impact(M, J, v, after, phi, mu, answer.impulses)

@@ -62,6 +62,15 @@ def model_step(model, problem, **options):
     return cm.solve(problem)
 
 
+def assert_same_step(problem, got, want):
+    """Two solutions of one step's QP (eqs. 69-72) agree: end velocities to 1e-9 m/s and
+    impulses to 1e-6 of the largest (the answers of the same program through solve_qp, which
+    ridges the semi-definite Hessian by at least 1e-9 of its diagonal: measured equal where the
+    programs are built in the same order, asserted to what the ridge can move)."""
+    np.testing.assert_allclose(problem.velocity(got), problem.velocity(want), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * max(np.abs(want).max(initial=0.0), 1e-12))
+
+
 def loaded_separation(problem, impulses) -> float:
     """The largest end-of-step normal speed (m/s) of a contact carrying over 1e-3 N s / s."""
     m = problem.m
@@ -156,15 +165,14 @@ def test_no_slip_contacts_are_not_priced_by_default():
     problem = sim.problem(qp_coulomb(model, sim, state, desired).tau)
     default, zero = model_step(model, problem), model_step(model, problem, separation_weight=0.0)
     assert default.separation_priced == 0
-    np.testing.assert_array_equal(default.impulses, zero.impulses)
+    assert_same_step(problem, default.impulses, zero.impulses)
 
 
 # ------------------------------------------------------------------ weight 0 is the published model
 @pytest.mark.parametrize("speed,heading", [(0.1, 0.0), (0.3, 0.7), (0.5, -2.0)])
-def test_zero_weight_is_the_published_program_bit_for_bit(speed, heading):
+def test_zero_weight_is_the_published_program(speed, heading):
     """Weight 0: the impulses of eqs. 69-72 built here with numpy (X^T W X, X^T u*, W's normal
-    rows times X; products with 0 and +-1 are exact, so the program is the same bit for bit) and
-    solved by idyn.qp.solve_qp."""
+    rows times X) and solved by idyn.qp.solve_qp."""
     model, _, _, problem = published_torques_problem(speed, heading)
     m = problem.m
     eye = np.eye(3 * m)
@@ -174,9 +182,9 @@ def test_zero_weight_is_the_published_program_bit_for_bit(speed, heading):
     b_in = np.concatenate((-(problem.u_free[:m] + problem.phi / problem.dt), np.zeros(6 * m)))
     x = solve_qp(X.T @ problem.W @ X, X.T @ problem.u_free, A_in=A_in, b_in=b_in).x
     expected = (X @ x).reshape(3, m).T
-    np.testing.assert_array_equal(model_step(model, problem, separation_weight=0.0).impulses, expected)
+    assert_same_step(problem, model_step(model, problem, separation_weight=0.0).impulses, expected)
     unbound = MaximalDissipation()          # no robot mass: the published relaxation
-    np.testing.assert_array_equal(unbound.solve(problem).impulses, expected)
+    assert_same_step(problem, unbound.solve(problem).impulses, expected)
 
 
 # ------------------------------------------------------------------ matched with the controller
