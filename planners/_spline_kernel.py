@@ -1,10 +1,7 @@
 """Compiled evaluation of :class:`planners.spline.ClampedCubicSpline` (a swing foot's target).
 
-The planner evaluates up to two swing splines per 1 ms control step; as numpy expressions on
-3-vectors (row views, a dozen element-wise operations, three new arrays) an evaluation cost
-about 8 us for some 30 flops. This loop does the same element-wise operations in the same
-order, so the results are bit for bit those of the expressions it replaces.  Cached on disk
-(:mod:`idyn.jit`).
+The one evaluation of a swing spline, for the planner's compiled step and for Python callers.
+Cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from idyn.errors import InvalidInputError
 from idyn.jit import load_cached
 from idyn.state import RobotState
 
-from ._balance_kernel import balance_torque, relative_rotation, workspace_dtype
+from ._balance_kernel import balance_torque, workspace_dtype
 from .quadruped_planner import BaseGoal
 
 
@@ -72,7 +72,6 @@ class BalanceController:
         self._data = pm.createData()              # the contact rows' kinematics pass
         self._J = self._data.J                    # pinocchio's joint Jacobians (a live view)
         self._joints = {}                         # body name -> index of the joint carrying it
-        self._relative = np.empty((3, 3))         # R_goal R^T, the rotation error's matrix
         self._grow(4)
         load_cached(("planners",))   # its kernels loaded now, not on the first step in the loop
 
@@ -115,9 +114,8 @@ class BalanceController:
         """The joint torques of :meth:`compute` with every contact of the list ``contacts`` used,
         for the goal as (4, 3) rows position, rpy, linear, angular (e.g.
         :meth:`QuadrupedPlanner.goal_rows`, finite by construction): the closed loop's per-step
-        form. ``R``: the base rotation of ``state.q`` as
-        ``pin.Quaternion(q[3:7]).normalized().toRotationMatrix()`` gives it, if the caller formed
-        it this step (else it is formed here). The torques are a live view of the controller's
+        form. ``R``: the base rotation of ``state.q``, if the caller formed it this step (else it is
+        formed here). The torques are a live view of the controller's
         workspace, overwritten by the next call."""
         q, v = self.model.check_state(state)
         return self._step(q, v, contacts, goal_rows, R)[2]
@@ -137,8 +135,7 @@ class BalanceController:
         m = len(contacts)
         if R is None:
             R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
-        relative_rotation(pin.rpy.rpyToMatrix(goal[1]), R, self._relative)
-        e_r = pin.log3(self._relative)
+        e_r = pin.log3(pin.rpy.rpyToMatrix(goal[1]) @ R.T)
         if m > self._w["c_n"].shape[0]:
             self._grow(m)
         w, joints = self._w, self._joints
