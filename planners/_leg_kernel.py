@@ -130,54 +130,64 @@ def newton_advance(ws, Jw, points, targets, tol, max_iters, xd, qd):
     it also forms the final inverses and the joint rates ``qd = J^-1 xd`` (into ``qd`` and
     ``w.pin_v``, the angles into ``w.pin_q``: the configuration of the drift pass)."""
     w = ws[0]
-    L, n = w.q.shape[0], w.q.shape[1]
-    square = w.J.shape[2] == 3
+    q, x, J, q_try, x_try, J_try = w.q, w.x, w.J, w.q_try, w.x_try, w.J_try
+    J_inv, r, r_try, step, err, e_try = w.J_inv, w.r, w.r_try, w.step, w.err, w.e_try
+    active, ok, stuck, regular = w.active, w.ok, w.stuck, w.regular
+    leg_v, leg_q, pin_q, pin_v, threshold = w.leg_v, w.leg_q, w.pin_q, w.pin_v, w.threshold
+    L, n = q.shape[0], q.shape[1]
+    square = J.shape[2] == 3
     while True:
         stage = w.stage
         if stage == GATHER or stage == GATHER_FINISH:
-            foot_jacobians(Jw, w.leg_v, points, w.x, w.J)
+            foot_jacobians(Jw, leg_v, points, x, J)
             w.stage = ITERATE if stage == GATHER else FINISH
         elif stage == ITERATE:
-            _errors(targets, w.x, w.r, w.err)
+            _errors(targets, x, r, err)
             any_active = False
             for leg in range(L):
-                w.active[leg] = w.err[leg] > tol and not w.stuck[leg]
-                any_active = any_active or w.active[leg] != 0
+                moving = err[leg] > tol and not stuck[leg]
+                active[leg] = moving
+                any_active = any_active or moving
             if w.iters == max_iters or not any_active:      # converged, or the error at the last iterate
                 w.stage = FINISH
             else:
                 w.iters += 1
                 w.stage = STEP
-                if not (square and regular_inverses(w.J, w.threshold, w.regular, w.J_inv)):
+                if not (square and regular_inverses(J, threshold, regular, J_inv)):
                     return NEED_INVERSE
         elif stage == STEP:     # full Newton step first; its pass also gives the Jacobians if accepted
             for leg in range(L):
                 for j in range(n):
                     s = 0.0
-                    if w.active[leg]:
+                    if active[leg]:
                         for i in range(3):
-                            s += w.J_inv[leg, j, i] * w.r[leg, i]
-                    w.step[leg, j] = s
-                    w.q_try[leg, j] = w.q[leg, j] + s
-                    w.pin_q[w.leg_q[leg, j]] = w.q_try[leg, j]
+                            s += J_inv[leg, j, i] * r[leg, i]
+                    step[leg, j] = s
+                    q_try[leg, j] = q[leg, j] + s
+                    pin_q[leg_q[leg, j]] = q_try[leg, j]
             w.stage = TRIAL
             return NEED_PASS
         elif stage == TRIAL:
-            foot_jacobians(Jw, w.leg_v, points, w.x_try, w.J_try)
-            _errors(targets, w.x_try, w.r_try, w.e_try)
+            foot_jacobians(Jw, leg_v, points, x_try, J_try)
+            _errors(targets, x_try, r_try, e_try)
             all_ok = True
             for leg in range(L):
-                w.ok[leg] = not w.active[leg] or w.e_try[leg] < w.err[leg]
-                all_ok = all_ok and w.ok[leg] != 0
+                better = not active[leg] or e_try[leg] < err[leg]
+                ok[leg] = better
+                all_ok = all_ok and better
             if not all_ok:
                 return NEED_BACKTRACK
-            w.q[:] = w.q_try
-            w.x[:] = w.x_try
-            w.J[:] = w.J_try
+            for leg in range(L):         # element loops: an array assignment compiles numba's
+                for i in range(3):       # shape-error message (seconds of cold compile)
+                    x[leg, i] = x_try[leg, i]
+                    for j in range(n):
+                        J[leg, i, j] = J_try[leg, i, j]
+                for j in range(n):
+                    q[leg, j] = q_try[leg, j]
             w.stage = ITERATE
         elif stage == FINISH:
             w.stage = RATES
-            if xd is not None and not (square and regular_inverses(w.J, w.threshold, w.regular, w.J_inv)):
+            if xd is not None and not (square and regular_inverses(J, threshold, regular, J_inv)):
                 return NEED_INVERSE
         else:
             if xd is not None:
@@ -185,8 +195,8 @@ def newton_advance(ws, Jw, points, targets, tol, max_iters, xd, qd):
                     for j in range(n):
                         s = 0.0
                         for i in range(3):
-                            s += w.J_inv[leg, j, i] * xd[leg, i]
+                            s += J_inv[leg, j, i] * xd[leg, i]
                         qd[leg, j] = s
-                        w.pin_v[w.leg_v[leg, j]] = s
-                        w.pin_q[w.leg_q[leg, j]] = w.q[leg, j]
+                        pin_v[leg_v[leg, j]] = s
+                        pin_q[leg_q[leg, j]] = q[leg, j]
             return DONE

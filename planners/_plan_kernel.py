@@ -148,7 +148,8 @@ def plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching
         dt = t - w.t_prev
         if dt < 0:
             return TIME_WENT_BACKWARDS
-        w.command[:] = command
+        for k in range(3):      # element loops here: an array assignment compiles numba's
+            w.command[k] = command[k]       # shape-error message (seconds of cold compile)
         w.t_prev, w.dt, w.tg = t, dt, t - w.t0
         if dt <= 0:      # first call
             w.twist[0], w.twist[1], w.twist[2] = ramp(w, w.twist[0], w.twist[1], w.twist[2], 0.0)
@@ -193,7 +194,8 @@ def plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching
         down = w.touching[i] != 0
         if w.now[i]:
             if w.swinging[i]:                                   # planned touchdown
-                w.feet[i, :] = w.end[i, :]
+                for k in range(3):
+                    w.feet[i, k] = w.end[i, k]
                 w.swinging[i] = 0
                 w.probe[i] = 0.0
                 w.settle[i] = math.nan
@@ -226,7 +228,8 @@ def plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching
             if not have_measured:
                 w.next_leg = i
                 return NEED_MEASURED
-            w.feet[i, :] = measured[i, :]
+            for k in range(3):
+                w.feet[i, k] = measured[i, k]
             w.swinging[i] = 0
             w.early[i] = w.stance[i] = 1
             continue
@@ -235,13 +238,15 @@ def plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching
     # the step's outputs: targets relative to the gait pose, the base goal (position, rpy, linear
     # and angular velocity) and the IK's warm start, the last solution advanced by its rates and
     # accelerations (second order)
-    w.scheduled[:] = w.now
+    for i in range(L):
+        w.scheduled[i] = w.now[i]
     origin = w.goal[0]
     origin[0], origin[1], origin[2] = w.pose[0], w.pose[1], w.z
     gait_frame_motion(w.feet, w.pd, w.pdd, origin, w.pose[2], (w.twist[0], w.twist[1], w.twist[2]),
                       (w.twist_rate[0], w.twist_rate[1], w.twist_rate[2]), w.vz, w.linear, w.x_rel, w.xd, w.xdd)
     w.goal[1, 0], w.goal[1, 1], w.goal[1, 2] = 0.0, 0.0, w.pose[2]
-    w.goal[2, :] = w.linear
+    for k in range(3):
+        w.goal[2, k] = w.linear[k]
     w.goal[3, 0], w.goal[3, 1], w.goal[3, 2] = 0.0, 0.0, w.twist[2]
     h = 0.5 * w.dt
     for i in range(w.q_legs.shape[0]):
@@ -272,4 +277,7 @@ def joint_targets(ws, ik, drift, out_q, out_v, out_a):
             w.q_legs[leg, j] = k.q[leg, j]
             i = k.leg_actuated[leg, j]
             out_q[i], out_v[i], out_a[i] = k.q[leg, j], w.qd_legs[leg, j], s
-    return np.isfinite(out_q).all() and np.isfinite(out_v).all() and np.isfinite(out_a).all()
+    for i in range(out_q.shape[0]):
+        if not (math.isfinite(out_q[i]) and math.isfinite(out_v[i]) and math.isfinite(out_a[i])):
+            return False
+    return True

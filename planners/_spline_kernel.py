@@ -5,8 +5,6 @@ Cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 
-import numpy as np
-
 from idyn.jit import cached_jit
 
 
@@ -25,7 +23,9 @@ def evaluate_into(knots, c0, c1, c2, c3, start, start_rate, end, end_rate, t, x,
             xd[j] = rate[j]
             xdd[j] = 0.0
         return
-    k = min(np.searchsorted(knots, t, side="right") - 1, knots.shape[0] - 2)
+    k = 0                                  # the segment: the last knot <= t (the last segment at t = last)
+    while k < knots.shape[0] - 2 and knots[k + 1] <= t:
+        k += 1
     s = t - knots[k]
     for j in range(x.shape[0]):
         a1, a2, a3 = c1[k, j], c2[k, j], c3[k, j]
