@@ -51,9 +51,7 @@ def workspace_dtype(legs: int, joints: int, knots: int) -> np.dtype:
         ("scheduled", "i1", (L,)), ("now", "i1", (L,)), ("stance", "i1", (L,)), ("early", "i1", (L,)),
         ("swinging", "i1", (L,)), ("replan", "i1", (L,)), ("touching", "i1", (L,)),
         ("probe", "f8", (L,)), ("settle", "f8", (L,)), ("feet", "f8", (L, 3)),
-        ("knots", "f8", (L, K)), ("c0", "f8", (L, K - 1, 3)), ("c1", "f8", (L, K - 1, 3)),
-        ("c2", "f8", (L, K - 1, 3)), ("c3", "f8", (L, K - 1, 3)), ("start", "f8", (L, 3)),
-        ("start_rate", "f8", (L, 3)), ("end", "f8", (L, 3)), ("end_rate", "f8", (L, 3)),
+        ("knots", "f8", (L, K)), ("coef", "f8", (L, K - 1, 4, 3)), ("ends", "f8", (L, 4, 3)),
         # step outputs: world foot rates, targets relative to the gait pose, base goal, joints
         ("pd", "f8", (L, 3)), ("pdd", "f8", (L, 3)), ("x_rel", "f8", (L, 3)), ("xd", "f8", (L, 3)),
         ("xdd", "f8", (L, 3)), ("linear", "f8", (3,)), ("goal", "f8", (4, 3)),
@@ -92,11 +90,12 @@ def predict_planned(ws, duration):
 
 
 @cached_jit
-def gait_frame_motion(feet, pd, pdd, origin, yaw, twist, twist_rate, vz, linear, x_rel, xd, xdd):
+def gait_frame_motion(ws):
     """Foot targets relative to the gait pose, and the pose's own velocity.
 
-    The gait pose has its origin at ``origin`` (world), heading ``yaw``, planned twist ``twist``
-    = (vx, vy, wz) in its heading frame changing at ``twist_rate``, and vertical speed ``vz``.
+    The gait pose (record ``ws[0]``) has its origin at b = (``pose[0]``, ``pose[1]``, ``z``)
+    (world), heading yaw = ``pose[2]``, planned twist ``twist`` = (vx, vy, wz) in its heading
+    frame changing at ``twist_rate``, and vertical speed ``vz``.
     Its origin moves with world velocity V = R (vx, vy, 0) + (0, 0, vz) (written to ``linear``)
     and acceleration A = R (vx', vy', 0) + wz e_z x R (vx, vy, 0). For the world foot points
     ``feet`` with velocities ``pd`` and accelerations ``pdd`` (L, 3), in the frame R = R_z(yaw)
@@ -107,7 +106,11 @@ def gait_frame_motion(feet, pd, pdd, origin, yaw, twist, twist_rate, vz, linear,
 
     written into ``x_rel``, ``xd``, ``xdd``.
     """
-    c, s = math.cos(yaw), math.sin(yaw)
+    w = ws[0]
+    feet, pd, pdd, twist, twist_rate, vz = w.feet, w.pd, w.pdd, w.twist, w.twist_rate, w.vz
+    linear, x_rel, xd, xdd = w.linear, w.x_rel, w.xd, w.xdd
+    ox, oy, oz = w.pose[0], w.pose[1], w.z
+    c, s = math.cos(w.pose[2]), math.sin(w.pose[2])
     wz, wz_rate = twist[2], twist_rate[2]
     planar_x = c * twist[0] - s * twist[1]
     planar_y = s * twist[0] + c * twist[1]
@@ -115,12 +118,12 @@ def gait_frame_motion(feet, pd, pdd, origin, yaw, twist, twist_rate, vz, linear,
     ax = c * twist_rate[0] - s * twist_rate[1] - wz * planar_y
     ay = s * twist_rate[0] + c * twist_rate[1] + wz * planar_x
     for leg in range(feet.shape[0]):
-        dx, dy = feet[leg, 0] - origin[0], feet[leg, 1] - origin[1]
+        dx, dy = feet[leg, 0] - ox, feet[leg, 1] - oy
         x0, x1 = c * dx + s * dy, c * dy - s * dx            # R^T (p - b), planar part
         vx, vy = pd[leg, 0] - planar_x, pd[leg, 1] - planar_y
         v0, v1 = c * vx + s * vy, c * vy - s * vx            # R^T (pd - V)
         gx, gy = pdd[leg, 0] - ax, pdd[leg, 1] - ay
-        x_rel[leg, 0], x_rel[leg, 1], x_rel[leg, 2] = x0, x1, feet[leg, 2] - origin[2]
+        x_rel[leg, 0], x_rel[leg, 1], x_rel[leg, 2] = x0, x1, feet[leg, 2] - oz
         xd[leg, 0] = v0 + wz * x1                             # - W x_rel = (wz x1, -wz x0, 0)
         xd[leg, 1] = v1 - wz * x0
         xd[leg, 2] = pd[leg, 2] - vz
@@ -168,7 +171,7 @@ def plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching
             w.pose[0], w.pose[1], w.pose[2] = mx + dx, my + dy, myaw + dyaw
             total = 0.0      # mean height of the footholds: held feet where they are, swing feet where they land
             for i in range(L):
-                total += w.end[i, 2] if w.swinging[i] else w.feet[i, 2]
+                total += w.ends[i, 2, 2] if w.swinging[i] else w.feet[i, 2]
             rest = total / L + w.height - w.z
             w.vz = clamp(rest / dt, w.max_climb_rate)
             w.z += w.vz * dt
@@ -195,7 +198,7 @@ def plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching
         if w.now[i]:
             if w.swinging[i]:                                   # planned touchdown
                 for k in range(3):
-                    w.feet[i, k] = w.end[i, k]
+                    w.feet[i, k] = w.ends[i, 2, k]
                 w.swinging[i] = 0
                 w.probe[i] = 0.0
                 w.settle[i] = math.nan
@@ -233,17 +236,14 @@ def plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching
             w.swinging[i] = 0
             w.early[i] = w.stance[i] = 1
             continue
-        evaluate_into(w.knots[i], w.c0[i], w.c1[i], w.c2[i], w.c3[i], w.start[i], w.start_rate[i],
-                      w.end[i], w.end_rate[i], tg, w.feet[i], w.pd[i], w.pdd[i])
+        evaluate_into(w.knots[i], w.coef[i], w.ends[i], tg, w.feet[i], w.pd[i], w.pdd[i])
     # the step's outputs: targets relative to the gait pose, the base goal (position, rpy, linear
     # and angular velocity) and the IK's warm start, the last solution advanced by its rates and
     # accelerations (second order)
     for i in range(L):
         w.scheduled[i] = w.now[i]
-    origin = w.goal[0]
-    origin[0], origin[1], origin[2] = w.pose[0], w.pose[1], w.z
-    gait_frame_motion(w.feet, w.pd, w.pdd, origin, w.pose[2], (w.twist[0], w.twist[1], w.twist[2]),
-                      (w.twist_rate[0], w.twist_rate[1], w.twist_rate[2]), w.vz, w.linear, w.x_rel, w.xd, w.xdd)
+    gait_frame_motion(ws)
+    w.goal[0, 0], w.goal[0, 1], w.goal[0, 2] = w.pose[0], w.pose[1], w.z
     w.goal[1, 0], w.goal[1, 1], w.goal[1, 2] = 0.0, 0.0, w.pose[2]
     for k in range(3):
         w.goal[2, k] = w.linear[k]

@@ -18,7 +18,7 @@ from idyn import Contact
 from idyn.errors import NonFiniteError, ShapeError
 from idyn.state import RobotState
 from planners import BalanceController, ClampedCubicSpline, LegKinematics
-from planners._plan_kernel import gait_frame_motion
+from planners._plan_kernel import gait_frame_motion, workspace_dtype
 from planners.base_motion import base_rotation, rot_z
 
 TOL = 1e-13
@@ -51,8 +51,12 @@ def test_gait_frame_motion_is_the_rotating_frame_formula(seed):
     v_rel = (pd - V) @ R
     xd = v_rel - x_rel @ W.T
     xdd = (pdd - A) @ R - (2.0 * v_rel) @ W.T - x_rel @ Wd.T + x_rel @ (W @ W).T
-    out = [np.empty(3)] + [np.empty((4, 3)) for _ in range(3)]
-    gait_frame_motion(feet, pd, pdd, origin, yaw, twist, rate, vz, *out)
+    ws = np.zeros(1, workspace_dtype(4, 3, 6))
+    w = ws[0]
+    w["feet"], w["pd"], w["pdd"], w["pose"] = feet, pd, pdd, (origin[0], origin[1], yaw)
+    w["z"], w["twist"], w["twist_rate"], w["vz"] = origin[2], twist, rate, vz
+    gait_frame_motion(ws)
+    out = [ws[0][name] for name in ("linear", "x_rel", "xd", "xdd")]
     for got, want in zip(out, (V, x_rel, xd, xdd)):
         np.testing.assert_allclose(got, want, rtol=0, atol=TOL * 100)
 
@@ -146,12 +150,12 @@ def test_spline_passes_its_points_and_is_its_cubic():
     for t in np.concatenate((rng.uniform(-0.01, 0.085, 500), knots)):
         x, xd, xdd = spline(t)
         if t < knots[0] or t > knots[-1]:
-            (p, v), t_end = (spline._start, knots[0]) if t < knots[0] else (spline._end, knots[-1])
+            (p, v), t_end = (spline._ends[:2], knots[0]) if t < knots[0] else (spline._ends[2:], knots[-1])
             want = (p + v * (t - t_end), v, np.zeros(3))
         else:
             k = min(int(np.searchsorted(knots, t, side="right")) - 1, knots.size - 2)
             s = t - knots[k]
-            c0, c1, c2, c3 = spline._c0[k], spline._c1[k], spline._c2[k], spline._c3[k]
+            c0, c1, c2, c3 = spline._coef[k]
             want = (c0 + c1 * s + c2 * s**2 + c3 * s**3, c1 + 2 * c2 * s + 3 * c3 * s**2, 2 * c2 + 6 * c3 * s)
         for got, exp in zip((x, xd, xdd), want):
             np.testing.assert_allclose(got, exp, rtol=0, atol=TOL * 10 * max(1.0, np.abs(exp).max()))
