@@ -29,7 +29,7 @@ from idyn.errors import InvalidInputError
 from idyn.jit import load_cached
 from idyn.state import RobotState
 
-from ._balance_kernel import balance_torque, workspace_dtype
+from ._balance_kernel import balance_torque, relative_rotation, workspace_dtype
 from .quadruped_planner import BaseGoal
 
 
@@ -72,6 +72,7 @@ class BalanceController:
         self._data = pm.createData()              # the contact rows' kinematics pass
         self._J = self._data.J                    # pinocchio's joint Jacobians (a live view)
         self._joints = {}                         # body name -> index of the joint carrying it
+        self._relative = np.empty((3, 3))         # R_goal R^T, the rotation error's matrix
         self._grow(4)
         load_cached(("planners",))   # its kernels loaded now, not on the first step in the loop
 
@@ -135,7 +136,8 @@ class BalanceController:
         m = len(contacts)
         if R is None:
             R = pin.Quaternion(q[3:7]).normalized().toRotationMatrix()
-        e_r = pin.log3(pin.rpy.rpyToMatrix(goal[1]) @ R.T)
+        relative_rotation(pin.rpy.rpyToMatrix(goal[1]), R, self._relative)
+        e_r = pin.log3(self._relative)
         if m > self._w["c_n"].shape[0]:
             self._grow(m)
         w, joints = self._w, self._joints
