@@ -18,6 +18,7 @@ import pinocchio as pin
 
 from idyn import RobotModel
 from idyn.errors import InvalidInputError
+from idyn.placements import frame_translations
 
 from . import _leg_kernel as kernel
 from ._leg_kernel import foot_jacobians, regular_inverses
@@ -76,9 +77,9 @@ class LegKinematics:
         self._model = pm
         self._data = pm.createData()
         # pinocchio's results, which every pass overwrites in place: the world joint Jacobians and
-        # the translations of the planned feet's frames (pinocchio returns them by reference)
+        # the translations of the planned feet's frames
         self._Jw = self._data.J
-        self._points = tuple(self._data.oMf[f].translation for f in self._fids)
+        self._points = frame_translations(self._data, self._fids)
         self._damping = float(damping)
         root = pm.joints[pm.getJointId("root_joint")]
         self._base_v = np.arange(root.idx_v, root.idx_v + 6)

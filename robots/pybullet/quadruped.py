@@ -13,6 +13,7 @@ import pybullet as pb
 
 from idyn.contact import Contact, framed_contacts_prechecked
 from idyn.errors import InvalidInputError
+from idyn.placements import frame_translations
 from idyn.state import RobotState
 
 from ..quadruped import resolve_quadruped
@@ -55,7 +56,7 @@ class QuadrupedTestbed(Testbed):
         self._feet = [self.quadruped.feet[leg] for leg in self.legs]
         self._foot_links = [self.robot.link_index(f.link) for f in self._feet]
         # the testbed's own kinematics: a copy of the model with a frame at each foot sphere's
-        # centre, whose placements' translations pinocchio hands out as live references
+        # centre, and live views of their translations (idyn.placements)
         self._pin_model = pm = pin.Model(model.pinocchio_model)
         for f in self._feet:
             parent = pm.frames[model.frame_id(f.link)]
@@ -63,8 +64,8 @@ class QuadrupedTestbed(Testbed):
             pm.addFrame(pin.Frame(f"{f.link}_sphere_centre", parent.parentJoint, model.frame_id(f.link),
                                   placement, pin.FrameType.OP_FRAME))
         self._data = pm.createData()
-        self._centres = [self._data.oMf[pm.getFrameId(f"{f.link}_sphere_centre")].translation
-                         for f in self._feet]
+        self._centres = frame_translations(self._data, [pm.getFrameId(f"{f.link}_sphere_centre")
+                                                        for f in self._feet])
         self._probes = {r: SphereProbe(self.client, r) for r in {f.radius for f in self._feet}}
         self._foot_probes = [self._probes[f.radius] for f in self._feet]
         #: PyBullet (A, B) of each foot's contact, and the radius that attributes forces to it
