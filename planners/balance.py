@@ -113,9 +113,8 @@ class BalanceController:
         """The joint torques of :meth:`compute` with every contact of the list ``contacts`` used,
         for the goal as (4, 3) rows position, rpy, linear, angular (e.g.
         :meth:`QuadrupedPlanner.goal_rows`, finite by construction): the closed loop's per-step
-        form. ``R``: the base rotation of ``state.q`` as
-        ``pin.Quaternion(q[3:7]).normalized().toRotationMatrix()`` gives it, if the caller formed
-        it this step (else it is formed here). The torques are a live view of the controller's
+        form. ``R``: the base rotation of ``state.q``, if the caller formed it this step (else it is
+        formed here). The torques are a live view of the controller's
         workspace, overwritten by the next call."""
         q, v = self.model.check_state(state)
         return self._step(q, v, contacts, goal_rows, R)[2]

@@ -5,9 +5,9 @@ robot's heading frame. :func:`predict` integrates it in closed form (constant tw
 arc), which is what the planner needs to place a swing foot where the base will be in the
 middle of the next stance phase.
 
-The scalar helpers (:func:`arc`, :func:`clamp`, :func:`wrap_angle`, :func:`hypot`) are compiled
-(:mod:`idyn.jit`): the planner's per-step loop calls them from its compiled step, and Python
-callers get the same numbers from the same code.
+The scalar helpers (:func:`arc`, :func:`clamp`, :func:`wrap_angle`) are compiled (:mod:`idyn.jit`):
+the planner's per-step loop calls them from its compiled step, and Python callers get the same
+numbers from the same code.
 """
 from __future__ import annotations
 
@@ -86,22 +86,15 @@ def yaw_of(rotation: np.ndarray) -> float:
 
 @cached_jit
 def base_rotation(q, out) -> None:
-    """The base rotation of the floating-base configuration ``q`` into ``out`` (3 x 3), as
-    ``pin.Quaternion(q[3:7]).normalized().toRotationMatrix()`` forms it from the quaternion (x,
-    y, z, w), bit for bit: Eigen's vectorised squared norm ``(x^2 + z^2) + (y^2 + w^2)`` (two SSE2
-    lanes, then their sum), each coefficient divided by its root, then Eigen's
-    ``toRotationMatrix`` products. One compiled call instead of pinocchio's three (the closed
-    loop forms this rotation every step)."""
+    """The base rotation of the floating-base configuration ``q`` into ``out`` (3 x 3): the
+    rotation of its quaternion (x, y, z, w) = ``q[3:7]`` after normalising it (a simulator's
+    state holds it unit to round-off), ``R = I + 2 w [v]x + 2 [v]x^2`` with ``v = (x, y, z)``.
+    One compiled call per control step (the closed loop forms this rotation every step)."""
     x, y, z, w = q[3], q[4], q[5], q[6]
-    norm = math.sqrt((x * x + z * z) + (y * y + w * w))
-    x, y, z, w = x / norm, y / norm, z / norm, w / norm
-    tx, ty, tz = 2.0 * x, 2.0 * y, 2.0 * z
-    twx, twy, twz = tx * w, ty * w, tz * w
-    txx, txy, txz = tx * x, ty * x, tz * x
-    tyy, tyz, tzz = ty * y, tz * y, tz * z
-    out[0, 0], out[0, 1], out[0, 2] = 1.0 - (tyy + tzz), txy - twz, txz + twy
-    out[1, 0], out[1, 1], out[1, 2] = txy + twz, 1.0 - (txx + tzz), tyz - twx
-    out[2, 0], out[2, 1], out[2, 2] = txz - twy, tyz + twx, 1.0 - (txx + tyy)
+    s = 2.0 / (x * x + y * y + z * z + w * w)       # 2 / |q|^2: the normalisation folded in
+    out[0, 0], out[0, 1], out[0, 2] = 1.0 - s * (y * y + z * z), s * (x * y - z * w), s * (x * z + y * w)
+    out[1, 0], out[1, 1], out[1, 2] = s * (x * y + z * w), 1.0 - s * (x * x + z * z), s * (y * z - x * w)
+    out[2, 0], out[2, 1], out[2, 2] = s * (x * z - y * w), s * (y * z + x * w), 1.0 - s * (x * x + y * y)
 
 
 def rot_z(yaw: float) -> np.ndarray:
@@ -111,9 +104,7 @@ def rot_z(yaw: float) -> np.ndarray:
 
 @cached_jit
 def clamp(x: float, bound: float) -> float:
-    """``x`` limited to [-bound, bound]: np.clip's result for a scalar (NaN included), i.e.
-    Python's ``min(max(x, -bound), bound)`` (each keeps its first argument unless the second
-    compares strictly beyond it)."""
+    """``x`` limited to [-bound, bound] (NaN stays NaN)."""
     low = -bound if -bound > x else x
     return bound if bound < low else low
 
@@ -122,63 +113,3 @@ def clamp(x: float, bound: float) -> float:
 def wrap_angle(a: float) -> float:
     """``a`` wrapped into [-pi, pi)."""
     return (a + math.pi) % (2.0 * math.pi) - math.pi
-
-
-#: Veltkamp's splitting constant 2^27 + 1 (an exact product of two doubles in :func:`_two_product`)
-_SPLIT = 134217729.0
-_DBL_MIN = 2.2250738585072014e-308
-
-
-@cached_jit
-def _two_product(a: float, b: float) -> tuple[float, float]:
-    """``(a b, error)`` with ``a b + error`` exactly the product (Dekker's algorithm; no
-    overflow for the scaled operands of :func:`hypot`)."""
-    p = a * b
-    c = _SPLIT * a
-    a_hi = c - (c - a)
-    a_lo = a - a_hi
-    c = _SPLIT * b
-    b_hi = c - (c - b)
-    b_lo = b - b_hi
-    return p, ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
-
-
-@cached_jit
-def _scaled_norm(x: float, y: float, largest: float) -> float:
-    """CPython's ``vector_norm`` for two finite non-negative coordinates, ``largest`` > 0 the
-    larger: both scaled by a power of two below 1, their squares summed exactly (compensated)
-    and the square root corrected once (correctly rounded)."""
-    scale = math.ldexp(1.0, -math.frexp(largest)[1])
-    total, frac1, frac2 = 1.0, 0.0, 0.0
-    for v in (x * scale, y * scale):
-        hi, lo = _two_product(v, v)
-        s = total + hi
-        frac1 += lo
-        frac2 += (total - s) + hi
-        total = s
-    h = math.sqrt(total - 1.0 + (frac1 + frac2))
-    hi, lo = _two_product(-h, h)
-    s = total + hi
-    frac1 += lo
-    frac2 += (total - s) + hi
-    h += (s - 1.0 + (frac1 + frac2)) / (2.0 * h)
-    return h / scale
-
-
-@cached_jit
-def hypot(x: float, y: float) -> float:
-    """``math.hypot(x, y)`` as CPython computes it (its correctly rounded ``vector_norm``), for
-    compiled code: numba's ``math.hypot`` is the C library's, which differs from Python's in
-    the last bit for about 0.1 % of arguments, and the compiled planner must give the numbers
-    its Python form gave."""
-    x, y = abs(x), abs(y)
-    if math.isinf(x) or math.isinf(y):
-        return math.inf
-    if math.isnan(x) or math.isnan(y):
-        return math.nan
-    largest = x if x >= y else y
-    if largest == 0.0:
-        return largest
-    if math.frexp(largest)[1] < -1023:       # subnormal: rescale first, as CPython does
-        return _DBL_MIN * _scaled_norm(x / _DBL_MIN, y / _DBL_MIN, largest / _DBL_MIN)
-    return _scaled_norm(x, y, largest)

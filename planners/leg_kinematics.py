@@ -18,10 +18,10 @@ import pinocchio as pin
 
 from idyn import RobotModel
 from idyn.errors import InvalidInputError
-from idyn.placements import placed_points, record_rows
+from idyn.placements import frame_translations
 
 from . import _leg_kernel as kernel
-from ._leg_kernel import foot_jacobians, frame_drifts, regular_inverses
+from ._leg_kernel import foot_jacobians, regular_inverses
 
 
 class LegKinematics:
@@ -76,15 +76,10 @@ class LegKinematics:
                                                     pin.FrameType.OP_FRAME)))
         self._model = pm
         self._data = pm.createData()
-        # live views of pinocchio's results in self._data, which every pass overwrites in place
-        # (read without a call): the world joint Jacobians and (njoints, k) rows of the joints'
-        # placements, velocities and accelerations; and each foot's joint and point in it
+        # pinocchio's results, which every pass overwrites in place: the world joint Jacobians and
+        # the translations of the planned feet's frames
         self._Jw = self._data.J
-        self._foot_joints = np.array([pm.frames[f].parentJoint for f in self._fids])
-        self._foot_offsets = np.array([pm.frames[f].placement.translation for f in self._fids])
-        self._oMi, self._vi, self._ai = (record_rows(self._data.oMi, "rotation"),
-                                         record_rows(self._data.v, "linear"),
-                                         record_rows(self._data.a, "linear"))
+        self._points = frame_translations(self._data, self._fids)
         self._damping = float(damping)
         root = pm.joints[pm.getJointId("root_joint")]
         self._base_v = np.arange(root.idx_v, root.idx_v + 6)
@@ -99,11 +94,11 @@ class LegKinematics:
         w = self._w
         w["leg_v"][:], w["leg_q"][:], w["threshold"][...] = self.leg_v, self.leg_q, self._min_sigma
         w["leg_actuated"][:] = self.leg_actuated
-        w["foot_joint"][:], w["foot_offset"][:] = self._foot_joints, self._foot_offsets
         w["pin_q"][:] = pin.neutral(pm)
         self._q, self._v = w["pin_q"], w["pin_v"]
         self._flags = {name: w[name].view(bool) for name in ("active", "ok", "stuck")}
         self._zero_a = np.zeros(pm.nv)
+        self._lwa = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
         self._x = np.zeros((len(self.legs), 3))
         self._drifts = np.zeros((len(self.legs), 3))
         self._x_shape, self._J_shape = (L, 3), (L, 3, n)
@@ -115,13 +110,10 @@ class LegKinematics:
         return self._q
 
     def positions(self, q_legs) -> np.ndarray:
-        """(L, 3) foot points in the base frame at leg angles ``q_legs`` (L, n): each the parent
-        joint's placement applied to the point (:func:`idyn.placements.placed_points`, what
-        pinocchio's frame placements give)."""
-        pin.forwardKinematics(self._model, self._data, self._set(q_legs))
-        x = np.empty(self._x_shape)
-        placed_points(self._oMi, self._foot_joints, self._foot_offsets, x)
-        return x
+        """(L, 3) foot points in the base frame at leg angles ``q_legs`` (L, n): pinocchio's
+        placements of the planned feet's frames."""
+        pin.framesForwardKinematics(self._model, self._data, self._set(q_legs))
+        return np.array(self._points)
 
     def jacobians(self, q_legs) -> tuple[np.ndarray, np.ndarray]:
         """Foot points (L, 3) and leg Jacobians (L, 3, n) in base axes.
@@ -130,9 +122,10 @@ class LegKinematics:
         serves every foot: the velocity of point p is v_O + omega x p. The pass is kept for
         :meth:`base_velocity`.
         """
-        pin.computeJointJacobians(self._model, self._data, self._set(q_legs))
+        self._set(q_legs)
+        self._pass()
         x, J = np.empty(self._x_shape), np.empty(self._J_shape)
-        foot_jacobians(self._Jw, self.leg_v, self._oMi, self._foot_joints, self._foot_offsets, x, J)
+        foot_jacobians(self._Jw, self.leg_v, self._points, x, J)
         self._x = x
         return x, J
 
@@ -154,12 +147,12 @@ class LegKinematics:
         """Jdot qd of every foot, (L, 3) in the base frame, at the configuration and joint rates
         in pinocchio's vectors (where :meth:`solve_begun` leaves the solved angles and rates: the
         planner's per-step drift pass): pinocchio's second-order pass at zero acceleration, then
-        each foot's classical acceleration
-        (``pin.getFrameClassicalAcceleration(..., LOCAL_WORLD_ALIGNED)``) in one compiled call,
-        :func:`planners._leg_kernel.frame_drifts`. A buffer overwritten by the next call."""
-        pin.forwardKinematics(self._model, self._data, self._q, self._v, self._zero_a)
-        frame_drifts(self._foot_joints, self._foot_offsets, self._oMi, self._vi, self._ai, self._drifts)
-        return self._drifts
+        each foot's classical acceleration (world axes). A buffer overwritten by the next call."""
+        model, data, drifts, frame = self._model, self._data, self._drifts, self._lwa
+        pin.forwardKinematics(model, data, self._q, self._v, self._zero_a)
+        for leg, f in enumerate(self._fids):
+            drifts[leg] = pin.getFrameClassicalAcceleration(model, data, f, frame).linear
+        return drifts
 
     def inverse(self, J) -> np.ndarray:
         """Per-leg inverses, shape (L, n, 3): exact for a well-conditioned square leg, damped
@@ -172,9 +165,9 @@ class LegKinematics:
         default 1e-6 m^2).
 
         Well-conditioned legs, the usual case, are recognised by a determinant bound without an
-        SVD (:func:`planners._leg_kernel.surely_regular`) and get the plain inverse, both in one
-        compiled call (:func:`planners._leg_kernel.regular_inverses`, LAPACK's dgesv as
-        ``np.linalg.inv`` runs it); the damped one is formed only for the others."""
+        SVD and get the plain inverse, both in one compiled call
+        (:func:`planners._leg_kernel.regular_inverses`); the damped one is formed only for the
+        others."""
         if J.shape[2] != 3:
             return self._damped(J)
         ok = self._regular if J.shape[0] == self._regular.shape[0] else np.empty(J.shape[0], dtype=bool)
@@ -183,10 +176,10 @@ class LegKinematics:
             return out
         ok = ok | (np.linalg.svd(J, compute_uv=False)[:, -1] > self._min_sigma)
         if ok.all():
-            return _inv(J)
+            return np.linalg.inv(J)
         out = self._damped(J)
         if ok.any():
-            out[ok] = _inv(J[ok])
+            out[ok] = np.linalg.inv(J[ok])
         return out
 
     def _damped(self, J) -> np.ndarray:
@@ -234,18 +227,18 @@ class LegKinematics:
         return self._w["err"]
 
     def _pass(self) -> None:
-        """pinocchio's joint Jacobians and joint placements at the configuration ``self._q`` (the
-        foot points are formed from the latter in the compiled loop)."""
+        """pinocchio's joint Jacobians and frame placements at the configuration ``self._q``."""
         pin.computeJointJacobians(self._model, self._data, self._q)
+        pin.updateFramePlacements(self._model, self._data)
 
     def _newton(self, targets, tol, max_iters, beta, min_step, xd, qd) -> None:
         """Drive :func:`planners._leg_kernel.newton_advance` from pinocchio's first pass on:
         further passes, the inverses it cannot certify and the line search happen here,
         everything else in the compiled loop."""
         ws, w = self._ws, self._w
-        Jw, placements, advance = self._Jw, self._oMi, kernel.newton_advance
+        Jw, points, advance = self._Jw, self._points, kernel.newton_advance
         tol, max_iters = float(tol), int(max_iters)
-        while (status := advance(ws, Jw, placements, targets, tol, max_iters, xd, qd)) != kernel.DONE:
+        while (status := advance(ws, Jw, points, targets, tol, max_iters, xd, qd)) != kernel.DONE:
             if status == kernel.NEED_INVERSE:
                 w["J_inv"][:] = self.inverse(w["J"])
                 continue
@@ -279,16 +272,3 @@ class LegKinematics:
             w["stage"][...] = kernel.GATHER
         self._set(q)
 
-
-def _inv(J: np.ndarray) -> np.ndarray:
-    """``np.linalg.inv(J)`` bit for bit, for stacked matrices the caller certified regular:
-    numpy's own LAPACK gufunc without the error-state context and type dispatch around it
-    (3.6 of its 6.5 us on four 3 x 3 legs, measured); ``np.linalg.inv`` itself where this numpy
-    does not expose the gufunc."""
-    return _inv_gufunc(J, signature="d->d") if _inv_gufunc is not None else np.linalg.inv(J)
-
-
-try:   # numpy's LAPACK gufunc behind np.linalg.inv
-    from numpy.linalg._umath_linalg import inv as _inv_gufunc
-except ImportError:
-    _inv_gufunc = None

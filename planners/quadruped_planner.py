@@ -362,7 +362,6 @@ class QuadrupedPlanner:
         times = liftoff + np.array([0.0, *self.swing_timing, 1.0]) * (touchdown - liftoff)
         zero = np.zeros(3)
         spline = ClampedCubicSpline(times, points, zero, zero)
-        for name, value in zip(("knots", "c0", "c1", "c2", "c3", "start", "start_rate", "end", "end_rate"),
-                               spline.pieces()):
+        for name, value in zip(("knots", "coef", "ends"), spline.pieces()):
             w[name][i] = value
         w.swinging[i], w.early[i] = 1, 0

@@ -67,14 +67,13 @@ class ClampedCubicSpline:
         h = np.diff(knots)[:, None]
         dy = np.diff(y, axis=0)
         self._knots = knots
-        # per segment: x(s) = c0 + c1 s + c2 s^2 + c3 s^3, s = t - knot
-        self._c0 = np.ascontiguousarray(y[:-1])
-        self._c1 = np.ascontiguousarray(m[:-1])
-        self._c2 = (3.0 * dy / h - 2.0 * m[:-1] - m[1:]) / h
-        self._c3 = (m[:-1] + m[1:] - 2.0 * dy / h) / h ** 2
-        self._start = (y[0].copy(), v0.copy())
-        self._end = (y[-1].copy(), v1.copy())
-        for a in (self._knots, self._c0, self._c1, self._c2, self._c3, *self._start, *self._end):
+        # per segment k: x(s) = coef[k, 0] + coef[k, 1] s + coef[k, 2] s^2 + coef[k, 3] s^3, s = t - knot
+        self._coef = np.ascontiguousarray(np.stack(
+            (y[:-1], m[:-1], (3.0 * dy / h - 2.0 * m[:-1] - m[1:]) / h, (m[:-1] + m[1:] - 2.0 * dy / h) / h ** 2),
+            axis=1))
+        # the start point and rate, the end point and rate
+        self._ends = np.array([y[0], v0, y[-1], v1])
+        for a in (self._knots, self._coef, self._ends):
             a.setflags(write=False)
 
     @staticmethod
@@ -127,16 +126,16 @@ class ClampedCubicSpline:
     @property
     def end_point(self) -> np.ndarray:
         """The last control point (where the curve ends)."""
-        return self._end[0].copy()
+        return self._ends[2].copy()
 
     @property
     def end_height(self) -> float:
         """The last control point's last coordinate (a swing foot's landing height)."""
-        return float(self._end[0][-1])
+        return float(self._ends[2, -1])
 
     def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Position, velocity and acceleration at time ``t``."""
-        d = self._c0.shape[1]
+        d = self._ends.shape[1]
         x, xd, xdd = np.empty(d), np.empty(d), np.empty(d)
         self.evaluate_into(t, x, xd, xdd)
         return x, xd, xdd
@@ -144,8 +143,8 @@ class ClampedCubicSpline:
     def pieces(self) -> tuple[np.ndarray, ...]:
         """The read-only arrays of the curve, in the argument order of
         :func:`planners._spline_kernel.evaluate_into`: knots (K), the per-segment coefficients
-        c0, c1, c2, c3 (K - 1, d), and the start point and rate and end point and rate (d each)."""
-        return (self._knots, self._c0, self._c1, self._c2, self._c3, *self._start, *self._end)
+        (K - 1, 4, d: of s^0..s^3), and the start point and rate and end point and rate (4, d)."""
+        return self._knots, self._coef, self._ends
 
     def evaluate_into(self, t: float, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> None:
         """:meth:`__call__` written into the float arrays ``x``, ``xd``, ``xdd`` (d each; e.g. rows

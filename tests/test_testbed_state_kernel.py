@@ -1,6 +1,5 @@
 """The compiled state conversion of the PyBullet testbeds (robots/pybullet/_state_kernel.py) gives
-the numbers of pinocchio's SE3 chain (to round-off; to the bit with the libraries it was written
-against), on random poses and inertial frames."""
+the numbers of pinocchio's SE3 chain to round-off, on random poses and inertial frames."""
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -27,14 +26,18 @@ def pinocchio_chain(raw13, inertial: pin.SE3):
 
 
 def _agree(a, b) -> bool:
-    """Equal to round-off: a few units in the last place of the largest entry.
-
-    The kernel follows Eigen's and BLAS's operation order, so on the machine it was written on
-    the two agree to the bit (the closed-loop traces stayed bit-identical). That depends on
-    library builds (numba's dot is scipy's OpenBLAS, numpy's is its own; a CPU with another
-    kernel may fuse differently), so a test of correctness asks for round-off agreement."""
+    """Equal to round-off: 64 units in the last place of the largest entry (measured: at most 8)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= 8 * np.finfo(float).eps * max(1.0, np.abs(b).max())))
+    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= 64 * np.finfo(float).eps * max(1.0, np.abs(b).max())))
+
+
+def _same_pose(q7, want7) -> bool:
+    """The same base pose: position to round-off and the same rotation (q and -q are one
+    rotation; the reader returns the quaternion with w >= 0, unit to round-off)."""
+    q7 = np.asarray(q7, dtype=float)
+    R, R_want = pin.Quaternion(q7[3:7]).toRotationMatrix(), pin.Quaternion(np.asarray(want7)[3:7]).toRotationMatrix()
+    return (_agree(q7[:3], want7[:3]) and _agree(R, R_want) and q7[6] >= 0.0
+            and abs(np.linalg.norm(q7[3:7]) - 1.0) <= 4 * np.finfo(float).eps)
 
 
 @settings(max_examples=300, deadline=None)
@@ -51,13 +54,13 @@ def test_free_flyer_first_matches_the_pinocchio_chain(pose, quat, seed, identity
     reader = StateReader(np.array([8, 7]), np.array([6, 7]), 9, 8, (0, 0), inertial)
     q, v = reader.read(joints + pose)
     q7, v6 = pinocchio_chain(pose, inertial)
-    assert _agree(q[:7], q7) and _agree(v[:6], v6)
+    assert _same_pose(q[:7], q7) and _agree(v[:6], v6)
     assert q[[8, 7]].tolist() == joints[:2] and v[[6, 7]].tolist() == joints[2:]
 
 
 def test_degenerate_rotations_take_every_branch():
     """Quaternions whose rotation has a non-positive trace (each diagonal entry largest), and
-    exact axis rotations: the Eigen branch and index choice of the kernel are pinocchio's."""
+    exact axis rotations."""
     inertial = pin.SE3.Random()
     reader = StateReader(np.array([], dtype=int), np.array([], dtype=int), 7, 6, (0, 0), inertial)
     rng = np.random.default_rng(5)
@@ -69,12 +72,11 @@ def test_degenerate_rotations_take_every_branch():
             pose = np.concatenate((rng.normal(size=3), quat / np.linalg.norm(quat), rng.normal(size=6)))
             q, v = reader.read(pose.tolist())
             q7, v6 = pinocchio_chain(pose, inertial)
-            assert _agree(q, q7) and _agree(v, v6)
+            assert _same_pose(q, q7) and _agree(v, v6)
 
 
 def test_many_random_poses_and_inertial_frames():
-    """2000 random poses, velocities and inertial frames (where a different summation order of a
-    3-term sum or of BLAS's fused multiply-adds shows in a large share of the entries)."""
+    """2000 random poses, velocities and inertial frames."""
     rng = np.random.default_rng(11)
     np.random.seed(11)
     for _ in range(40):
@@ -86,7 +88,7 @@ def test_many_random_poses_and_inertial_frames():
                                    rng.normal(scale=3.0, size=6)))
             q, v = reader.read(pose.tolist())
             q7, v6 = pinocchio_chain(pose, inertial)
-            assert _agree(q, q7) and _agree(v, v6)
+            assert _same_pose(q, q7) and _agree(v, v6)
 
 
 def test_fixed_base_scatters_joints_and_non_finite_state_raises():

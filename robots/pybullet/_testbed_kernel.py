@@ -20,11 +20,6 @@ ANY_LINK = -2
 
 
 @cached_jit
-def _matches(body, link, want_body, want_link):
-    return body == want_body and (want_link == ANY_LINK or link == want_link)
-
-
-@cached_jit
 def attribute_rows(points_b, pairs, points, frames, radius, out):
     """``out`` (m, 3) = the forces [normal, s, t] on body A of m contacts from PyBullet's contact
     points ``points_b`` (P, 19 columns: body A, link A, body B, link B, point on B (3), normal
@@ -35,8 +30,7 @@ def attribute_rows(points_b, pairs, points, frames, radius, out):
     A point's force on its body A, ``f_n n + f_1 d_1 + f_2 d_2``, goes to the nearest contact of
     its pair (either order; negated when PyBullet's A is the contact's B) within ``radius``
     (the last of equally near ones), summed in PyBullet's order.  The world force F is then
-    rotated into the frame, each row as ``(r0 F0 + r2 F2) + r1 F1``: numpy's
-    ``einsum("mij,mj->mi")`` pairing for rows of three, so these are the numbers of that form."""
+    rotated into the frame (``out[i] = frames[i] F``)."""
     m = pairs.shape[0]
     world = np.zeros((m, 3))
     for p in range(points_b.shape[0]):
@@ -45,9 +39,13 @@ def attribute_rows(points_b, pairs, points, frames, radius, out):
         best, best_d, best_sign = -1, radius, 1.0
         for i in range(m):
             want_a, want_link_a, want_b, want_link_b = pairs[i, 0], pairs[i, 1], pairs[i, 2], pairs[i, 3]
-            if _matches(body_a, link_a, want_a, want_link_a) and _matches(body_b, link_b, want_b, want_link_b):
+            a_is_a = body_a == want_a and (want_link_a == ANY_LINK or link_a == want_link_a)
+            b_is_b = body_b == want_b and (want_link_b == ANY_LINK or link_b == want_link_b)
+            b_is_a = body_b == want_a and (want_link_a == ANY_LINK or link_b == want_link_a)
+            a_is_b = body_a == want_b and (want_link_b == ANY_LINK or link_a == want_link_b)
+            if a_is_a and b_is_b:
                 sign = 1.0
-            elif _matches(body_b, link_b, want_a, want_link_a) and _matches(body_a, link_a, want_b, want_link_b):
+            elif b_is_a and a_is_b:
                 sign = -1.0
             else:
                 continue
@@ -57,9 +55,8 @@ def attribute_rows(points_b, pairs, points, frames, radius, out):
                 best, best_d, best_sign = i, d, sign
         if best >= 0:
             for k in range(3):
-                force = (row[10] * row[7 + k] + row[14] * row[11 + k]) + row[18] * row[15 + k]
+                force = row[10] * row[7 + k] + row[14] * row[11 + k] + row[18] * row[15 + k]
                 world[best, k] += best_sign * force
     for i in range(m):
         for r in range(3):
-            out[i, r] = ((frames[i, r, 0] * world[i, 0] + frames[i, r, 2] * world[i, 2])
-                         + frames[i, r, 1] * world[i, 1])
+            out[i, r] = frames[i, r, 0] * world[i, 0] + frames[i, r, 1] * world[i, 1] + frames[i, r, 2] * world[i, 2]

@@ -259,27 +259,23 @@ class StateReader:
     q and v of the free flyer's 7 coordinates and 6 velocities, or None; ``inertial``: its link
     frame -> inertial frame (the base pose PyBullet reports is that of the inertial frame).
 
-    The free-flyer conversion (module docstring): ``T_link = T_com * T_inertial^-1``,
-    ``v = R^T (v_com - w x (c - o))``, ``w_b = R^T w``, by one compiled call
-    (:func:`._state_kernel.read_rows`: pinocchio's SE3 arithmetic and numpy's BLAS rotations, to
-    the bit).  q and v are views of one new array, checked finite in the same compiled call.
+    The free-flyer conversion ``T_link = T_com T_inertial^-1``, ``v = R^T (v_com - w x (c - o))``,
+    ``w_b = R^T w`` is one compiled call (:func:`._state_kernel.read_rows`); q and v are views of
+    one new array, checked finite in the same call.
     """
 
     def __init__(self, iq, iv, nq: int, nv: int, free_flyer: tuple[int, int] | None, inertial: pin.SE3):
         self.nq, self.nv = nq, nv
         self._index = np.concatenate((iq, np.asarray(iv) + nq)).astype(np.int64)
         self._qo, self._vo = (-1, -1) if free_flyer is None else (free_flyer[0], nq + free_flyer[1])
-        self._work = np.empty(24)
-        inverse = inertial.inverse()
-        self._work[:9] = inverse.rotation.ravel()
-        self._work[9:12] = inverse.translation
+        self._inverse = np.array(pin.SE3ToXYZQUAT(inertial.inverse()), dtype=float)
 
     def read(self, raw: list[float]) -> tuple[np.ndarray, np.ndarray]:
         """(q, v) from ``raw``: the joint positions, the joint velocities, then the free flyer's
         :func:`base_raw` if there is one. Raises NonFiniteError if PyBullet's state is not finite."""
         raw = np.fromiter(raw, float)
         out = np.empty(self.nq + self.nv)
-        if not read_rows(raw, self._index, self._work, self._qo, self._vo, out):
+        if not read_rows(raw, self._index, self._inverse, self._qo, self._vo, out):
             raise validation.NonFiniteError("PyBullet's state contains NaN or infinite values")
         return out[:self.nq], out[self.nq:]
 

@@ -13,7 +13,7 @@ import pybullet as pb
 
 from idyn.contact import Contact, framed_contacts_prechecked
 from idyn.errors import InvalidInputError
-from idyn.placements import placed_points, record_rows
+from idyn.placements import frame_translations
 from idyn.state import RobotState
 
 from ..quadruped import resolve_quadruped
@@ -55,12 +55,17 @@ class QuadrupedTestbed(Testbed):
         self.legs = list(self.quadruped.feet)
         self._feet = [self.quadruped.feet[leg] for leg in self.legs]
         self._foot_links = [self.robot.link_index(f.link) for f in self._feet]
-        self._data = model.pinocchio_model.createData()  # the testbed's own kinematics workspace
-        # the feet's sphere centres: their frames' live placements (rows of data.oMf) and offsets
-        self._frame_rows = record_rows(self._data.oMf, "rotation")
-        self._foot_frames = np.array([model.frame_id(f.link) for f in self._feet])
-        self._foot_offsets = np.array([np.asarray(f.offset, dtype=float).reshape(3) for f in self._feet])
-        self._centres = np.empty((len(self._feet), 3))
+        # the testbed's own kinematics: a copy of the model with a frame at each foot sphere's
+        # centre, and live views of their translations (idyn.placements)
+        self._pin_model = pm = pin.Model(model.pinocchio_model)
+        for f in self._feet:
+            parent = pm.frames[model.frame_id(f.link)]
+            placement = parent.placement * pin.SE3(np.eye(3), np.asarray(f.offset, dtype=float).reshape(3))
+            pm.addFrame(pin.Frame(f"{f.link}_sphere_centre", parent.parentJoint, model.frame_id(f.link),
+                                  placement, pin.FrameType.OP_FRAME))
+        self._data = pm.createData()
+        self._centres = frame_translations(self._data, [pm.getFrameId(f"{f.link}_sphere_centre")
+                                                        for f in self._feet])
         self._probes = {r: SphereProbe(self.client, r) for r in {f.radius for f in self._feet}}
         self._foot_probes = [self._probes[f.radius] for f in self._feet]
         #: PyBullet (A, B) of each foot's contact, and the radius that attributes forces to it
@@ -113,13 +118,10 @@ class QuadrupedTestbed(Testbed):
         return cp.distance
 
     def _foot_centres(self, q) -> list[list[float]]:
-        """The world centres of the foot spheres (as PyBullet reads them) by one forward-kinematics
-        pass: each foot frame's placement applied to the sphere's offset, ``oMf.act(offset)`` bit
-        for bit, in one compiled call on the live rows of ``data.oMf``
-        (:func:`idyn.placements.placed_points`)."""
-        pin.framesForwardKinematics(self.model.pinocchio_model, self._data, q)
-        placed_points(self._frame_rows, self._foot_frames, self._foot_offsets, self._centres)
-        return self._centres.tolist()
+        """The world centres of the foot spheres at ``q``: pinocchio's placements of the centres'
+        frames (one forward-kinematics pass)."""
+        pin.framesForwardKinematics(self._pin_model, self._data, q)
+        return [centre.tolist() for centre in self._centres]
 
     def _closest(self, i: int, q, margin: float, centres=None):
         foot = self._feet[i]
