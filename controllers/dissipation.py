@@ -151,30 +151,30 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from idyn.errors import InvalidInputError, SolverError
+from idyn.lcp.lemke import cold_checked
 from idyn.lcp.regularized import regularized_checked
 from idyn.lcp.residuals import DEFAULT_TOL
-from idyn._lapack_kernel import full_svd_work
-from idyn._qp_kernel import SOLVED
 from idyn.qp import BACKENDS, solve_built
-from idyn.qp import REGULARIZATION_SCHEDULE as QP_REGULARIZATION
 from idyn.separation import closing_speed
 from idyn.separation import price_separation as core_price_separation
 
 from . import _dissipation_kernel as kernel
 
 if TYPE_CHECKING:   # dynamics imports this module's cone rows (touchdown impact)
-    from .dynamics import Step, StepArrays
+    from .dynamics import Step
 
 RANK_TOL = kernel.RANK_TOL
+#: Stage I objectives: the contact impulses' work (default) or the literal kinetic energy
+OBJECTIVES = ("contact-work", "kinetic-energy")
 
 
 @dataclass
 class StageOne:
-    """Stage I data: ``min 1/2 |Y z|^2 + c^T z  s.t.  G z + g >= 0, z >= 0``."""
+    """Stage I data: ``min 1/2 |Y z|^2 + c^T z  s.t.  G z + g >= 0, z >= 0`` (and ``E z + e = 0``)."""
 
     R: np.ndarray       #: (k, nv) impulse directions, k = 5 m
     Y: np.ndarray       #: (nu, k) whitened unactuated impulse map
-    H: np.ndarray       #: (k, k) the Hessian Y^T Y = Z^T A Z (read-only use)
+    H: np.ndarray       #: (k, k) the Hessian Y^T Y = Z^T A Z, plus the separation price
     W: np.ndarray       #: (k, k - rank) orthonormal basis of ker(H) = ker(Y) (Stage II)
     c: np.ndarray       #: (k,) linear term (eq. 98)
     G: np.ndarray       #: constraint rows: live non-penetration rows, then cone rows
@@ -186,24 +186,25 @@ class StageOne:
     kept_tangent_rows: tuple = (0, 0)   #: (S rows, T rows) kept by Algorithm 1
     #: (m,) closing speeds added to c's normal rows (``gap_rate``, idyn.separation), or None
     closing: np.ndarray | None = None
+    #: Stage I's KKT LCP ``(Mlcp, qlcp)`` (:func:`kernel.kkt`), kept up to date with ``H`` and ``c``
+    Mlcp: np.ndarray | None = None
+    qlcp: np.ndarray | None = None
 
     def __post_init__(self):
         if self.E is None:
-            self.E, self.e = _no_rows(self.R.shape[0])
+            self.E, self.e = np.zeros((0, self.k)), np.zeros(0)
 
     @property
     def k(self) -> int:
         return self.R.shape[0]
 
-
-
-@lru_cache(maxsize=64)
-def _no_rows(k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(E, e)`` without rows for ``k`` impulses (read-only, made once per size)."""
-    E, e = np.zeros((0, k)), np.zeros(0)
-    E.setflags(write=False)
-    e.setflags(write=False)
-    return E, e
+    def lcp(self) -> tuple[np.ndarray, np.ndarray]:
+        """Stage I's KKT LCP ``(M, q)`` (footnote 1), made on first use."""
+        if self.Mlcp is None:
+            n = self.k + self.G.shape[0]
+            self.Mlcp, self.qlcp = np.empty((n, n)), np.empty(n)
+            kernel.kkt(self.H, self.G, self.c, self.g, self.Mlcp, self.qlcp)
+        return self.Mlcp, self.qlcp
 
 
 def cone_rows(mu: np.ndarray) -> np.ndarray:
@@ -220,16 +221,9 @@ def _cone_rows(key: bytes) -> np.ndarray:
     rows = np.zeros((finite.size, 5 * m))
     r = np.arange(finite.size)
     rows[r, finite] = mu[finite]
-    rows[r[:, None], finite[:, None] + _EDGES * m] = -1.0
+    rows[r[:, None], finite[:, None] + np.arange(1, 5) * m] = -1.0
     rows.setflags(write=False)
     return rows
-
-
-_EDGES = np.arange(1, 5)    # the four pyramid blocks of f_F in z = [f_N; f_S+; f_S-; f_T+; f_T-]
-
-
-#: Stage I objectives: the contact impulses' work (default) or the literal kinetic energy
-OBJECTIVES = ("contact-work", "kinetic-energy")
 
 
 def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
@@ -237,42 +231,34 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     """Assemble Stage I (eqs. 94-101) for ``step``; ``coulomb=False`` drops the cone (mu = inf).
 
     ``objective`` chooses the linear term (see "Which energy" in the module docstring):
-    ``"contact-work"`` ``c = R v+(0)``, ``"kinetic-energy"`` eq. 98's ``c = R_u (p + A^-1 B qd)``.
-    ``gap_rate`` adds the closing speeds of the contacts with a friction bound
-    (:func:`idyn.separation.closing_speed`) to its normal rows, after the projection (see
-    "Contacts at a distance" in the module docstring).
+    ``"contact-work"`` ``c = R v+(0)`` projected onto ``range(R_u)``, ``"kinetic-energy"``
+    eq. 98's ``c = R_u (p + A^-1 B qd)``.  ``gap_rate`` adds the closing speeds of the contacts
+    with a friction bound (:func:`idyn.separation.closing_speed`) to its normal rows, after the
+    projection (see "Contacts at a distance" in the module docstring).
 
     With ``no_slip_tol`` the no-slip equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) are added
     for the tangent rows Algorithm 1 keeps at that dependence tolerance:
     ``S_u (p + A^-1 R_u^T z) + S_a qd_des = 0``, linear in ``z``.
     """
-    m = step.m
-    R, Y = step.pyramid_whitened()                           # R = [N; S; -S; T; -T], Y = L^-1 R_u^T
-    free = step.free_velocity                                # [N; S; T] v+ at z = 0
-    if objective == "contact-work":
-        c0 = free                                            # R v+ at z = 0 (pyramid layout in the
-    elif objective == "kinetic-energy":                      # kernel), projected onto range(R_u)
-        c0 = R[:, step.u] @ (step.p + step.solve_A(step.B @ step.qd))
-    else:
+    if objective not in OBJECTIVES:
         raise InvalidInputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    # G = [Gn; cone]: Gn = N_u A^-1 R_u^T (R's first m rows are N), gn = N v+(0) + phi/dt
-    k = R.shape[0]
+    m, nu, nv = step.m, step.nu, step.v.size
+    k = 5 * m
+    if objective == "kinetic-energy":                        # [N; S; T]_u (p + A^-1 B qd)
+        x3 = step.rows[:, step.u] @ (step.p + step.solve_A(step.B @ step.qd))
+    else:
+        x3 = _NOTHING
     cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, k))
-    c, G, g, H = np.empty(k), np.empty((m + cone.shape[0], k)), np.empty(m + cone.shape[0]), np.empty((k, k))
-    # ker(H) = ker(Y) and its complement, the row space of Y = range(R_u) (the contact velocities
-    # impulses move), from one SVD of Y in the same call: one rank decision for Stage II and the
-    # projection of c
-    sv, Vt = np.empty(min(Y.shape)), np.empty((k, k))
-    rank, smallest, largest = kernel.stage_one_rows(Y, svd_work(*Y.shape), c0, objective == "contact-work",
-                                                    objective == "contact-work", free, step.jac.phi, step.dt, cone,
-                                                    sv, Vt, c, G, g, H)
-    if rank < 0:
-        raise np.linalg.LinAlgError("SVD did not converge")
-    threshold = RANK_TOL * max(largest, 1.0)
+    nc = m + cone.shape[0]
+    R, Y, free, Vt = np.empty((k, nv)), np.empty((nu, k), order="F"), np.empty(3 * m), np.empty((k, k))
+    c, G, g, H = np.empty(k), np.empty((nc, k)), np.empty(nc), np.empty((k, k))
+    rank, smallest, largest = kernel.stage_one(step.rows, step.L, step.p, step.qd, step.u_index, step.a_index,
+                                               step.jac.phi, step.dt, cone, x3, R, Y, free, Vt, c, G, g, H)
+    step._free, step._pyramid = free, R
     dead = 0
-    if not smallest > threshold:                             # some row no impulse can change
+    if not smallest > RANK_TOL * max(largest, 1.0):          # some row no impulse can change
         Gn, gn = G[:m], g[:m]
-        live = np.sqrt(np.einsum("ij,ij->i", Gn, Gn)) > threshold
+        live = np.sqrt(np.einsum("ij,ij->i", Gn, Gn)) > RANK_TOL * max(largest, 1.0)
         dead = int(np.count_nonzero(~live & (gn < 0)))
         G, g = np.concatenate((Gn[live], cone)), np.concatenate((gn[live], np.zeros(cone.shape[0])))
     prob = StageOne(R, Y, H, Vt[rank:].T, c, G, g, cone, dead)
@@ -288,48 +274,25 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     return prob
 
 
-@lru_cache(maxsize=64)
-def svd_work(m: int, n: int) -> int:
-    """The workspace of the SVD of an m x n ``Y`` (:func:`idyn._lapack_kernel.full_svd_work`, the
-    size query numpy makes before every SVD, ~3 us), asked once per size."""
-    return int(full_svd_work(m, n)) if m and n else 1
-
-
 def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
-    """Stage I optimum ``z0`` (any one of them) and solver info."""
-    k, nc = prob.k, prob.G.shape[0]
+    """Stage I optimum ``z0`` (any one of them) and solver info: Lemke's method on the KKT LCP
+    (``method="lemke"`` without equality rows), then regularised Lemke, then the QP."""
     if method == "lemke" and not prob.E.shape[0]:
-        Mlcp, qlcp, z = np.empty((k + nc, k + nc)), np.empty(k + nc), np.empty(k + nc)
-        passed, pivots = kernel.stage_one_lemke(prob.H, prob.G, prob.c, prob.g, DEFAULT_TOL, Mlcp, qlcp, z)
-        if passed:   # the common case, one compiled call; otherwise polish and regularise
-            return z[:k], _lemke_info(pivots)
-        return _lemke_fallbacks(prob, Mlcp, qlcp, method, qp_backend)
-    return _stage_one_qp(prob, method, qp_backend)
-
-
-def _lemke_info(pivots: int) -> dict:
-    return {"stage1_status": "solved", "pivots": pivots, "regularization": 0.0}
-
-
-def _lemke_fallbacks(prob: StageOne, Mlcp: np.ndarray, qlcp: np.ndarray, method: str,
-                     qp_backend: str) -> tuple[np.ndarray, dict]:
-    """Stage I when the Lemke path's answer did not pass on the KKT LCP ``(qlcp, Mlcp)``:
-    regularised Lemke, then the QP."""
-    try:
-        res = regularized_checked(Mlcp, qlcp)
-    except np.linalg.LinAlgError:  # a solver must report, not raise; fall through to the QP
-        res = None
-    if res is not None and res.solved:
-        return res.z[:prob.k], {"stage1_status": res.status.value, "pivots": res.pivots,
-                                "regularization": res.regularization}
-    return _stage_one_qp(prob, method, qp_backend)
-
-
-def _stage_one_qp(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
+        Mlcp, qlcp = prob.lcp()
+        z = np.empty(qlcp.size)
+        passed, pivots = cold_checked(Mlcp, qlcp, 1e-12, DEFAULT_TOL, z)
+        if passed:
+            return z[:prob.k], {"stage1_status": "solved", "pivots": pivots, "regularization": 0.0}
+        try:
+            res = regularized_checked(Mlcp, qlcp)
+        except np.linalg.LinAlgError:  # a solver must report, not raise; fall through to the QP
+            res = None
+        if res is not None and res.solved:
+            return res.z[:prob.k], {"stage1_status": res.status.value, "pivots": res.pivots,
+                                    "regularization": res.regularization}
     A_in, b_in = _with_bounds(prob.G, prob.g)
     qp = solve_built(prob.H, prob.c, prob.E, -prob.e, A_in, b_in, backend=_backend(qp_backend))
-    info = {"stage1_status": qp.status.value, "pivots": qp.iterations,
-            "regularization": qp.regularization,
+    info = {"stage1_status": qp.status.value, "pivots": qp.iterations, "regularization": qp.regularization,
             "stage1_solver": "qp" if method == "qp" or prob.E.shape[0] else "qp (lemke failed)"}
     if not qp.solved:
         raise SolverError(f"Stage I failed: {qp.status.value}")
@@ -341,30 +304,14 @@ def solve_priced(step: Step, prob: StageOne, weight: float, method: str, qp_back
     """Stage I, solved again with the separation of the contacts that separate under load
     priced at ``weight`` (kg), until none is added (see "Separation of touching contacts");
     ``info["separation_priced"]``: how many.  ``solve(prob)`` solves Stage I once (default
-    :func:`solve_stage_one` with ``method``, ``qp_backend``); with the default and Lemke's
-    method the solves, checks and prices run in one compiled call
-    (:func:`kernel.stage_one_priced`) until a solve needs :func:`solve_stage_one`'s fallbacks."""
-    m, k = step.m, prob.k
-    priced, new = np.zeros(m, dtype=bool), np.empty(m, dtype=np.intp)
-    compiled = solve is None and method == "lemke" and not prob.E.shape[0]
+    :func:`solve_stage_one` with ``method``, ``qp_backend``)."""
+    priced, new = np.zeros(step.m, dtype=bool), np.empty(step.m, dtype=np.intp)
     count = 0
     while True:
-        if compiled:
-            nc = prob.G.shape[0]
-            Mlcp, qlcp, z, out = np.empty((k + nc, k + nc)), np.empty(k + nc), np.empty(k + nc), np.empty(2, np.intp)
-            passed = kernel.stage_one_priced(prob.H, prob.G, prob.c, prob.g, DEFAULT_TOL, prob.Y, step.free_velocity,
-                                             step.jac.phi, step.dt, weight, priced, new, Mlcp, qlcp, z, out)
-            count += int(out[1])
-            if passed:   # the common case: settled in one call
-                info = _lemke_info(int(out[0]))
-                info["separation_priced"] = count
-                return z[:k], info
-            z, info = _lemke_fallbacks(prob, Mlcp, qlcp, method, qp_backend)
-        else:
-            z, info = solve(prob) if solve is not None else solve_stage_one(prob, method, qp_backend)
+        z, info = solve(prob) if solve is not None else solve_stage_one(prob, method, qp_backend)
         if not weight > 0.0:
             break
-        added = flag_separations(step, prob, z, priced, new)
+        added = kernel.new_separations(prob.Y, z, step.free_velocity, step.jac.phi, step.dt, priced, new)
         if not added:
             break
         priced[new[:added]] = True
@@ -380,14 +327,9 @@ def separating_loads(step: Step, prob: StageOne, z: np.ndarray) -> np.ndarray:
     "Separation of touching contacts")."""
     new = np.empty(step.m, dtype=np.intp)
     mask = np.zeros(step.m, dtype=bool)
-    mask[new[:flag_separations(step, prob, z, mask.copy(), new)]] = True
+    count = kernel.new_separations(prob.Y, z, step.free_velocity, step.jac.phi, step.dt, mask.copy(), new)
+    mask[new[:count]] = True
     return mask
-
-
-def flag_separations(step: Step, prob: StageOne, z: np.ndarray, priced: np.ndarray, new: np.ndarray) -> int:
-    """:func:`separating_loads` for the Stage I loop, in one compiled call: the flagged contacts
-    that are not ``priced`` yet, as indices ``new[:count]`` (output); returns ``count``."""
-    return kernel.new_separations(prob.Y, z, step.free_velocity, step.jac.phi, step.dt, priced, new)
 
 
 def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: float) -> None:
@@ -396,87 +338,29 @@ def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: f
     ``P = N_c A^-1 R_u^T = Y_c^T Y``, so ``ker(Y)`` and Stage II are unchanged."""
     P = prob.Y[:, contacts].T @ prob.Y
     prob.H, prob.c = core_price_separation(prob.H, prob.c, P, step.free_velocity[contacts], weight)
+    if prob.Mlcp is not None:
+        kernel.kkt(prob.H, prob.G, prob.c, prob.g, prob.Mlcp, prob.qlcp)
 
 
 def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
                     qp_backend: str) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112)."""
     W = prob.W
-    nul = W.shape[1]
+    k, nul = W.shape
     if nul == 0:
         return z0, {"stage2_status": "determinate", "nullity": 0}
-    k = W.shape[0] + prob.cone.shape[0]
-    H2, c2, A_in, b_in = np.empty((nul, nul)), np.empty(nul), np.empty((k, nul)), np.empty(k)
-    level, z, out = _level_row(prob, W), np.empty(W.shape[0]), np.empty(5)
-    code = kernel.stage_two(prob.R, W, z0, ridge, prob.cone, step.jac.mu if prob.cone.shape[0] else _NO_CONE,
-                            level, _backend(qp_backend) == "quadprog", _RIDGES, step.L, step.v, step.qd, step.dt_h_u,
-                            step.B_dva, step.Ma, step.h, step.dt, step.u_index, step.a_index,
-                            H2, c2, A_in, b_in, z, out)
-    if code == SOLVED:   # the common case: one compiled call
-        return z, {"stage2_status": "solved", "nullity": nul, "stage2_iterations": int(out[1])}
-    qp = solve_built(H2, c2, level, np.zeros(level.shape[0]), A_in, b_in, backend=qp_backend)
+    tau0 = step.pyramid_outputs(prob.R, z0)[0]               # eq. 90 at z0
+    rows = k + prob.cone.shape[0]
+    H2, c2, A_in, b_in = np.empty((nul, nul)), np.empty(nul), np.empty((rows, nul)), np.empty(rows)
+    kernel.stage_two_terms(prob.R, step.a_index, W, z0, tau0, step.dt, ridge, prob.cone, H2, c2, A_in, b_in)
+    level = _level_row(prob, W)
+    qp = solve_built(H2, c2, level, np.zeros(level.shape[0]), A_in, b_in, backend=_backend(qp_backend))
     info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
     if not qp.solved:
         return z0, info  # Stage I's answer is still a valid contact model solution
     z = z0 + W @ qp.x
-    kernel.clip_to_cone(z, step.jac.mu if prob.cone.shape[0] else _NO_CONE)   # z >= 0, in the cones
+    kernel.clip_to_cone(z, step.jac.mu if prob.cone.shape[0] else _NOTHING)   # z >= 0, in the cones
     return z, info
-
-
-def solve_common(step: Step, weight: float, ridge: float, qp_backend: str
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict] | None:
-    """``(tau, v+, forces, info)`` of a step of the default two-stage controller (Coulomb cones,
-    the contact-work objective, no gap rate, Stage I by Lemke's method with the separation of
-    ``weight``, Stage II with ``ridge``) in one compiled call (:func:`kernel.two_stages`): the
-    kernels of :func:`build_stage_one`, :func:`solve_priced`, :func:`solve_stage_two` and
-    :meth:`Step.pyramid_outputs` in their order, the same numbers and ``info``.  None when the
-    step needs more than the common case: the caller then solves it the general way."""
-    outputs = _common_outputs(step.a_index.size, step.v.size, step.m)
-    if kernel.two_stages(step.rows, step.L, step.p, step.qd, step.u_index, step.a_index, step.jac.phi, step.dt,
-                         *_common_settings(step.jac.mu, weight, ridge, qp_backend), step.v, step.dt_h_u, step.B_dva,
-                         step.Ma, step.h, step.impact_rows, svd_work(step.nu, 5 * step.m), *outputs):
-        return None
-    return _common_result(*outputs)
-
-
-def solve_step_common(arrays: StepArrays, nu: int, weight: float, ridge: float, qp_backend: str
-                      ) -> tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray, dict] | None]:
-    """:func:`solve_common` from a step's inputs (:meth:`StepDynamics.prepare`, ``nu`` unactuated
-    coordinates) with the step's arrays in the same compiled call (:func:`kernel.step_two_stages`,
-    no :class:`Step` built): ``(info, answer)`` with the ``info`` of
-    :func:`controllers._dynamics_kernel.step_arrays` and :func:`solve_common`'s answer, None when
-    ``info`` is not 0 (then :meth:`StepDynamics.finish` takes it from there) or the step needs more
-    than the common case."""
-    m = arrays.phi.size
-    outputs = _common_outputs(arrays.a.size, arrays.v.size, m)
-    info, code = kernel.step_two_stages(*arrays.kernel_args, *_common_settings(arrays.mu, weight, ridge, qp_backend),
-                                        svd_work(nu, 5 * m), *outputs)
-    return info, None if code else _common_result(*outputs)
-
-
-def _common_settings(mu: np.ndarray, weight: float, ridge: float, qp_backend: str) -> tuple:
-    """:func:`kernel.two_stages`'s ``(cone, mu, tol, weight, ridge, try_quadprog, schedule)`` for
-    contacts of friction ``mu``."""
-    cone = cone_rows(mu)
-    return (cone, mu if cone.shape[0] else _NO_CONE, DEFAULT_TOL, weight, ridge, _backend(qp_backend) == "quadprog",
-            _RIDGES)
-
-
-def _common_outputs(na: int, nv: int, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`kernel.two_stages`'s outputs ``(tau, v_next, forces, out)``, not yet written."""
-    return np.empty(na), np.empty(nv), np.empty((m, 3)), np.empty(4, np.intp)
-
-
-def _common_result(tau: np.ndarray, v_next: np.ndarray, forces: np.ndarray, out: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-    """``(tau, v+, forces, info)`` from :func:`kernel.two_stages`'s outputs after it passed."""
-    info = {"stage1_status": "solved", "pivots": int(out[0]), "regularization": 0.0,
-            "separation_priced": int(out[1]), "stage2_status": "solved" if out[2] else "determinate",
-            "nullity": int(out[2])}
-    if out[2]:
-        info["stage2_iterations"] = int(out[3])
-    info["unenforceable_contacts"] = 0
-    return tau, v_next, forces, info
 
 
 def _level_row(prob: StageOne, W: np.ndarray) -> np.ndarray:
@@ -493,10 +377,10 @@ def _level_row(prob: StageOne, W: np.ndarray) -> np.ndarray:
     return (row / scale)[None]
 
 
-#: idyn.qp's ridge schedule, for the compiled Stage II
-_RIDGES = np.array(QP_REGULARIZATION)
-#: no friction bound (``mu`` of no contact): :func:`kernel.clip_to_cone` only clips
-_NO_CONE = np.zeros(0)
+#: an empty vector: no ``x3`` for :func:`kernel.stage_one`, no friction bound for
+#: :func:`kernel.clip_to_cone`
+_NOTHING = np.zeros(0)
+_NOTHING.setflags(write=False)
 
 
 def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> tuple[np.ndarray, dict]:
@@ -504,11 +388,9 @@ def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> t
     ``eps = regularization * max(diag Z^T A Z)`` (Todorov 2014), strictly convex hence unique.
     The scale is that of the contact Hessian ``Y^T Y`` alone, without the separation price
     (which would raise ``eps`` and the bias it causes with its weight)."""
-    H = prob.H
     k = prob.k
     eps = regularization * max(float(np.einsum("ij,ij->j", prob.Y, prob.Y).max(initial=0.0)), 1e-12)
-    H = H.copy()
-    H.flat[::k + 1] += eps                           # H + eps I
+    H = prob.H + eps * np.eye(k)
     A_in, b_in = _with_bounds(prob.G, prob.g)
     qp = solve_built(H, prob.c, np.zeros((0, k)), np.zeros(0), A_in, b_in, backend=_backend(qp_backend))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations,
@@ -521,9 +403,7 @@ def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> t
 def _with_bounds(G: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The rows ``G z + g >= 0`` and ``z >= 0`` as ``A z >= b``."""
     k = G.shape[1]
-    A, b = np.zeros((G.shape[0] + k, k)), np.zeros(G.shape[0] + k)
-    kernel.with_bounds(G, g, A, b)
-    return A, b
+    return np.concatenate((G, np.eye(k))), np.concatenate((-g, np.zeros(k)))
 
 
 def _backend(name: str) -> str:

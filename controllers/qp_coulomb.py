@@ -27,8 +27,7 @@ import numpy as np
 from idyn.errors import InvalidInputError
 
 from .base import Controller, Solution, register
-from .dissipation import (OBJECTIVES, build_stage_one, solve_common, solve_one_stage, solve_priced,
-                          solve_stage_two, solve_step_common)
+from .dissipation import OBJECTIVES, build_stage_one, solve_one_stage, solve_priced, solve_stage_two
 from .dynamics import Step
 
 
@@ -62,38 +61,15 @@ class DissipationController(Controller):
         if not (np.isfinite(ridge) and ridge > 0):
             raise InvalidInputError(f"ridge must be positive, got {ridge}")
         self.stage2, self.stage1_solver, self.ridge, self.qp_backend = stage2, stage1_solver, ridge, qp_backend
-        #: the configuration :func:`controllers.dissipation.solve_common` solves in one call (with no
-        #: no-slip rows, which a subclass may set)
-        self._common = bool(stage2) and stage1_solver == "lemke" and objective == "contact-work" \
-            and not self.gap_rate and self.coulomb
 
     def _solve(self, q, v, vdot, contacts) -> Solution:
-        if contacts and self._common and self.no_slip_tol is None:
-            return self._solve_common(q, v, vdot, contacts)
+        """One step: the reduced dynamics (:meth:`controllers.dynamics.StepDynamics.update`),
+        Stage I's data (:func:`controllers.dissipation.build_stage_one`), its impulses
+        (:meth:`_impulses`) and the torques (:meth:`_finish`)."""
         step = self._step(q, v, vdot, contacts)
         if step.m == 0:
             tau, v_next = step.resolve(np.zeros(self.model.nv))
             return Solution(tau, np.zeros((0, 3)), v_next)
-        return self._solve_general(step)
-
-    def _solve_common(self, q, v, vdot, contacts) -> Solution:
-        """The usual step of the default configuration in one compiled call, from the step's
-        inputs (:func:`controllers.dissipation.solve_step_common`).  Otherwise the :class:`Step`
-        is finished from the arrays made so far; after a touchdown impact its own common case is
-        tried (:func:`controllers.dissipation.solve_common`), then the general path."""
-        arrays = self.dynamics.prepare(q, v, vdot, contacts)
-        info, common = solve_step_common(arrays, self.dynamics.nu, self._separation_mass, self.ridge, self.qp_backend)
-        if common is None:
-            step = self.dynamics.finish(arrays, info)
-            if info < 0:     # the step changed by the impact: the common case was not tried on it
-                common = solve_common(step, self._separation_mass, self.ridge, self.qp_backend)
-            if common is None:
-                return self._solve_general(step)
-        tau, v_next, forces, info = common
-        return Solution(tau, forces, v_next, info)
-
-    def _solve_general(self, step: Step) -> Solution:
-        """A step with contacts by :func:`controllers.dissipation.build_stage_one` and :meth:`_impulses`."""
         prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate)
         z, info = self._impulses(step, prob)
         info["unenforceable_contacts"] = prob.unenforceable

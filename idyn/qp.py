@@ -26,12 +26,10 @@ semi-definite ``H``).  The adapter adds what a control loop needs around them:
   :func:`idyn.lcp.lemke_regularized`.
 * **Feasibility check**: an answer is accepted only if every row is within ``feasibility_tol``
   of its constraint relative to ``(1 + max|x|)(1 + max_j |a_ij|) + |b_i|``.
-* **One compiled call** for everything but cvxopt: the symmetrisation, the positive-definiteness
-  test (LAPACK's Cholesky with tiny pivots counted as singular: a semi-definite ``H`` often passes
-  a plain Cholesky by rounding, and quadprog then returns a feasible but visibly suboptimal
-  point), quadprog's own routine with the ridge schedule, the feasibility checks and the
-  objective are :func:`idyn._qp_kernel.quadprog_attempts` (the wrappers' Python overhead was
-  most of a control step's QP time).
+* **Positive-definiteness test** before quadprog's unregularised attempt: a Cholesky
+  factorisation whose squared pivots are all above ``1e-12`` of the largest (a semi-definite
+  ``H`` often passes a plain Cholesky by rounding, and quadprog then returns a feasible but
+  visibly suboptimal point).
 * **Status, not exceptions**: a failed solve returns ``QPResult`` with ``status`` INFEASIBLE or
   FAILED and ``x`` filled with NaN; the caller falls back.
 """
@@ -41,8 +39,8 @@ import enum
 from dataclasses import dataclass
 
 import numpy as np
+import quadprog
 
-from . import _qp_kernel as kernel
 from . import validation
 from .errors import InvalidInputError
 from .lcp.qr import pivoted_qr_diagonal
@@ -62,7 +60,8 @@ class QPStatus(enum.Enum):
 
 
 _SCHEDULE = np.array(REGULARIZATION_SCHEDULE)
-_CODES = {kernel.SOLVED: QPStatus.SOLVED, kernel.INFEASIBLE: QPStatus.INFEASIBLE, kernel.FAILED: QPStatus.FAILED}
+#: a Cholesky pivot below this fraction of the largest counts as singular
+PD_TOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -154,42 +153,72 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     schedule, feasibility check and result.  A non-finite entry is not reported as bad input
     but fails the feasibility check (status INFEASIBLE or FAILED)."""
     n = H.shape[0]
-    Ae, be, Ai, bi = _c(Ae), _c(be), _c(Ai), _c(bi)
     Ae_kept, be_kept = independent_equalities(Ae, be)
     dropped = Ae.shape[0] - Ae_kept.shape[0]
     if n == 0:
         return QPResult(np.zeros(0), QPStatus.SOLVED, backend, objective=0.0, dropped_equalities=dropped)
-    Hs, x, out, c = np.empty((n, n)), np.empty(n), np.empty(5), _c(c)
-    # symmetrisation and quadprog's attempts, without ridge if H is positive definite, then with
-    code = kernel.quadprog_attempts(_c(H), c, _c(Ae_kept), _c(be_kept), Ai, bi, Ae, be, feasibility_tol,
-                                    backend == "quadprog", _SCHEDULE if regularize else _SCHEDULE[:0], Hs, x, out)
-    H = Hs
-    if code == kernel.SOLVED:
-        return QPResult(x, QPStatus.SOLVED, backend, out[3], out[2], int(out[1]), dropped)
-    status = _CODES.get(code, QPStatus.FAILED)
-    verdicts = {s for bit, s in ((1, QPStatus.INFEASIBLE), (2, QPStatus.FAILED)) if int(out[4]) & bit}
-    used, eps, iters = backend, out[3], int(out[1])
+    H = 0.5 * (H + H.T)
+    scale = max(float(np.abs(np.diagonal(H)).max()), 1.0)
+    ridges = tuple(_SCHEDULE * scale) if regularize else ()
+    verdicts, status, eps, iters = set(), QPStatus.FAILED, 0.0, 0
+    if backend == "quadprog":
+        C, b = (np.concatenate((Ae_kept, Ai)).T, np.concatenate((be_kept, bi))) if Ae_kept.shape[0] + Ai.shape[0] \
+            else (None, None)
+        for eps in ((0.0,) if _positive_definite(H) else ()) + ridges:
+            try:
+                x, _, _, its = quadprog.solve_qp(H + eps * np.eye(n) if eps else H, -c, C, b, Ae_kept.shape[0])[:4]
+            except ValueError as err:        # "constraints are inconsistent" or "G is not positive definite"
+                status = QPStatus.INFEASIBLE if "inconsistent" in str(err) else QPStatus.FAILED
+                verdicts.add(status)
+                continue
+            iters = int(its[0])
+            if feasible(x, Ae, be, Ai, bi, feasibility_tol):
+                return QPResult(x, QPStatus.SOLVED, backend, eps, objective(H, c, x), iters, dropped)
+            status = QPStatus.INFEASIBLE
+            verdicts.add(status)
+    used = backend
     if backend == "cvxopt" or regularize:    # the backend asked for, or quadprog's last fallback
         used = "cvxopt"                      # (it accepts a semi-definite H)
         # its interior point method can also stall on a singular H ("unknown": a singular KKT
         # system), so it gets the same ridge schedule, unregularised first
-        scale = max(float(np.max(np.abs(np.diag(H)))), 1.0)   # as the kernel's ridge
-        for eps in (0.0, *(_SCHEDULE * scale if regularize else ())):
+        for eps in (0.0,) + ridges:
             status, x, iters = _cvxopt(H + eps * np.eye(n) if eps else H, c, Ae_kept, be_kept, Ai, bi)
-            if status is QPStatus.SOLVED and not kernel.feasible(x, Ae, be, Ai, bi, feasibility_tol):
+            if status is QPStatus.SOLVED and not feasible(x, Ae, be, Ai, bi, feasibility_tol):
                 status = QPStatus.INFEASIBLE
             verdicts.add(status)
             # INFEASIBLE is not trusted on its own: with a nearly singular H the dual active-set
             # method breaks down with that message, so the better-conditioned attempts still run
             if status is QPStatus.SOLVED:
-                return QPResult(x, status, used, eps, kernel.objective(H, c, x), iters, dropped)
+                return QPResult(x, status, used, eps, objective(H, c, x), iters, dropped)
     status = QPStatus.INFEASIBLE if QPStatus.INFEASIBLE in verdicts else status
     return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
 
 
-def _c(a: np.ndarray) -> np.ndarray:
-    """``a`` C-contiguous (the compiled loops are specialised for that layout)."""
-    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+def _positive_definite(H: np.ndarray) -> bool:
+    """Whether quadprog would be accurate on ``H``: its Cholesky factorisation exists and every
+    squared pivot is above :data:`PD_TOL` of the largest."""
+    try:
+        d = np.square(np.diagonal(np.linalg.cholesky(H)))
+    except np.linalg.LinAlgError:
+        return False
+    return bool(d.min() > PD_TOL * max(float(d.max()), 1e-300))
+
+
+def feasible(x: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai: np.ndarray, bi: np.ndarray, tol: float) -> bool:
+    """Every equality row ``|a x - b|`` and inequality row ``b - a x`` below ``tol`` times
+    ``(1 + max|x|)(1 + max_j |a_ij|) + |b_i|``; False for a non-finite ``x``."""
+    if not np.isfinite(x).all():
+        return False
+    scale = 1.0 + float(np.abs(x).max(initial=0.0))
+    for A, b, slack in ((Ae, be, -np.abs(Ae @ x - be)), (Ai, bi, Ai @ x - bi)):
+        if slack.size and (slack < -tol * (scale * (1.0 + np.abs(A).max(axis=1, initial=0.0)) + np.abs(b))).any():
+            return False
+    return True
+
+
+def objective(H: np.ndarray, c: np.ndarray, x: np.ndarray) -> float:
+    """``1/2 x^T H x + c^T x``."""
+    return float(x @ (0.5 * (H @ x) + c))
 
 
 def _cvxopt(H, c, Ae, be, Ai, bi):
