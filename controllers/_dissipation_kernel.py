@@ -14,6 +14,8 @@ import numpy as np
 from idyn.jit import cached_jit
 from idyn.separation import separating_into
 
+from ._dynamics_kernel import pyramid_outputs, resolve
+
 #: relative tolerance of the rank decisions (rows that impulses cannot move, nullspace of Y)
 RANK_TOL = 1e-10
 
@@ -38,7 +40,7 @@ def kkt(H, G, c, g, Mlcp, qlcp):
 
 
 @cached_jit
-def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, R, Y, free, Vt, c, G, g, H):
+def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, R, Y, free, Vt, c, G, g, H, Mlcp, qlcp):
     """Stage I's data from the contact rows ``[N; S; T]`` (outputs ``R`` ... ``H``): the pyramid
     rows ``R = [N; S; -S; T; -T]`` (Sec. 5.1), ``Y = L^-1 R_u^T`` (``L`` the Cholesky factor of
     ``A = M_uu``), ``free = [N; S; T] v+(0)`` (``v+_u = p``, ``v+_a = qd``), the right singular
@@ -47,8 +49,8 @@ def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, R, Y, free, Vt, c, G, g, 
     ``x = free`` (contact work, projected onto ``range(Y^T) = range(R_u)``) or of ``x3`` when it
     is given (3m entries, not projected), the non-penetration rows ``G[:m] = Y_N^T Y``,
     ``g[:m] = free_N + phi/dt`` (eq. 99), then the ``cone`` rows with ``g = 0`` (eq. 101), and
-    ``H = Y^T Y = Z^T A Z``.  Returns ``(rank, least, largest)``, the last two the range of the
-    non-penetration rows' norms."""
+    ``H = Y^T Y = Z^T A Z``, and with a non-empty ``Mlcp`` the KKT LCP (:func:`kkt`).  Returns
+    ``(rank, least, largest)``, the last two the range of the non-penetration rows' norms."""
     k3, nv = rows.shape
     m, nu = k3 // 3, u.shape[0]
     for i in range(k3):
@@ -70,27 +72,29 @@ def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, R, Y, free, Vt, c, G, g, 
             Y[t, j] = s / L[t, t]
     k = 5 * m
     rank = 0
-    if nu:
-        sv, vt = np.linalg.svd(Y)[1:]
-        Vt[:, :] = vt
+    if nu:                                       # (element loops: a slice assignment compiles numba's
+        sv, vt = np.linalg.svd(Y)[1:]            # shape-mismatch error formatting, seconds)
         for r in range(sv.shape[0]):
             if sv[r] > RANK_TOL * max(sv[0], 1e-300):
                 rank += 1
     else:
-        Vt[:, :] = np.eye(k)
+        vt = np.eye(k)
+    for i in range(k):
+        for j in range(k):
+            Vt[i, j] = vt[i, j]
     x = x3 if x3.shape[0] else free
     for i in range(m):
         c[i], c[m + i], c[3 * m + i] = x[i], x[m + i], x[2 * m + i]
         c[2 * m + i], c[4 * m + i] = -x[m + i], -x[2 * m + i]
     if not x3.shape[0]:                          # projected onto the row space Vt[:rank]
-        t = np.zeros(rank)
+        coords = np.zeros(rank)
         for r in range(rank):
             for j in range(k):
-                t[r] += Vt[r, j] * c[j]
+                coords[r] += Vt[r, j] * c[j]
         for j in range(k):
             s = 0.0
             for r in range(rank):
-                s += Vt[r, j] * t[r]
+                s += Vt[r, j] * coords[r]
             c[j] = s
     for i in range(k):
         for j in range(i, k):
@@ -111,6 +115,8 @@ def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, R, Y, free, Vt, c, G, g, 
         for j in range(k):
             G[m + r, j] = cone[r, j]
         g[m + r] = 0.0
+    if Mlcp.shape[0]:
+        kkt(H, G, c, g, Mlcp, qlcp)
     return rank, nmin, nmax
 
 
@@ -159,13 +165,23 @@ def no_slip_rows(Y, free, s_idx, t_idx, E, e):
 
 
 @cached_jit
-def stage_two_terms(R, a, W, z0, tau0, dt, ridge, cone, H2, c2, A_in, b_in):
+def stage_two_terms(R, W, z0, ridge, cone, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, H2, c2, A_in, b_in):
     """``H2, c2, A_in, b_in`` (outputs) of Stage II (eq. 112 in torque units, plus the ridge ``rho``
-    relative to the mean eigenvalue of the torque term): with ``RW = R_a^T W / dt`` (the torque
-    change per unit of ``w``, eq. 90: ``tau = tau0 - RW w``), ``H2 = RW^T RW + rho I``,
-    ``c2 = -RW^T tau0 + rho W^T z0``; the rows ``z0 + W w >= 0`` (eq. 111) and, for the cone rows
-    ``C`` (eq. 110), ``C (z0 + W w) >= 0`` written ``C W w >= -max(C z0, 0)``."""
+    relative to the mean eigenvalue of the torque term): with ``tau0`` the torque of Stage I's
+    ``z0`` (eqs. 88-90, :func:`controllers._dynamics_kernel.resolve` with the step's arrays) and
+    ``RW = R_a^T W / dt`` (the torque change per unit of ``w``, eq. 90: ``tau = tau0 - RW w``),
+    ``H2 = RW^T RW + rho I``, ``c2 = -RW^T tau0 + rho W^T z0``; the rows ``z0 + W w >= 0``
+    (eq. 111) and, for the cone rows ``C`` (eq. 110), ``C (z0 + W w) >= 0`` written
+    ``C W w >= -max(C z0, 0)``."""
     k, nul = W.shape
+    nv = v.shape[0]
+    g0 = np.zeros(nv)
+    for t in range(k):
+        if z0[t] != 0.0:
+            for j in range(nv):
+                g0[j] += R[t, j] * z0[t]
+    tau0, v_next = np.empty(a.shape[0]), np.empty(nv)
+    resolve(g0, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, tau0, v_next)
     na = a.shape[0]
     mf = cone.shape[0]
     RW = np.empty((na, nul))
@@ -228,3 +244,18 @@ def clip_to_cone(z, mu):
             ratio = limit / total
             for e in range(1, 5):
                 z[e * m + i] *= ratio
+
+
+@cached_jit
+def stage_two_outputs(R, z0, W, w, mu, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, impact, z, tau, v_next, forces):
+    """Stage II's impulses ``z = z0 + W w`` (output) clipped into the cones (:func:`clip_to_cone`,
+    ``mu`` empty: no cone), then ``tau``, ``v_next`` and ``forces`` (outputs) of
+    :func:`controllers._dynamics_kernel.pyramid_outputs`."""
+    k, nul = W.shape
+    for t in range(k):
+        s = z0[t]
+        for j in range(nul):
+            s += W[t, j] * w[j]
+        z[t] = s
+    clip_to_cone(z, mu)
+    pyramid_outputs(R, z, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, impact, tau, v_next, forces)

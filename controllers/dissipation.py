@@ -192,7 +192,7 @@ class StageOne:
 
     def __post_init__(self):
         if self.E is None:
-            self.E, self.e = np.zeros((0, self.k)), np.zeros(0)
+            self.E, self.e = _no_rows(self.R.shape[0])
 
     @property
     def k(self) -> int:
@@ -205,6 +205,12 @@ class StageOne:
             self.Mlcp, self.qlcp = np.empty((n, n)), np.empty(n)
             kernel.kkt(self.H, self.G, self.c, self.g, self.Mlcp, self.qlcp)
         return self.Mlcp, self.qlcp
+
+
+@lru_cache(maxsize=64)
+def _no_rows(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(E, e)`` without rows for ``k`` impulses (made once per size; nothing to write)."""
+    return np.zeros((0, k)), np.zeros(0)
 
 
 def cone_rows(mu: np.ndarray) -> np.ndarray:
@@ -227,7 +233,7 @@ def _cone_rows(key: bytes) -> np.ndarray:
 
 
 def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
-                    objective: str = "contact-work", gap_rate: bool = False) -> StageOne:
+                    objective: str = "contact-work", gap_rate: bool = False, lcp: bool = False) -> StageOne:
     """Assemble Stage I (eqs. 94-101) for ``step``; ``coulomb=False`` drops the cone (mu = inf).
 
     ``objective`` chooses the linear term (see "Which energy" in the module docstring):
@@ -239,6 +245,8 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     With ``no_slip_tol`` the no-slip equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) are added
     for the tangent rows Algorithm 1 keeps at that dependence tolerance:
     ``S_u (p + A^-1 R_u^T z) + S_a qd_des = 0``, linear in ``z``.
+
+    ``lcp``: the KKT LCP (:meth:`StageOne.lcp`, for Lemke's method) is made in the same call.
     """
     if objective not in OBJECTIVES:
         raise InvalidInputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
@@ -248,12 +256,14 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         x3 = step.rows[:, step.u] @ (step.p + step.solve_A(step.B @ step.qd))
     else:
         x3 = _NOTHING
-    cone = cone_rows(step.jac.mu) if coulomb else np.zeros((0, k))
+    cone = cone_rows(step.jac.mu if coulomb else np.full(m, np.inf))
     nc = m + cone.shape[0]
     R, Y, free, Vt = np.empty((k, nv)), np.empty((nu, k), order="F"), np.empty(3 * m), np.empty((k, k))
     c, G, g, H = np.empty(k), np.empty((nc, k)), np.empty(nc), np.empty((k, k))
+    lcp = lcp and not gap_rate and no_slip_tol is None
+    Mlcp, qlcp = (np.empty((k + nc, k + nc)), np.empty(k + nc)) if lcp else (_NO_LCP, _NOTHING)
     rank, smallest, largest = kernel.stage_one(step.rows, step.L, step.p, step.qd, step.u_index, step.a_index,
-                                               step.jac.phi, step.dt, cone, x3, R, Y, free, Vt, c, G, g, H)
+                                               step.jac.phi, step.dt, cone, x3, R, Y, free, Vt, c, G, g, H, Mlcp, qlcp)
     step._free, step._pyramid = free, R
     dead = 0
     if not smallest > RANK_TOL * max(largest, 1.0):          # some row no impulse can change
@@ -261,7 +271,10 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         live = np.sqrt(np.einsum("ij,ij->i", Gn, Gn)) > RANK_TOL * max(largest, 1.0)
         dead = int(np.count_nonzero(~live & (gn < 0)))
         G, g = np.concatenate((Gn[live], cone)), np.concatenate((gn[live], np.zeros(cone.shape[0])))
+        lcp = False                                          # made again with the live rows
     prob = StageOne(R, Y, H, Vt[rank:].T, c, G, g, cone, dead)
+    if lcp:
+        prob.Mlcp, prob.qlcp = Mlcp, qlcp
     if gap_rate:                                             # the contacts with cone rows
         bounded = np.isfinite(step.jac.mu) if coulomb else np.zeros(m, dtype=bool)
         prob.closing = closing_speed(step.jac.phi, step.dt, bounded)
@@ -342,25 +355,44 @@ def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: f
         kernel.kkt(prob.H, prob.G, prob.c, prob.g, prob.Mlcp, prob.qlcp)
 
 
-def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float,
-                    qp_backend: str) -> tuple[np.ndarray, dict]:
-    """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112)."""
+def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp_backend: str,
+                    outputs: tuple | None = None) -> tuple[np.ndarray, dict]:
+    """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112).
+    With ``outputs = (tau, v_next, forces)`` (arrays to fill) they are written for the answer
+    (:meth:`controllers.dynamics.Step.pyramid_outputs`) in the same compiled call."""
     W = prob.W
     k, nul = W.shape
     if nul == 0:
+        if outputs is not None:
+            _outputs(step, prob, z0, outputs)
         return z0, {"stage2_status": "determinate", "nullity": 0}
-    tau0 = step.pyramid_outputs(prob.R, z0)[0]               # eq. 90 at z0
     rows = k + prob.cone.shape[0]
     H2, c2, A_in, b_in = np.empty((nul, nul)), np.empty(nul), np.empty((rows, nul)), np.empty(rows)
-    kernel.stage_two_terms(prob.R, step.a_index, W, z0, tau0, step.dt, ridge, prob.cone, H2, c2, A_in, b_in)
+    kernel.stage_two_terms(prob.R, W, z0, ridge, prob.cone, step.L, step.v, step.qd, step.dt_h_u, step.B_dva, step.Ma,
+                           step.h, step.dt, step.u_index, step.a_index, H2, c2, A_in, b_in)
     level = _level_row(prob, W)
     qp = solve_built(H2, c2, level, np.zeros(level.shape[0]), A_in, b_in, backend=_backend(qp_backend))
     info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
-    if not qp.solved:
-        return z0, info  # Stage I's answer is still a valid contact model solution
-    z = z0 + W @ qp.x
-    kernel.clip_to_cone(z, step.jac.mu if prob.cone.shape[0] else _NOTHING)   # z >= 0, in the cones
+    if not qp.solved:         # Stage I's answer is still a valid contact model solution
+        if outputs is not None:
+            _outputs(step, prob, z0, outputs)
+        return z0, info
+    z = np.empty(k)
+    tau, v_next, forces = outputs if outputs is not None else new_outputs(step)
+    kernel.stage_two_outputs(prob.R, z0, W, qp.x, step.jac.mu if prob.cone.shape[0] else _NOTHING, step.L, step.v,
+                             step.qd, step.dt_h_u, step.B_dva, step.Ma, step.h, step.dt, step.u_index, step.a_index,
+                             step.impact_rows, z, tau, v_next, forces)
     return z, info
+
+
+def new_outputs(step: Step) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(tau, v_next, forces)`` of ``step``, not yet written."""
+    return np.empty(step.a_index.size), np.empty(step.v.size), np.empty((step.m, 3))
+
+
+def _outputs(step: Step, prob: StageOne, z: np.ndarray, outputs: tuple) -> None:
+    tau, v_next, forces = outputs
+    tau[:], v_next[:], forces[:] = step.pyramid_outputs(prob.R, z)
 
 
 def _level_row(prob: StageOne, W: np.ndarray) -> np.ndarray:
@@ -378,9 +410,10 @@ def _level_row(prob: StageOne, W: np.ndarray) -> np.ndarray:
 
 
 #: an empty vector: no ``x3`` for :func:`kernel.stage_one`, no friction bound for
-#: :func:`kernel.clip_to_cone`
+#: :func:`kernel.clip_to_cone`; and no KKT LCP to make
+#: (writable, as every array the kernels take: a read-only one is another type to compile for)
 _NOTHING = np.zeros(0)
-_NOTHING.setflags(write=False)
+_NO_LCP = np.zeros((0, 0))
 
 
 def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> tuple[np.ndarray, dict]:

@@ -27,7 +27,7 @@ import numpy as np
 from idyn.errors import InvalidInputError
 
 from .base import Controller, Solution, register
-from .dissipation import OBJECTIVES, build_stage_one, solve_one_stage, solve_priced, solve_stage_two
+from .dissipation import OBJECTIVES, build_stage_one, new_outputs, solve_one_stage, solve_priced, solve_stage_two
 from .dynamics import Step
 
 
@@ -64,35 +64,35 @@ class DissipationController(Controller):
 
     def _solve(self, q, v, vdot, contacts) -> Solution:
         """One step: the reduced dynamics (:meth:`controllers.dynamics.StepDynamics.update`),
-        Stage I's data (:func:`controllers.dissipation.build_stage_one`), its impulses
-        (:meth:`_impulses`) and the torques (:meth:`_finish`)."""
+        Stage I's data (:func:`controllers.dissipation.build_stage_one`), Stage I with its
+        separation price (:meth:`_stage_one`), Stage II (with the torques of its answer), then
+        :meth:`_finish`."""
         step = self._step(q, v, vdot, contacts)
         if step.m == 0:
             tau, v_next = step.resolve(np.zeros(self.model.nv))
             return Solution(tau, np.zeros((0, 3)), v_next)
-        prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate)
-        z, info = self._impulses(step, prob)
+        prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate,
+                               lcp=self.stage1_solver == "lemke")
+        z, info = self._stage_one(step, prob)
+        outputs = None
+        if self.stage2:
+            outputs = new_outputs(step)
+            z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs)
+            info.update(stage2)
         info["unenforceable_contacts"] = prob.unenforceable
         if self.no_slip_tol is not None:
             info["kept_tangent_rows"] = prob.kept_tangent_rows
-        return self._finish(step, prob, z, info)
+        return self._finish(step, prob, z, info, outputs)
 
     def _stage_one(self, step: Step, prob) -> tuple[np.ndarray, dict]:
         """Stage I with the separation of the contacts that separate under load priced
         (:func:`controllers.dissipation.solve_priced`)."""
         return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend)
 
-    def _finish(self, step: Step, prob, z: np.ndarray, info: dict) -> Solution:
-        """Torques and forces from the impulses ``z`` (eq. 79)."""
-        tau, v_next, forces = step.pyramid_outputs(prob.R, z)
+    def _finish(self, step: Step, prob, z: np.ndarray, info: dict, outputs: tuple | None = None) -> Solution:
+        """Torques and forces from the impulses ``z`` (eq. 79), unless ``outputs`` has them."""
+        tau, v_next, forces = step.pyramid_outputs(prob.R, z) if outputs is None else outputs
         return Solution(tau, forces, v_next, info)
-
-    def _impulses(self, step: Step, prob) -> tuple[np.ndarray, dict]:
-        z, info = self._stage_one(step, prob)
-        if self.stage2:
-            z, info2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend)
-            info.update(info2)
-        return z, info
 
 
 @register

@@ -29,18 +29,20 @@ semi-definite ``H``).  The adapter adds what a control loop needs around them:
 * **Positive-definiteness test** before quadprog's unregularised attempt: a Cholesky
   factorisation whose squared pivots are all above ``1e-12`` of the largest (a semi-definite
   ``H`` often passes a plain Cholesky by rounding, and quadprog then returns a feasible but
-  visibly suboptimal point).
+  visibly suboptimal point).  This test, the feasibility check and the objective are flat
+  compiled loops (:mod:`idyn._qp_kernel`); quadprog is called through its Python API.
 * **Status, not exceptions**: a failed solve returns ``QPResult`` with ``status`` INFEASIBLE or
   FAILED and ``x`` filled with NaN; the caller falls back.
 """
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import quadprog
 
+from . import _qp_kernel as kernel
 from . import validation
 from .errors import InvalidInputError
 from .lcp.qr import pivoted_qr_diagonal
@@ -64,9 +66,8 @@ _SCHEDULE = np.array(REGULARIZATION_SCHEDULE)
 PD_TOL = 1e-12
 
 
-@dataclass(frozen=True)
-class QPResult:
-    """Answer of :func:`solve_qp`.
+class QPResult(NamedTuple):
+    """Answer of :func:`solve_qp` (immutable).
 
     Attributes:
         x: the minimiser (NaN-filled when not solved).
@@ -157,14 +158,18 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     dropped = Ae.shape[0] - Ae_kept.shape[0]
     if n == 0:
         return QPResult(np.zeros(0), QPStatus.SOLVED, backend, objective=0.0, dropped_equalities=dropped)
-    H = 0.5 * (H + H.T)
-    scale = max(float(np.abs(np.diagonal(H)).max()), 1.0)
-    ridges = tuple(_SCHEDULE * scale) if regularize else ()
+    H, c, Ae, be, Ai, bi = _c(H), _c(c), _c(Ae), _c(be), _c(Ai), _c(bi)
+    Hs = np.empty((n, n))
+    scale, definite = kernel.prepare(H, PD_TOL, Hs)
+    H = Hs
+    ridges = (_SCHEDULE * scale).tolist() if regularize else []
     verdicts, status, eps, iters = set(), QPStatus.FAILED, 0.0, 0
     if backend == "quadprog":
-        C, b = (np.concatenate((Ae_kept, Ai)).T, np.concatenate((be_kept, bi))) if Ae_kept.shape[0] + Ai.shape[0] \
-            else (None, None)
-        for eps in ((0.0,) if _positive_definite(H) else ()) + ridges:
+        if not Ae_kept.shape[0]:
+            C, b = (Ai.T, bi) if Ai.shape[0] else (None, None)
+        else:
+            C, b = np.concatenate((Ae_kept, Ai)).T, np.concatenate((be_kept, bi))
+        for eps in ([0.0] if definite else []) + ridges:
             try:
                 x, _, _, its = quadprog.solve_qp(H + eps * np.eye(n) if eps else H, -c, C, b, Ae_kept.shape[0])[:4]
             except ValueError as err:        # "constraints are inconsistent" or "G is not positive definite"
@@ -172,8 +177,9 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
                 verdicts.add(status)
                 continue
             iters = int(its[0])
-            if feasible(x, Ae, be, Ai, bi, feasibility_tol):
-                return QPResult(x, QPStatus.SOLVED, backend, eps, objective(H, c, x), iters, dropped)
+            value = kernel.accepted(H, c, x, Ae, be, Ai, bi, feasibility_tol)
+            if value == value:               # not NaN: feasible
+                return QPResult(x, QPStatus.SOLVED, backend, eps, value, iters, dropped)
             status = QPStatus.INFEASIBLE
             verdicts.add(status)
     used = backend
@@ -181,44 +187,32 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
         used = "cvxopt"                      # (it accepts a semi-definite H)
         # its interior point method can also stall on a singular H ("unknown": a singular KKT
         # system), so it gets the same ridge schedule, unregularised first
-        for eps in (0.0,) + ridges:
+        for eps in [0.0] + ridges:
             status, x, iters = _cvxopt(H + eps * np.eye(n) if eps else H, c, Ae_kept, be_kept, Ai, bi)
-            if status is QPStatus.SOLVED and not feasible(x, Ae, be, Ai, bi, feasibility_tol):
+            value = kernel.accepted(H, c, x, Ae, be, Ai, bi, feasibility_tol) if status is QPStatus.SOLVED \
+                else np.nan
+            if status is QPStatus.SOLVED and value != value:
                 status = QPStatus.INFEASIBLE
             verdicts.add(status)
             # INFEASIBLE is not trusted on its own: with a nearly singular H the dual active-set
             # method breaks down with that message, so the better-conditioned attempts still run
             if status is QPStatus.SOLVED:
-                return QPResult(x, status, used, eps, objective(H, c, x), iters, dropped)
+                return QPResult(x, status, used, eps, value, iters, dropped)
     status = QPStatus.INFEASIBLE if QPStatus.INFEASIBLE in verdicts else status
     return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
-
-
-def _positive_definite(H: np.ndarray) -> bool:
-    """Whether quadprog would be accurate on ``H``: its Cholesky factorisation exists and every
-    squared pivot is above :data:`PD_TOL` of the largest."""
-    try:
-        d = np.square(np.diagonal(np.linalg.cholesky(H)))
-    except np.linalg.LinAlgError:
-        return False
-    return bool(d.min() > PD_TOL * max(float(d.max()), 1e-300))
 
 
 def feasible(x: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai: np.ndarray, bi: np.ndarray, tol: float) -> bool:
     """Every equality row ``|a x - b|`` and inequality row ``b - a x`` below ``tol`` times
     ``(1 + max|x|)(1 + max_j |a_ij|) + |b_i|``; False for a non-finite ``x``."""
-    if not np.isfinite(x).all():
-        return False
-    scale = 1.0 + float(np.abs(x).max(initial=0.0))
-    for A, b, slack in ((Ae, be, -np.abs(Ae @ x - be)), (Ai, bi, Ai @ x - bi)):
-        if slack.size and (slack < -tol * (scale * (1.0 + np.abs(A).max(axis=1, initial=0.0)) + np.abs(b))).any():
-            return False
-    return True
+    x = _c(np.asarray(x, dtype=float))
+    return not np.isnan(kernel.accepted(np.zeros((x.size, x.size)), np.zeros(x.size), x, _c(Ae), _c(be), _c(Ai),
+                                        _c(bi), tol))
 
 
-def objective(H: np.ndarray, c: np.ndarray, x: np.ndarray) -> float:
-    """``1/2 x^T H x + c^T x``."""
-    return float(x @ (0.5 * (H @ x) + c))
+def _c(a: np.ndarray) -> np.ndarray:
+    """``a`` C-contiguous (the compiled loops are specialised for that layout)."""
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
 def _cvxopt(H, c, Ae, be, Ai, bi):

@@ -231,10 +231,12 @@ def test_stage_two_reaches_cvxopts_least_torque(phi, mu, gap_rate):
     tau0 = step.pyramid_outputs(prob.R, z0)[0]
     nul, rows = W.shape[1], prob.k + prob.cone.shape[0]
     H2, c2, A_in, b_in = np.empty((nul, nul)), np.empty(nul), np.empty((rows, nul)), np.empty(rows)
-    kernel.stage_two_terms(prob.R, step.a_index, W, z0, tau0, step.dt, 1e-6, prob.cone, H2, c2, A_in, b_in)
+    kernel.stage_two_terms(prob.R, W, z0, 1e-6, prob.cone, step.L, step.v, step.qd, step.dt_h_u, step.B_dva, step.Ma,
+                           step.h, step.dt, step.u_index, step.a_index, H2, c2, A_in, b_in)
     RW = prob.R[:, step.a].T @ W / step.dt                  # eq. 90: tau = tau0 - RW w
     rho = H2[0, 0] - RW[:, 0] @ RW[:, 0]
     np.testing.assert_allclose(H2, RW.T @ RW + rho * np.eye(nul), atol=1e-9 * np.abs(H2).max())
+    np.testing.assert_allclose(c2, -RW.T @ tau0 + rho * W.T @ z0, atol=1e-9 * (1 + np.abs(c2).max()))
     level = dissipation._level_row(prob, W)
     w_ref = _cvxopt_qp(H2, c2, A_in, b_in, level, np.zeros(level.shape[0]))
     w = np.linalg.lstsq(W, z - z0, rcond=None)[0]
