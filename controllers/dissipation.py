@@ -8,139 +8,49 @@
     minimize  1/2 z^T (Z^T A Z) z + c^T z
 
 subject to non-interpenetration ``N v+ >= -phi/dt`` (eq. 99), ``z >= 0`` (eq. 100) and, for
-finite friction, ``mu_i f_N,i >= 1^T f_F,i`` (eq. 101; the sum of the four pyramid components,
-the ``c_S + c_T`` of the garbled eq. 101 being re-derived from eq. 72).  ``Z^T A Z = Y^T Y`` with
-``Y = L^-1 R_u^T`` (``A = L L^T``) has rank at most ``nu`` (6 for a quadruped), so Stage I is
-convex, not strictly convex: indeterminate contact.  As the authors do (footnote 1), Stage I
-is solved through its KKT conditions, the LCP ``([c; g], [[H, -G^T], [G, 0]])`` with Lemke's
-method (``stage1_solver="lemke"``, with the regularisation fallback); ``"qp"`` solves the QP
-directly through :func:`idyn.qp.solve_qp` (ridge fallback) instead.
+finite friction, ``mu_i f_N,i >= 1^T f_F,i`` (eq. 101, re-derived from eq. 72).
+``Z^T A Z = Y^T Y`` with ``Y = L^-1 R_u^T`` (``A = L L^T``) has rank at most ``nu``, so Stage I
+is convex, not strictly convex: indeterminate contact.  As the authors do (footnote 1), it is
+solved through its KKT LCP ``([c; g], [[H, -G^T], [G, 0]])`` by Lemke's method
+(``stage1_solver="lemke"``, regularised Lemke and the QP as fallbacks), or as a QP
+(``"qp"``, :func:`idyn.qp.solve_built`).
 
-**Which energy.**  Eqs. 95-98 take ``c = Z^T A p + Z^T B qd_des``: the kinetic energy
-``1/2 v+^T M v+`` of the whole robot (``objective="kinetic-energy"``, the literal paper).  With
-the actuated velocities prescribed, that energy includes what the actuators inject, and its
-minimum cancels the robot's momentum through the contacts: legs pushing the base forward get
-stance feet that slide back under a slowing base (tested), and the frictionless QP is *not* the
-contact LCP the paper says it is (Sec. 6.2: "identical to an LCP of the form that Baraff has
-proven solvable").  Maximal dissipation is a statement about the contact impulses: the work
-they do, ``z^T R (v+(0) + v+)/2``, is as negative as possible, with ``v+(0) = (p, qd_des)`` the
-velocity the step would end with without contact impulses and ``v+`` the one it ends with (the
-impulses act on top of everything else in the step, so the velocity they change is ``v+(0)``,
-not the step's initial ``v``).  Since ``R v+ = R v+(0) + Y^T Y z``, that work is exactly
-``1/2 z^T (Z^T A Z) z + z^T R v+(0)``, so the default ``objective="contact-work"`` takes
-``c = R v+(0)``.  This is
-the forward model's objective (Anitescu 2006; idyn.sim's ``qp`` contact model) with the
-actuated rows prescribed: feet that can stick stick, and with ``mu = 0`` the optimality
-conditions are the contact LCP ``w = N v+ >= 0, z_N >= 0, z_N w = 0`` for contact velocities
-the impulses can change (tested; see the projection below for the others).  Measured on
-the trot against idyn.sim's ``qp`` model (mu 0.5, 0.3 s): summed normal force error 8.6 % with
-the literal objective, 0.65 % with this one (10.3 % and 0.45 % with SPEC's feedback kv 10).  One more step: ``R v+(0)`` is projected onto
-the range of ``R_u``, the contact velocities the impulses can change.  The part outside it is
-relative motion of the feet that the prescribed joint velocities impose and no impulse can
-stop (with error feedback, every closed-loop step has some).  Left in, it is opposed with the
-full ``mu f_N`` of internal friction (1.3 kN between two feet at ``mu = 100``, measured) and
-its normal part picks an extreme load distribution whose choice flips with micrometre-per-second
-velocities: the torque chatter of Fig. 15 came back through Stage I (max |d tau/dt| 977 N m/s
-with and without Stage II, measured), because the objective was no longer constant along
-``ker(Z^T A Z)``.  Projected, it is constant there, as with eq. 98, Stage II holds unchanged,
-and Algorithm 1 treats such motion the same way (dependent tangent rows dropped, Appendix E).
+*Which energy.*  ``objective="kinetic-energy"`` is eq. 98 literally, ``c = R_u (p + A^-1 B qd)``;
+the default ``"contact-work"`` takes the work the contact impulses do, ``c = R v+(0)``, projected
+onto ``range(R_u)`` (the contact velocities impulses can change), with ``v+(0) = (p, qd_des)``:
+the forward model's objective with the actuated rows prescribed, whose frictionless optimality
+conditions are the contact LCP.
 
-**Separation of touching contacts.**  Without complementarity a loaded contact may separate:
-at a sliding contact the optimum trades the separation speed its normal impulse causes against
-the friction that impulse buys, and predicts ``N v+ ~ mu |v_T|`` together with a large normal
-force (Anitescu's relaxation; Sec. 2.3.4).  In an inverse dynamics controller that prediction is
-an instruction: the torques realise the predicted lift.  Measured on LINKS in PyBullet at
-mu = 0.1 (qp-coulomb, default feedback): two stance feet sliding at 0.2 m/s were predicted to
-carry 162 N (the robot weighs 47 N) while separating at 0.012 m/s; PyBullet realised the
-predicted base velocity to 1e-3 m/s, the base rose at 0.68 m/s and the robot fell at 2.33 s (on
-the rough terrain at 0.52 s, on its low-friction cells).  A rigid (complementarity) world does
-not let a touching foot leave while it pushes, so the controllers check Stage I's answer, as
-Sec. 4.5 checks consistency: the touching contacts (gap at most
-:data:`idyn.contact.CONTACT_GAP`) that carry normal impulse yet end the step further apart than
-that gap (:func:`separating_loads`) get their separation priced, ``w/2 |N_c v+|^2`` (the kinetic
-energy of a mass ``w`` moving at the separation speed, :func:`price_separation`), and Stage I
-is solved again, until no new contact separates under load.  With ``P = N_c A^-1 R_u^T`` that
-is ``H += w P^T P``, ``c += w P^T N_c v+(0)``: still convex, so Stage I stays always feasible
-(a hard ``N_c v+ = 0`` was infeasible on about half the steps of that trot: legs that must lift
-a foot faster than gravity lowers the base).  ``P = (N_c L^-T) Y``, so ``ker(Y)`` is in
-``ker(P)``: the Hessian's nullspace, the projected ``c`` and Stage II are unchanged.  Only
-violating contacts are priced: pricing every touching contact also pulls on feet that rightly
-separate unloaded (a base moving up), and the frictionless Stage I, which is the contact LCP,
-would lose its complementarity (tested).  The controllers take ``w`` in multiples of the robot's
-mass (``separation_weight``, default 1; 0 is the relaxation as published).  The rule itself is
-:mod:`idyn.separation`, shared with idyn.sim's ``qp`` contact model, the controllers' matched
-simulator.
+*Separation of touching contacts.*  Touching contacts (:data:`idyn.contact.CONTACT_GAP`) that
+carry normal impulse yet end the step apart (:func:`separating_loads`) get their separation
+speed priced, ``w/2 |N_c v+|^2`` (:func:`price_separation`, ``w`` = ``separation_weight`` robot
+masses), and Stage I is solved again until none is added (:mod:`idyn.separation`).  The price
+keeps ``ker(Y)``, the projected ``c`` and Stage II unchanged.
 
-**Contacts at a distance** (``gap_rate``, off by default).  As eqs. 94-101 are written the gap
-enters Stage I only through the non-penetration rows (eq. 99), so the frictionless optimum is
-``f_N _|_ N v+ >= 0`` for every contact given, at whatever gap: a contact the planner or a
-simulator's detection margin hands over 0.1 mm before touchdown is predicted to stop there and
-carry load, and on its own matched simulator (idyn.sim's ``qp``, which does the same) LINKS rode
-on feet that never reached the ground and fell at 2.5 s (:mod:`idyn.separation`, "Contacts at a
-distance", has the numbers).  With ``gap_rate`` the normal rows of ``c`` measure ``N v+ +
-max(phi - CONTACT_GAP, 0)/dt`` (Anitescu's stabilised relaxation, eq. 35 for frictionless
-contact, with contacts within :data:`idyn.contact.CONTACT_GAP` touching): a contact at a distance
-is loaded only to close its gap within the step.  Only at contacts with a friction bound (cone
-rows; not under no slip, so ``qp-noslip`` is unchanged): unloaded, a contact without one could
-carry any friction (:func:`idyn.separation.closing_speed` says why).  The closing speeds are added
-after the projection onto ``range(R_u)``: projected, most of a foot's gap lands on the rows of
-the others (LINKS at rest on a diagonal pair, the other two feet 50 um up: all four predicted at
-11.8 N, the lifted ones ending 50 um apart; added after, 23.5 N on the pair and none on the
-others, eq. 35 to 1e-18).  The objective then varies along ``ker(Y)``, where it prefers loads on
-the contacts with smaller gaps (bounded below: the speeds are >= 0), and Stage II keeps eq. 108
-as one equality row (below).  On the 30 s matched trot with the same term in the ``qp`` model
-(balance term off): 30 s at 0.59 % mean relative error of the summed normal force (without it:
-a fall at 2.5 s, 0.51 %; projected instead: 1.6 %; with the term in the controller alone: a fall
-at 1.4 s, 48 %).  idyn.sim's ``qp`` model does not have the term yet, so ``gap_rate`` is off by
-default, which keeps the matched pair one model; in PyBullet it changes little (contacts come
-at overlaps, counted as zero gap; rigid mu 0.1 and rough ground: 30 s, 4 waypoints each, joint
-error 0.0311 and 0.0186 rad against 0.0310 and 0.0195).
+*Contacts at a distance* (``gap_rate``).  The normal rows of ``c`` measure ``N v+ +
+max(phi - CONTACT_GAP, 0)/dt`` (eq. 35) at contacts with a friction bound, added after the
+projection; Stage II then keeps eq. 108 as one equality row.
 
-**No slip** (ID_QP,inf, Table 6 "No-slip (impact model)").  The same model with the hard
-equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) for the tangent rows that Algorithm 1 keeps
-(:meth:`controllers.dynamics.Step.independent_tangents`; dropped rows are implied by the kept
-ones, Appendix E): ``E z + e = 0`` with ``E = S_u A^-1 R_u^T``.  With the literal
-kinetic-energy objective they are what holds the feet (measured in PyBullet: without them the
-base never moved).  The equalities make
-Stage I a QP with equality rows, solved by :func:`idyn.qp.solve_qp` whatever ``stage1_solver``.
+**No slip** (ID_QP,inf).  The equalities ``S v+ = 0``, ``T v+ = 0`` (eqs. 40-41) for the tangent
+rows Algorithm 1 keeps: ``E z + e = 0``, ``E = S_u A^-1 R_u^T``; Stage I is then a QP.
 
-**Stage II** (Sec. 6.2.4, eqs. 102-112).  With ``W`` an orthonormal basis of ``ker(Z^T A Z) =
-ker(Y)`` (from the SVD of ``Y``, whose other right singular vectors span ``range(R_u)`` and
-project ``c`` onto it: one factorisation and one rank decision for both), every ``z0 + W w``
-dissipates the same energy; since
-``Z W = 0`` (the paper's "Z ker(Z^T A Z) = 0") and ``c`` lies in the range of ``R_u``, the
-energy equality (108), the non-interpenetration rows (109) and the no-slip equalities hold for
-every ``w`` and drop out; with ``gap_rate``'s closing speeds in ``c`` eq. 108 stays, as the one
-row ``closing^T W_N w = 0``.  Then ``tau`` changes by
-``-R_a W w / dt`` only (eq. 90), and Stage II is
+**Stage II** (Sec. 6.2.4, eqs. 102-112).  With ``W`` an orthonormal basis of ``ker(Y)`` (the SVD
+of ``Y``, whose other right singular vectors project ``c``), every ``z0 + W w`` is Stage I
+optimal and eqs. 108-109 hold for every ``w``; ``tau`` changes by ``-R_a W w / dt`` (eq. 90):
 
     minimize_w  1/2 |tau0 - R_a W w / dt|^2 + rho/2 |z0 + W w|^2     s.t. (110), (111)
 
-with a small ridge ``rho`` on the impulses: the paper's Stage II Hessian ``W^T U^T G^-1 G^-1 U W``
-is itself singular whenever two impulse combinations give equal torques (opposite pyramid edges,
-duplicated contacts), and the ridge picks the least-norm one so the solution is unique and
-continuous in the data.  ``rho`` is relative to the mean eigenvalue of the torque term (default
-1e-6).
+in torque units, with a ridge ``rho`` (``ridge`` times the mean eigenvalue of the torque term)
+that makes the answer unique where impulse combinations give equal torques.  The whole torque
+``|tau|^2`` is minimised, as the paper's prose and the authors' code do (eqs. 105-107 write the
+torque beyond the contact-free inverse dynamics).  When the QP fails, Stage I's answer stands.
 
-*Which torque* (a deliberate departure from the literal equations).  Eqs. 105-107 minimise
-``|y|^2`` with ``y`` eq. 90's ``x``: the actuator force beyond the contact-free inverse dynamics
-``f_ID`` (eq. 87; the torque is ``y + f_ID``).  This code minimises ``|tau|^2``, the whole
-actuator torque, as the paper's prose says ("the one that minimizes the l2-norm of joint
-torques") and the authors' Pacer code does.
+Design notes with the measurements behind these choices: ``docs/dissipation.md``.
 
-*Units.*  The objective is in torque units, (N m)^2, with ``w`` in impulses (N s); eq. 112
-scales its objective by ``dt^2``.  Scaled so (values ~1e-6, Hessian eigenvalues down to ~1e-8),
-the QP sat at the scale of quadprog's round-off thresholds (its Goldfarb-Idnani method tests
-step directions and slacks against an absolute ~1e-15), and on LINKS with two or three contacts
-per foot (exact copies solved unmerged, or 1 mm apart) its answers' objective was up to 81 %
-above the optimum, in some states above Stage I's own answer (``w = 0``, always feasible); in
-torque units it is within 3e-6 of cvxopt's (tests/test_controllers_stage_two_scaling.py).  With
-one contact per foot both scalings were within 2e-8 (N m)^2 of the optimum.  Exact copies solved
-unmerged (the controllers merge them by default) and copies 1 mm apart can still be declared
-inconsistent by quadprog and then by idyn.qp's cvxopt fallback (qp-coulomb, triple copies: 1
-state in 40; more found by hypothesis): Stage II then keeps Stage I's answer (``stage2_status``).  Scaling the rows
-of (110)-(111) to unit norm removed those, but made the manipulator grasp at mu = 100 far worse
-(mean |d tau/dt| 392 -> 5742 N m/s), so it is not done.
+The step is one path: :meth:`controllers.dynamics.StepDynamics.update`, :func:`build_stage_one`
+(one compiled call), :func:`solve_priced` (Lemke's method, the shared :mod:`idyn.lcp` kernel),
+:func:`solve_stage_two` (its terms, :func:`idyn.qp.solve_built` on quadprog, its answer and
+outputs); the arithmetic is in :mod:`controllers._dissipation_kernel`.
 """
 from __future__ import annotations
 
