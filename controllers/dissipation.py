@@ -143,7 +143,8 @@ def _cone_rows(key: bytes) -> np.ndarray:
 
 
 def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
-                    objective: str = "contact-work", gap_rate: bool = False, lcp: bool = False) -> StageOne:
+                    objective: str = "contact-work", gap_rate: bool = False, lcp: bool = False,
+                    buffers: dict | None = None) -> StageOne:
     """Assemble Stage I (eqs. 94-101) for ``step``; ``coulomb=False`` drops the cone (mu = inf).
 
     ``objective`` chooses the linear term (see "Which energy" in the module docstring):
@@ -157,6 +158,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     ``S_u (p + A^-1 R_u^T z) + S_a qd_des = 0``, linear in ``z``.
 
     ``lcp``: the KKT LCP (:meth:`StageOne.lcp`, for Lemke's method) is made in the same call.
+    ``buffers``: a controller's arrays of earlier steps, written again (see :func:`arrays`).
     """
     if objective not in OBJECTIVES:
         raise InvalidInputError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
@@ -168,10 +170,10 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         x3 = _NOTHING
     cone = cone_rows(step.jac.mu if coulomb else np.full(m, np.inf))
     nc = m + cone.shape[0]
-    R, Y, free, Vt = np.empty((k, nv)), np.empty((nu, k), order="F"), np.empty(3 * m), np.empty((k, k))
-    c, G, g, H = np.empty(k), np.empty((nc, k)), np.empty(nc), np.empty((k, k))
     lcp = lcp and not gap_rate and no_slip_tol is None
-    Mlcp, qlcp = (np.empty((k + nc, k + nc)), np.empty(k + nc)) if lcp else (_NO_LCP, _NOTHING)
+    R, Y, free, Vt, c, G, g, H, Mlcp, qlcp = arrays(buffers, ("stage one", k, nc, nu, nv, lcp), (
+        ((k, nv), "C"), ((nu, k), "F"), (3 * m, "C"), ((k, k), "C"), (k, "C"), ((nc, k), "C"), (nc, "C"),
+        ((k, k), "C"), ((k + nc, k + nc) if lcp else (0, 0), "C"), (k + nc if lcp else 0, "C")))
     rank, smallest, largest = kernel.stage_one(step.rows, step.L, step.p, step.qd, step.u_index, step.a_index,
                                                step.jac.phi, step.dt, cone, x3, R, Y, free, Vt, c, G, g, H, Mlcp, qlcp)
     step._free, step._pyramid = free, R
@@ -195,6 +197,18 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         kernel.no_slip_rows(Y, free, s_idx, t_idx, prob.E, prob.e)   # T_u A^-1 R_u^T, T v+(0)
         prob.kept_tangent_rows = (s_idx.size, t_idx.size)
     return prob
+
+
+def arrays(buffers: dict | None, key: tuple, layout: tuple) -> tuple[np.ndarray, ...]:
+    """New arrays of ``layout`` (``(shape, order)`` pairs), or with ``buffers`` (a controller's)
+    the ones made for ``key`` at an earlier step: a step overwrites every entry of them, and
+    reused buffers stay in the cache where new ones would not."""
+    if buffers is None:
+        return tuple(np.empty(shape, order=order) for shape, order in layout)
+    out = buffers.get(key)
+    if out is None:
+        out = buffers[key] = tuple(np.empty(shape, order=order) for shape, order in layout)
+    return out
 
 
 def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
@@ -266,10 +280,11 @@ def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: f
 
 
 def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp_backend: str,
-                    outputs: tuple | None = None) -> tuple[np.ndarray, dict]:
+                    outputs: tuple | None = None, buffers: dict | None = None) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112).
     With ``outputs = (tau, v_next, forces)`` (arrays to fill) they are written for the answer
-    (:meth:`controllers.dynamics.Step.pyramid_outputs`) in the same compiled call."""
+    (:meth:`controllers.dynamics.Step.pyramid_outputs`) in the same compiled call; ``buffers``
+    as for :func:`build_stage_one`."""
     W = prob.W
     k, nul = W.shape
     if nul == 0:
@@ -277,7 +292,8 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
             _outputs(step, prob, z0, outputs)
         return z0, {"stage2_status": "determinate", "nullity": 0}
     rows = k + prob.cone.shape[0]
-    H2, c2, A_in, b_in = np.empty((nul, nul)), np.empty(nul), np.empty((rows, nul)), np.empty(rows)
+    H2, c2, A_in, b_in = arrays(buffers, ("stage two", nul, rows), (((nul, nul), "C"), (nul, "C"),
+                                                                  ((rows, nul), "C"), (rows, "C")))
     kernel.stage_two_terms(prob.R, W, z0, ridge, prob.cone, step.L, step.v, step.qd, step.dt_h_u, step.B_dva, step.Ma,
                            step.h, step.dt, step.u_index, step.a_index, H2, c2, A_in, b_in)
     level = _level_row(prob, W)

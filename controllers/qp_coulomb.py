@@ -61,6 +61,8 @@ class DissipationController(Controller):
         if not (np.isfinite(ridge) and ridge > 0):
             raise InvalidInputError(f"ridge must be positive, got {ridge}")
         self.stage2, self.stage1_solver, self.ridge, self.qp_backend = stage2, stage1_solver, ridge, qp_backend
+        #: the work arrays of Stage I and II, made once per problem size
+        self._buffers: dict = {}
 
     def _solve(self, q, v, vdot, contacts) -> Solution:
         """One step: the reduced dynamics (:meth:`controllers.dynamics.StepDynamics.update`),
@@ -72,12 +74,12 @@ class DissipationController(Controller):
             tau, v_next = step.resolve(np.zeros(self.model.nv))
             return Solution(tau, np.zeros((0, 3)), v_next)
         prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate,
-                               lcp=self.stage1_solver == "lemke")
+                               lcp=self.stage1_solver == "lemke", buffers=self._buffers)
         z, info = self._stage_one(step, prob)
         outputs = None
         if self.stage2:
             outputs = new_outputs(step)
-            z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs)
+            z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers)
             info.update(stage2)
         info["unenforceable_contacts"] = prob.unenforceable
         if self.no_slip_tol is not None:

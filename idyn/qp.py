@@ -154,7 +154,7 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     schedule, feasibility check and result.  A non-finite entry is not reported as bad input
     but fails the feasibility check (status INFEASIBLE or FAILED)."""
     n = H.shape[0]
-    Ae_kept, be_kept = independent_equalities(Ae, be)
+    Ae_kept, be_kept = independent_equalities(Ae, be) if Ae.shape[0] else (Ae, be)
     dropped = Ae.shape[0] - Ae_kept.shape[0]
     if n == 0:
         return QPResult(np.zeros(0), QPStatus.SOLVED, backend, objective=0.0, dropped_equalities=dropped)
