@@ -1,7 +1,7 @@
-"""LAPACK routines called from compiled loops: the very routines of scipy's ``cython_lapack`` that
-``scipy.linalg.lapack``'s wrappers call, so a compiled loop gets the wrappers' numbers bit for
-bit without their Python-level argument handling (2-3 us per call in a control loop).
-Registered by :func:`idyn.jit.external`, so the on-disk cache keeps working."""
+"""LAPACK routines called from compiled loops (``dgesv``, ``dgeqp3``, ``dormqr``), through scipy's
+``cython_lapack``, for the loops of :mod:`idyn.lcp.qr`, :mod:`idyn.lcp.find_indices`, the
+constraint solver and the planners.  Registered by :func:`idyn.jit.external`, so the on-disk
+cache keeps working."""
 from __future__ import annotations
 
 import numpy as np
