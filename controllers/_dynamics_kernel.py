@@ -1,155 +1,173 @@
-"""The per-step arithmetic of :mod:`controllers.dynamics` around its LAPACK and BLAS calls, compiled.
+"""The reduced step of :mod:`controllers.dynamics` (paper eqs. 37-39, 83-94), compiled.
 
-A control step assembles its reduced dynamics and recovers torques and forces with a dozen small
-numpy and scipy calls (a Cholesky factorisation through scipy's wrapper, slices, products,
-reshapes), 1-3 us each in a control loop for a few microseconds of arithmetic.  These loops do
-the same arithmetic; LAPACK's ``dpotrf`` is the routine scipy's wrapper calls
-(:mod:`idyn._lapack_kernel`) and ``np.dot`` the BLAS ``dgemv`` numpy's ``@`` calls, so the numbers
-are the same bit for bit.  Into arrays the caller allocates (:mod:`controllers._reduced_kernel`
-says why); cached on disk (:mod:`idyn.jit`).
+Flat loops over arrays the caller allocates (numba boxes every returned array through a
+Python-level lookup, which costs more than the allocation): the step's arrays
+(:func:`step_arrays`, with :func:`reduced_step` after a touchdown impact), the recovery of
+torques and end velocity from a generalized impulse (:func:`resolve`, eqs. 88-90) and, for the
+friction pyramid, with the contact forces (:func:`pyramid_outputs`).  Cached on disk
+(:mod:`idyn.jit`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from idyn._contact_kernel import contact_rows
-from idyn._lapack_kernel import cholesky_lower, lower_solve
+from idyn._triangular import gram_solve
 from idyn.jit import cached_jit
-from idyn.lcp._lemke_kernel import first_max
 
-from ._reduced_kernel import free_motion, resolve, step_gaps
-
-#: [f_N, f_S+, f_S-, f_T+, f_T-] -> [normal, s, t]: sums with coefficients 1, -1, 0 are exact
+#: [f_N, f_S+, f_S-, f_T+, f_T-] -> [normal, s, t]
 PYRAMID_TO_FRAME = np.array([[1.0, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]])
 PYRAMID_TO_FRAME.setflags(write=False)
 
 
 @cached_jit
 def reduced_step(M, h, v, vdot_a, dt, u, a, L, free):
-    """``L`` (output, Fortran-ordered) the lower Cholesky factor of ``A = M_uu`` with its upper
-    triangle zeroed (``scipy.linalg.lapack.dpotrf(A, lower=1, clean=1)``), then
-    :func:`controllers._reduced_kernel.free_motion` into ``free``; returns LAPACK's ``info``
-    (non-zero: ``A`` is not positive definite and ``free`` is not written)."""
-    nu = u.shape[0]
+    """``L`` (output, lower triangle; upper zeroed) the Cholesky factor of ``A = M_uu`` and
+    ``free = [qd_des, dt h_u, B (qd_des - v_a), p]`` (eqs. 38-39, 93:
+    ``p = v_u - A^-1 (dt h_u + B (qd_des - v_a))``).  Returns 0, or ``j + 1`` when the ``j``-th
+    pivot of ``A`` is not positive (``A`` not positive definite; ``free`` not written)."""
+    nu, na = u.shape[0], a.shape[0]
     for j in range(nu):
-        for i in range(nu):
-            L[i, j] = M[u[i], u[j]]
-    info = cholesky_lower(L)
-    if info != 0:
-        return info
-    for j in range(nu):
+        s = M[u[j], u[j]]
+        for t in range(j):
+            s -= L[j, t] * L[j, t]
+        if not s > 0.0:
+            return j + 1
+        d = np.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, nu):
+            s = M[u[i], u[j]]
+            for t in range(j):
+                s -= L[i, t] * L[j, t]
+            L[i, j] = s / d
         for i in range(j):
             L[i, j] = 0.0
-    free_motion(M, h, v, vdot_a, L, dt, u, a, free)
+    qd, dt_h_u, B_dva, p = free[:na], free[na:na + nu], free[na + nu:na + 2 * nu], free[na + 2 * nu:]
+    dva = np.empty(na)
+    for i in range(na):
+        qd[i] = v[a[i]] + dt * vdot_a[i]
+        dva[i] = qd[i] - v[a[i]]
+    for i in range(nu):
+        dt_h_u[i] = dt * h[u[i]]
+        s = 0.0
+        for j in range(na):
+            s += M[u[i], a[j]] * dva[j]
+        B_dva[i] = s
+        p[i] = -dt_h_u[i] - s
+    gram_solve(L.T, nu, p, p)
+    for i in range(nu):
+        p[i] += v[u[i]]
     return 0
 
 
 @cached_jit
 def step_arrays(J, support, ja, jb, two_bodies, frames, points, phi, v, dt, recovery, impact_speed, M, h, vdot_a,
                 u, a, rows, gaps, L, free):
-    """A control step's arrays in one call (outputs ``rows``, ``gaps``, ``L``, ``free``): the
-    contact rows ``[N; S; T]`` (:func:`idyn._contact_kernel.contact_rows` of the inputs of
-    :func:`idyn.contact.contact_inputs`), the gaps (:func:`controllers._reduced_kernel.step_gaps`)
-    and, unless a contact closes faster than ``impact_speed`` (the caller then applies the
-    touchdown impact first and runs :func:`reduced_step` itself), :func:`reduced_step`.  Returns
-    :func:`reduced_step`'s ``info``, or -1 when it was not run for the impact."""
+    """A control step's arrays (outputs ``rows``, ``gaps``, ``L``, ``free``): the contact rows
+    ``[N; S; T]`` (:func:`idyn._contact_kernel.contact_rows` of the inputs of
+    :func:`idyn.contact.contact_inputs`), the gaps with overlaps scaled by ``recovery`` (eq. 35,
+    "Gap stabilization" in :mod:`controllers.dynamics`) and :func:`reduced_step`.  Returns
+    :func:`reduced_step`'s code, or -1 without running it when a contact closes faster than
+    ``impact_speed`` (``min(N v + max(phi, 0)/dt) < -impact_speed``: the caller applies the
+    touchdown impact first, then runs :func:`reduced_step`)."""
     contact_rows(J, support, ja, jb, two_bodies, frames, points, rows)
-    if step_gaps(rows[:phi.shape[0]], v, phi, dt, recovery, gaps) < -impact_speed:
+    m, nv = phi.shape[0], v.shape[0]
+    margin = np.inf
+    for i in range(m):
+        gap = phi[i] if phi[i] >= 0.0 else recovery * phi[i]
+        gaps[i] = gap
+        s = 0.0
+        for j in range(nv):
+            s += rows[i, j] * v[j]
+        margin = min(margin, s + max(gap, 0.0) / dt)
+    if margin < -impact_speed:
         return -1
     return reduced_step(M, h, v, vdot_a, dt, u, a, L, free)
 
 
 @cached_jit
+def resolve(g, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, tau, v_next):
+    """``tau`` and ``v_next`` (outputs) for the generalized contact impulse ``g = R^T z``
+    (eqs. 88-90): ``v+_u = v_u + A^-1 (g_u - dt h_u - B (qd - v_a))`` by the Cholesky factor
+    ``L`` of ``A``, ``v+_a = qd``, ``dt tau = M_a. (v+ - v) + dt h_a - g_a``."""
+    nu, na, nv = u.shape[0], a.shape[0], v.shape[0]
+    x = np.empty(nu)
+    for i in range(nu):
+        x[i] = g[u[i]] - dt_h_u[i] - B_dva[i]
+    gram_solve(L.T, nu, x, x)
+    for i in range(na):
+        v_next[a[i]] = qd[i]
+    for i in range(nu):
+        v_next[u[i]] = v[u[i]] + x[i]
+    for i in range(na):
+        s = 0.0
+        for j in range(nv):
+            s += Ma[i, j] * (v_next[j] - v[j])
+        tau[i] = (s + dt * h[a[i]] - g[a[i]]) / dt
+
+
+@cached_jit
 def pyramid_outputs(R, z, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, impact, tau, v_next, forces):
-    """``tau``, ``v_next`` (eqs. 88-90 for the generalized impulse ``R^T z``,
-    :func:`controllers._reduced_kernel.resolve`) and the (m, 3) ``forces`` [normal, s, t] of the
-    pyramid impulses ``z = [f_N; f_S+; f_S-; f_T+; f_T-]`` over ``dt`` plus ``impact`` ((m, 3) or
-    (0, 3)): the sums of :func:`controllers.dynamics.pyramid_forces` with :data:`PYRAMID_TO_FRAME`,
-    whose products are exact, so any order of the sum gives its bits (NaN and inf spread as there)."""
-    resolve(np.dot(R.T, z), L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, tau, v_next)
+    """``tau``, ``v_next`` (:func:`resolve` of ``R^T z``) and the (m, 3) ``forces`` [normal, s, t]
+    of the pyramid impulses ``z = [f_N; f_S+; f_S-; f_T+; f_T-]`` over ``dt``, plus ``impact``
+    ((m, 3), or (0, 3) without a touchdown impact)."""
+    k, nv = R.shape
+    g = np.zeros(nv)
+    for t in range(k):
+        if z[t] != 0.0:
+            for j in range(nv):
+                g[j] += R[t, j] * z[t]
+    resolve(g, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, tau, v_next)
     m = forces.shape[0]
     for i in range(m):
-        for j in range(3):
-            s = 0.0
-            for e in range(5):
-                s += z[e * m + i] * PYRAMID_TO_FRAME[e, j]
-            forces[i, j] = s / dt
-            if impact.shape[0]:
+        forces[i, 0] = z[i] / dt
+        forces[i, 1] = (z[m + i] - z[2 * m + i]) / dt
+        forces[i, 2] = (z[3 * m + i] - z[4 * m + i]) / dt
+        if impact.shape[0]:
+            for j in range(3):
                 forces[i, j] += impact[i, j]
 
 
 @cached_jit
-def pyramid_inputs(rows, L, p, qd, u, a, R, Y, free):
-    """Stage I's inputs from ``rows = [N; S; T]`` (outputs): the pyramid rows
-    ``R = [N; S; -S; T; -T]`` (Sec. 5.1), ``Y = L^-1 R_u^T`` (Fortran-ordered, LAPACK's
-    ``dtrtrs`` as ``scipy.linalg.lapack.dtrtrs`` calls it) and ``free = [N; S; T] v+(0)``
-    (:func:`free_velocity`)."""
-    k3, nv = rows.shape
-    m = k3 // 3
-    for i in range(k3):
-        for j in range(nv):
-            x = rows[i, j]
-            R[i if i < 2 * m else i + m, j] = x
-            if i >= m:
-                R[i + m if i < 2 * m else i + 2 * m, j] = -x
-    for t in range(Y.shape[0]):
-        for j in range(Y.shape[1]):
-            Y[t, j] = R[j, u[t]]
-    lower_solve(L, Y)
-    free_velocity(rows, p, qd, u, a, free)
-
-
-@cached_jit
 def free_velocity(rows, p, qd, u, a, free):
-    """``free = [N; S; T] v+(0)`` (output; :attr:`controllers.dynamics.Step.free_velocity`): the
-    rows' unactuated and actuated columns times ``p`` and ``qd``, each by the BLAS ``dgemv``
-    numpy's ``@`` calls on them, then summed."""
-    k3 = rows.shape[0]
-    Ru, Ra = np.empty((k3, u.shape[0])), np.empty((k3, a.shape[0]))
-    for i in range(k3):
+    """``free = [N; S; T] v+(0)`` (output): the contact rows times the velocity the step ends
+    with without contact impulses, ``v+_u = p``, ``v+_a = qd_des``."""
+    for i in range(rows.shape[0]):
+        s = 0.0
         for t in range(u.shape[0]):
-            Ru[i, t] = rows[i, u[t]]
+            s += rows[i, u[t]] * p[t]
         for t in range(a.shape[0]):
-            Ra[i, t] = rows[i, a[t]]
-    fu = np.dot(Ru, p) if u.shape[0] else np.zeros(k3)
-    fa = np.dot(Ra, qd)
-    for i in range(k3):
-        free[i] = fu[i] + fa[i]
+            s += rows[i, a[t]] * qd[t]
+        free[i] = s
 
 
 @cached_jit
 def normal_speeds(N, v, phi, dt, out):
-    """``out = N v + phi / dt`` (:meth:`controllers.dynamics.Step.normal_speeds`), ``N v`` by the
-    BLAS routine numpy's ``@`` calls on the C-ordered ``N``: ``ddot`` for one row, else ``dgemv``."""
-    m = out.shape[0]
-    if m == 1:
-        out[0] = np.dot(N[0], v) + phi[0] / dt
-        return
-    Nv = np.dot(N, v)
-    for i in range(m):
-        out[i] = Nv[i] + phi[i] / dt
+    """``out = N v + phi / dt`` (eqs. 36, 54)."""
+    for i in range(out.shape[0]):
+        s = 0.0
+        for j in range(v.shape[0]):
+            s += N[i, j] * v[j]
+        out[i] = s + phi[i] / dt
 
 
 @cached_jit
 def complementarity_violation(fN, wN, free, phi, dt):
     """``max(-min(w_N, 0), max_i f_N,i |w_N,i| / (1 + f_N,i)) / (1 + max_i |free_i + phi_i / dt|)``
-    (:meth:`controllers.dynamics.Step.complementarity_violation`, eqs. 36, 54): the numpy
-    statement's arithmetic element by element in its order, its maxima and minima starting from 0
-    and taken by NaN-propagating scans as ``np.max``/``np.min`` take them, its outer ``max`` of two
-    floats Python's (:func:`idyn.lcp._lemke_kernel.first_max`)."""
+    (:meth:`controllers.dynamics.Step.complementarity_violation`, eqs. 36, 54); NaN when an
+    input is NaN or the force term is undefined (an infinite force), so no check passes."""
     s = 0.0
     for i in range(phi.shape[0]):
-        s = _nan_max(s, abs(free[i] + phi[i] / dt))
+        x = abs(free[i] + phi[i] / dt)
+        if np.isnan(x):
+            return np.nan
+        s = max(s, x)
     low, high = 0.0, 0.0
     for i in range(wN.shape[0]):
         w = wN[i]
-        if w < low or w != w:
-            low = w
-        high = _nan_max(high, fN[i] * abs(w) / (1.0 + fN[i]))
-    return first_max(-low, high) / (1.0 + s)
-
-
-@cached_jit
-def _nan_max(a, b):
-    """``b`` if it is larger than ``a`` or NaN while ``a`` is not: a step of ``np.max``'s scan."""
-    return b if b > a or (b != b and a == a) else a
+        x = fN[i] * abs(w) / (1.0 + fN[i])
+        if np.isnan(w) or np.isnan(x):
+            return np.nan
+        low = min(low, w)
+        high = max(high, x)
+    return max(-low, high) / (1.0 + s)

@@ -41,7 +41,6 @@ fraction of the correction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import lapack
@@ -54,7 +53,6 @@ from idyn.lcp.find_indices import pivoted_kept_mask
 from idyn.lcp.qr import check_info
 
 from . import _dynamics_kernel as kernel
-from . import _reduced_kernel as reduced_kernel
 from .impact import IMPACT_SPEED_TOL, passive_impact
 
 #: sine of the angle (in the A^-1 metric) below which Algorithm 1 treats a tangent row as
@@ -119,8 +117,7 @@ class Step:
 
     @property
     def free_velocity(self) -> np.ndarray:
-        """``[N; S; T] v+`` at zero contact impulse (``v+_u = p``, ``v+_a = qd_des``), (3m,), in
-        one compiled call (:func:`controllers._dynamics_kernel.free_velocity`)."""
+        """``[N; S; T] v+`` at zero contact impulse (``v+_u = p``, ``v+_a = qd_des``), (3m,)."""
         if self._free is None:
             self._free = np.empty(3 * self.m)
             kernel.free_velocity(self.rows, self.p, self.qd, self.u_index, self.a_index, self._free)
@@ -134,16 +131,6 @@ class Step:
             neg = -R[m:]
             self._pyramid = np.concatenate((R[:2 * m], neg[:m], R[2 * m:], neg[m:]))
         return self._pyramid
-
-    def pyramid_whitened(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(R, Y)``: the pyramid rows (:attr:`pyramid_rows`) and ``Y = L^-1 R_u^T`` (Stage I's
-        whitened unactuated impulse map), with :attr:`free_velocity`, in one compiled call."""
-        R, m = self.rows, self.m
-        if self._pyramid is None or self._free is None:
-            self._pyramid, self._free = np.empty((5 * m, R.shape[1])), np.empty(3 * m)
-        Y = np.empty((self.nu, 5 * m), order="F")
-        kernel.pyramid_inputs(R, self.L, self.p, self.qd, self.u_index, self.a_index, self._pyramid, Y, self._free)
-        return self._pyramid, Y
 
     def solve_A(self, X: np.ndarray) -> np.ndarray:
         """``A^-1 X`` from the Cholesky factor of ``A`` (LAPACK potrs; no inverse formed)."""
@@ -204,7 +191,7 @@ class Step:
     def pyramid_outputs(self, R: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(tau, v+, forces)`` for pyramid impulses ``z`` along the rows ``R`` of
         :meth:`directions` (``pyramid=True``): :meth:`resolve` of ``R^T z`` and
-        :meth:`forces_from_impulses`, in one compiled call."""
+        :meth:`forces_from_impulses`."""
         tau, v_next, forces = np.empty(self.a_index.size), np.empty(self.v.size), np.empty((self.m, 3))
         kernel.pyramid_outputs(R, z, self.L, self.v, self.qd, self.dt_h_u, self.B_dva, self.Ma, self.h, self.dt,
                                self.u_index, self.a_index, self.impact_rows, tau, v_next, forces)
@@ -216,8 +203,7 @@ class Step:
         return _NO_IMPACT if self.impact is None else self.impact
 
     def normal_speeds(self, v_next: np.ndarray) -> np.ndarray:
-        """``w_N = N v+ + phi/dt`` (eqs. 36, 54): non-negative when no contact closes further (one
-        compiled call)."""
+        """``w_N = N v+ + phi/dt`` (eqs. 36, 54): non-negative when no contact closes further."""
         out = np.empty(self.m)
         kernel.normal_speeds(self.jac.N, v_next, self.jac.phi, self.dt, out)
         return out
@@ -229,7 +215,7 @@ class Step:
         LCP answer in physical units, whatever the solver's own residual test said.  ``wN``:
         :meth:`normal_speeds` of ``v_next`` if the caller has it.  The violation is
         ``max(-min(w_N, 0), max_i f_N,i |w_N,i| / (1 + f_N,i))`` over the scale
-        ``1 + max_i |N v+(0) + phi/dt|_i`` (:attr:`free_velocity`), in one compiled call."""
+        ``1 + max_i |N v+(0) + phi/dt|_i`` (:attr:`free_velocity`)."""
         if wN is None:
             wN = self.normal_speeds(v_next)
         return kernel.complementarity_violation(fN, wN, self.free_velocity, self.jac.phi, self.dt)
@@ -244,7 +230,7 @@ class Step:
         """
         B_dva = self.B_dva if qd is None else self.B @ (qd - self.v[self.a])
         tau, v_next = np.empty(self.a_index.size), np.empty(self.v.size)
-        reduced_kernel.resolve(generalized_impulse, self.L, self.v, self.qd if qd is None else qd, self.dt_h_u,
+        kernel.resolve(generalized_impulse, self.L, self.v, self.qd if qd is None else qd, self.dt_h_u,
                                B_dva, self.Ma, self.h, self.dt, self.u_index, self.a_index, tau, v_next)
         return tau, v_next
 
@@ -279,82 +265,34 @@ class StepDynamics:
         self._ua = (self.u, self.a) if both else np.ix_(model.unactuated_v, model.actuated_v)
 
     def update(self, q: np.ndarray, v: np.ndarray, vdot_a: np.ndarray, contacts) -> Step:
-        """Evaluate M, h (pinocchio CRBA / RNEA), the contact Jacobians and ``p`` at (q, v), which
-        the caller has validated (:meth:`controllers.Controller.compute` does)."""
-        arrays = self.prepare(q, v, vdot_a, contacts)
-        return self.finish(arrays, kernel.step_arrays(*arrays.kernel_args))
-
-    def prepare(self, q: np.ndarray, v: np.ndarray, vdot_a: np.ndarray, contacts) -> StepArrays:
-        """A step's inputs at (q, v): one pinocchio pass (M, h and the joint Jacobians), the contact
-        inputs and the output arrays of :func:`kernel.step_arrays`, not yet filled; the last
-        update's impact is forgotten.  :meth:`update` is ``finish(prepare(...), step_arrays(...))``;
-        a controller may run ``step_arrays`` inside a larger compiled call instead."""
-        ws = self.workspace.compute_checked(q, v, drift=False, placements=False)   # one pinocchio pass: M, h, J
+        """The :class:`Step` at (q, v), which the caller has validated
+        (:meth:`controllers.Controller.compute` does): one pinocchio pass (M, h and the joint
+        Jacobians), the contact rows, gaps, the Cholesky factor of ``A`` and ``p``
+        (:func:`kernel.step_arrays`), after the touchdown impact when a contact closes too fast
+        (see :mod:`controllers.impact`)."""
+        ws = self.workspace.compute_checked(q, v, drift=False, placements=False)
         ja, jb, two_bodies, frames, points, phi, mu = contact_inputs(self.model, contacts)
-        m, na, nu = phi.size, self._a_index.size, self.nu
+        m, na, nu, dt = phi.size, self._a_index.size, self.nu, self.dt
+        M, h = ws.M, ws.h
         rows, gaps = np.empty((3 * m, self._nv)), np.empty(m)     # gaps: see "Gap stabilization" above
-        L, free = np.empty((nu, nu), order="F"), np.empty(na + 3 * nu)   # free: [qd_des, dt h_u, B dva, p]
+        L, free = np.zeros((nu, nu), order="F"), np.empty(na + 3 * nu)   # free: [qd_des, dt h_u, B dva, p]
         self.last_impact, self.last_impact_status = None, None
-        return _step_arrays(StepArrays, (ws.J, self.model.support, ja, jb, two_bodies, frames, points, phi, v,
-                                         self.dt, self.penetration_recovery,
-                                         self.impact_speed_tol if self.impact else np.inf, ws.M, ws.h, vdot_a,
-                                         self._u_index, self._a_index, rows, gaps, L, free, mu))
-
-    def finish(self, arrays: StepArrays, info: int) -> Step:
-        """The :class:`Step` of ``arrays`` after :func:`kernel.step_arrays` returned ``info`` on them:
-        the touchdown impact first when it asked for one (``info < 0``, see :mod:`controllers.impact`)."""
-        dt, v, M, h, L, free = self.dt, arrays.v, arrays.M, arrays.h, arrays.L, arrays.free
-        na, nu = self._a_index.size, self.nu
-        jac = ContactJacobians.from_stacked(arrays.rows, arrays.gaps, arrays.mu)
+        info = kernel.step_arrays(ws.J, self.model.support, ja, jb, two_bodies, frames, points, phi, v, dt,
+                                  self.penetration_recovery, self.impact_speed_tol if self.impact else np.inf, M, h,
+                                  vdot_a, self._u_index, self._a_index, rows, gaps, L, free)
+        jac = ContactJacobians.from_stacked(rows, gaps, mu)
         v_measured = None
         if info < 0:                                               # a contact closes too fast
             v_after, hit = passive_impact(M, v, jac, dt)
             self.last_impact_status = hit.status
             if hit.solved:
                 v_measured, v, self.last_impact = v, v_after, hit.impulses / dt
-            info = kernel.reduced_step(M, h, v, arrays.vdot_a, dt, self._u_index, self._a_index, L, free)
+            info = kernel.reduced_step(M, h, v, vdot_a, dt, self._u_index, self._a_index, L, free)
         if info:
             raise SolverError("the unactuated block of M is not positive definite")
         qd, dt_h_u, B_dva, p = free[:na], free[na:na + nu], free[na + nu:na + 2 * nu], free[na + 2 * nu:]
-        A, B = M[self._uu], M[self._ua]
-        return Step(dt, self.u, self.a, M, A, B, M[self.a], h, L, v, qd, p, jac, v_measured, self.last_impact,
-                    dt_h_u, B_dva, self._u_index, self._a_index)
-
-
-class StepArrays(NamedTuple):
-    """What :meth:`StepDynamics.prepare` returns: the arguments of :func:`kernel.step_arrays` in its
-    order (:attr:`kernel_args`, the last four its outputs) and the contacts' friction ``mu``."""
-
-    J: np.ndarray
-    support: np.ndarray
-    ja: np.ndarray
-    jb: np.ndarray
-    two_bodies: np.ndarray
-    frames: np.ndarray
-    points: np.ndarray
-    phi: np.ndarray
-    v: np.ndarray
-    dt: float
-    recovery: float
-    impact_speed: float
-    M: np.ndarray
-    h: np.ndarray
-    vdot_a: np.ndarray
-    u: np.ndarray
-    a: np.ndarray
-    rows: np.ndarray       #: outputs: [N; S; T], the gaps, the Cholesky factor of M_uu, [qd_des, dt h_u, B dva, p]
-    gaps: np.ndarray
-    L: np.ndarray
-    free: np.ndarray
-    mu: np.ndarray
-
-    @property
-    def kernel_args(self) -> tuple:
-        """The arguments of :func:`kernel.step_arrays` (all fields but ``mu``)."""
-        return self[:-1]
+        return Step(dt, self.u, self.a, M, M[self._uu], M[self._ua], M[self.a], h, L, v, qd, p, jac, v_measured,
+                    self.last_impact, dt_h_u, B_dva, self._u_index, self._a_index)
 
 
 _NO_IMPACT = np.zeros((0, 3))   # Step.impact without a touchdown impact
-#: ``_step_arrays(StepArrays, fields)`` is ``StepArrays(*fields)`` without the named tuple's
-#: Python-level ``__new__`` (22 arguments bound every control step, ~1 us in the loop)
-_step_arrays = tuple.__new__

@@ -27,8 +27,7 @@ import numpy as np
 from idyn.errors import InvalidInputError
 
 from .base import Controller, Solution, register
-from .dissipation import (OBJECTIVES, build_stage_one, solve_common, solve_one_stage, solve_priced,
-                          solve_stage_two, solve_step_common)
+from .dissipation import OBJECTIVES, build_stage_one, new_outputs, solve_one_stage, solve_priced, solve_stage_two
 from .dynamics import Step
 
 
@@ -62,61 +61,40 @@ class DissipationController(Controller):
         if not (np.isfinite(ridge) and ridge > 0):
             raise InvalidInputError(f"ridge must be positive, got {ridge}")
         self.stage2, self.stage1_solver, self.ridge, self.qp_backend = stage2, stage1_solver, ridge, qp_backend
-        #: the configuration :func:`controllers.dissipation.solve_common` solves in one call (with no
-        #: no-slip rows, which a subclass may set)
-        self._common = bool(stage2) and stage1_solver == "lemke" and objective == "contact-work" \
-            and not self.gap_rate and self.coulomb
+        #: the work arrays of Stage I and II, made once per problem size
+        self._buffers: dict = {}
 
     def _solve(self, q, v, vdot, contacts) -> Solution:
-        if contacts and self._common and self.no_slip_tol is None:
-            return self._solve_common(q, v, vdot, contacts)
+        """One step: the reduced dynamics (:meth:`controllers.dynamics.StepDynamics.update`),
+        Stage I's data (:func:`controllers.dissipation.build_stage_one`), Stage I with its
+        separation price (:meth:`_stage_one`), Stage II (with the torques of its answer), then
+        :meth:`_finish`."""
         step = self._step(q, v, vdot, contacts)
         if step.m == 0:
             tau, v_next = step.resolve(np.zeros(self.model.nv))
             return Solution(tau, np.zeros((0, 3)), v_next)
-        return self._solve_general(step)
-
-    def _solve_common(self, q, v, vdot, contacts) -> Solution:
-        """The usual step of the default configuration in one compiled call, from the step's
-        inputs (:func:`controllers.dissipation.solve_step_common`).  Otherwise the :class:`Step`
-        is finished from the arrays made so far; after a touchdown impact its own common case is
-        tried (:func:`controllers.dissipation.solve_common`), then the general path."""
-        arrays = self.dynamics.prepare(q, v, vdot, contacts)
-        info, common = solve_step_common(arrays, self.dynamics.nu, self._separation_mass, self.ridge, self.qp_backend)
-        if common is None:
-            step = self.dynamics.finish(arrays, info)
-            if info < 0:     # the step changed by the impact: the common case was not tried on it
-                common = solve_common(step, self._separation_mass, self.ridge, self.qp_backend)
-            if common is None:
-                return self._solve_general(step)
-        tau, v_next, forces, info = common
-        return Solution(tau, forces, v_next, info)
-
-    def _solve_general(self, step: Step) -> Solution:
-        """A step with contacts by :func:`controllers.dissipation.build_stage_one` and :meth:`_impulses`."""
-        prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate)
-        z, info = self._impulses(step, prob)
+        prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate,
+                               lcp=self.stage1_solver == "lemke", buffers=self._buffers)
+        z, info = self._stage_one(step, prob)
+        outputs = None
+        if self.stage2:
+            outputs = new_outputs(step)
+            z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers)
+            info.update(stage2)
         info["unenforceable_contacts"] = prob.unenforceable
         if self.no_slip_tol is not None:
             info["kept_tangent_rows"] = prob.kept_tangent_rows
-        return self._finish(step, prob, z, info)
+        return self._finish(step, prob, z, info, outputs)
 
     def _stage_one(self, step: Step, prob) -> tuple[np.ndarray, dict]:
         """Stage I with the separation of the contacts that separate under load priced
         (:func:`controllers.dissipation.solve_priced`)."""
         return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend)
 
-    def _finish(self, step: Step, prob, z: np.ndarray, info: dict) -> Solution:
-        """Torques and forces from the impulses ``z`` (eq. 79)."""
-        tau, v_next, forces = step.pyramid_outputs(prob.R, z)
+    def _finish(self, step: Step, prob, z: np.ndarray, info: dict, outputs: tuple | None = None) -> Solution:
+        """Torques and forces from the impulses ``z`` (eq. 79), unless ``outputs`` has them."""
+        tau, v_next, forces = step.pyramid_outputs(prob.R, z) if outputs is None else outputs
         return Solution(tau, forces, v_next, info)
-
-    def _impulses(self, step: Step, prob) -> tuple[np.ndarray, dict]:
-        z, info = self._stage_one(step, prob)
-        if self.stage2:
-            z, info2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend)
-            info.update(info2)
-        return z, info
 
 
 @register

@@ -49,8 +49,8 @@ class QPNoSlip(DissipationController):
             raise InvalidInputError(f"consistency_tol must be positive, got {consistency_tol}")
         self.no_slip_tol, self.consistency_tol = tangent_dependence_tol, consistency_tol
 
-    def _finish(self, step, prob, z, info) -> Solution:
-        sol = super()._finish(step, prob, z, info)
+    def _finish(self, step, prob, z, info, outputs=None) -> Solution:
+        sol = super()._finish(step, prob, z, info, outputs)
         if step.normal_speeds(sol.v_next).min() >= -self.consistency_tol:   # N v+ + phi/dt
             return sol
         impulses = pyramid_forces(z).T.ravel()                  # [f_N; f_S; f_T] impulses

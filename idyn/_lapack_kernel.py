@@ -1,7 +1,7 @@
-"""LAPACK routines called from compiled loops: the very routines of scipy's ``cython_lapack`` that
-``scipy.linalg.lapack``'s wrappers call, so a compiled loop gets the wrappers' numbers bit for
-bit without their Python-level argument handling (2-3 us per call in a control loop).
-Registered by :func:`idyn.jit.external`, so the on-disk cache keeps working."""
+"""LAPACK routines called from compiled loops (``dgesv``, ``dgeqp3``, ``dormqr``), through scipy's
+``cython_lapack``, for the loops of :mod:`idyn.lcp.qr`, :mod:`idyn.lcp.find_indices`, the
+constraint solver and the planners.  Registered by :func:`idyn.jit.external`, so the on-disk
+cache keeps working."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,42 +11,8 @@ from numba.core.extending import get_cython_function_address
 from .jit import cached_jit, external
 
 _P = types.voidptr
-_dpotrf = external("idyn_scipy_dpotrf", get_cython_function_address("scipy.linalg.cython_lapack", "dpotrf"),
-                   types.void(_P, _P, _P, _P, _P))
-_dtrtrs = external("idyn_scipy_dtrtrs", get_cython_function_address("scipy.linalg.cython_lapack", "dtrtrs"),
-                   types.void(_P, _P, _P, _P, _P, _P, _P, _P, _P, _P))
 _dgesv = external("idyn_scipy_dgesv", get_cython_function_address("scipy.linalg.cython_lapack", "dgesv"),
                   types.void(_P, _P, _P, _P, _P, _P, _P, _P))
-
-
-@cached_jit
-def cholesky_lower(F):
-    """LAPACK ``dpotrf('L')`` on the Fortran-ordered square ``F`` in place (its lower triangle
-    becomes the Cholesky factor, the strict upper one is left as it was), as
-    ``scipy.linalg.lapack.dpotrf(A, lower=1)`` does on its Fortran copy of ``A``; returns
-    LAPACK's ``info`` (0: factorised; > 0: not positive definite)."""
-    n = F.shape[0]
-    if n == 0:
-        return 0
-    uplo = np.full(1, 76, np.uint8)         # 'L'
-    size, info = np.full(1, n, np.int32), np.zeros(1, np.int32)
-    _dpotrf(uplo.ctypes, size.ctypes, F.ctypes, size.ctypes, info.ctypes)
-    return info[0]
-
-
-@cached_jit
-def lower_solve(L, B):
-    """LAPACK ``dtrtrs('L', 'N', 'N')``: ``B <- L^-1 B`` in place for the Fortran-ordered lower
-    triangular ``L`` (n x n) and Fortran-ordered ``B`` (n x k), as
-    ``scipy.linalg.lapack.dtrtrs(L, B, lower=1)`` computes it; returns LAPACK's ``info``."""
-    n, k = B.shape
-    if n == 0 or k == 0:
-        return 0
-    flags = np.array([76, 78, 78], np.uint8)    # 'L', 'N', 'N'
-    sizes, info = np.array([n, k], np.int32), np.zeros(1, np.int32)
-    _dtrtrs(flags[0:].ctypes, flags[1:].ctypes, flags[2:].ctypes, sizes[0:].ctypes, sizes[1:].ctypes, L.ctypes,
-            sizes[0:].ctypes, B.ctypes, sizes[0:].ctypes, info.ctypes)
-    return info[0]
 
 
 @cached_jit
@@ -61,40 +27,6 @@ def general_solve(A, B, pivots):
     sizes, info = np.array([n, k], np.int32), np.zeros(1, np.int32)
     _dgesv(sizes[0:].ctypes, sizes[1:].ctypes, A.ctypes, sizes[0:].ctypes, pivots.ctypes, B.ctypes,
            sizes[0:].ctypes, info.ctypes)
-    return info[0]
-
-
-_dgesdd = external("idyn_scipy_dgesdd", get_cython_function_address("scipy.linalg.cython_lapack", "dgesdd"),
-                   types.void(_P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P, _P))
-
-
-@cached_jit
-def full_svd_work(m, n):
-    """The workspace size LAPACK's ``dgesdd('A')`` asks for an m x n matrix (its ``lwork = -1``
-    query, as numpy's gufunc makes it before every SVD: it depends on the sizes only); at least 1."""
-    jobz = np.full(1, 65, np.uint8)                           # 'A'
-    sizes = np.array([m, n, max(m, 1), max(n, 1), -1], np.int32)   # m, n, lda = ldu, ldvt, lwork
-    iwork, info, query = np.empty(8 * min(m, n), np.int32), np.zeros(1, np.int32), np.empty(1)
-    A, s, U, Vt = np.empty((max(m, 1), max(n, 1))), np.empty(max(min(m, n), 1)), np.empty((max(m, 1), max(m, 1))), \
-        np.empty((max(n, 1), max(n, 1)))
-    _dgesdd(jobz.ctypes, sizes[0:].ctypes, sizes[1:].ctypes, A.ctypes, sizes[2:].ctypes, s.ctypes, U.ctypes,
-            sizes[2:].ctypes, Vt.ctypes, sizes[3:].ctypes, query.ctypes, sizes[4:].ctypes, iwork.ctypes, info.ctypes)
-    return max(np.int32(query[0]), 1)
-
-
-@cached_jit
-def full_svd(A, s, U, Vt, lwork):
-    """LAPACK ``dgesdd('A')``, the routine and workspace of ``np.linalg.svd(A, full_matrices=True)``:
-    ``A`` (m x n, Fortran-ordered, destroyed), outputs ``s`` (min(m, n), descending), ``U``
-    (m x m) and ``Vt`` (n x n), both Fortran-ordered; ``lwork`` the workspace numpy's gufunc
-    queries (:func:`full_svd_work` of the sizes, which a caller looping over one size keeps).
-    Returns LAPACK's ``info`` (0: converged)."""
-    m, n = A.shape
-    jobz = np.full(1, 65, np.uint8)                           # 'A'
-    sizes = np.array([m, n, max(m, 1), max(n, 1), lwork], np.int32)   # m, n, lda = ldu, ldvt, lwork
-    iwork, info, work = np.empty(8 * min(m, n), np.int32), np.zeros(1, np.int32), np.empty(lwork)
-    _dgesdd(jobz.ctypes, sizes[0:].ctypes, sizes[1:].ctypes, A.ctypes, sizes[2:].ctypes, s.ctypes, U.ctypes,
-            sizes[2:].ctypes, Vt.ctypes, sizes[3:].ctypes, work.ctypes, sizes[4:].ctypes, iwork.ctypes, info.ctypes)
     return info[0]
 
 

@@ -2,7 +2,7 @@
 
 Algorithm 2's updated factor of ``G_a^T G_a`` (:mod:`idyn.lcp._ppm_kernel`), the no-slip LCP's
 ``G A^-1 G^T`` and the reduced dynamics' ``A = M_uu`` (:mod:`controllers._noslip_kernel`,
-:mod:`controllers._reduced_kernel`) all solve ``(R^T R) x = b`` by two substitutions.  A lower
+:mod:`controllers._dynamics_kernel`) all solve ``(R^T R) x = b`` by two substitutions.  A lower
 factor ``L`` of ``L L^T`` is passed as ``L.T``.  Cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations

@@ -26,20 +26,20 @@ semi-definite ``H``).  The adapter adds what a control loop needs around them:
   :func:`idyn.lcp.lemke_regularized`.
 * **Feasibility check**: an answer is accepted only if every row is within ``feasibility_tol``
   of its constraint relative to ``(1 + max|x|)(1 + max_j |a_ij|) + |b_i|``.
-* **One compiled call** for everything but cvxopt: the symmetrisation, the positive-definiteness
-  test (LAPACK's Cholesky with tiny pivots counted as singular: a semi-definite ``H`` often passes
-  a plain Cholesky by rounding, and quadprog then returns a feasible but visibly suboptimal
-  point), quadprog's own routine with the ridge schedule, the feasibility checks and the
-  objective are :func:`idyn._qp_kernel.quadprog_attempts` (the wrappers' Python overhead was
-  most of a control step's QP time).
+* **Positive-definiteness test** before quadprog's unregularised attempt: a Cholesky
+  factorisation whose squared pivots are all above ``1e-12`` of the largest (a semi-definite
+  ``H`` often passes a plain Cholesky by rounding, and quadprog then returns a feasible but
+  visibly suboptimal point).  This test, the feasibility check and the objective are flat
+  compiled loops (:mod:`idyn._qp_kernel`); quadprog is called through its Python API.
 * **Status, not exceptions**: a failed solve returns ``QPResult`` with ``status`` INFEASIBLE or
   FAILED and ``x`` filled with NaN; the caller falls back.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
+import quadprog
 
 from . import _qp_kernel as kernel
 from . import validation
@@ -60,12 +60,12 @@ QPStatus = Status
 
 
 _SCHEDULE = np.array(REGULARIZATION_SCHEDULE)
-_CODES = {kernel.SOLVED: QPStatus.SOLVED, kernel.INFEASIBLE: QPStatus.INFEASIBLE, kernel.FAILED: QPStatus.FAILED}
+#: a Cholesky pivot below this fraction of the largest counts as singular
+PD_TOL = 1e-12
 
 
-@dataclass(frozen=True)
-class QPResult:
-    """Answer of :func:`solve_qp`.
+class QPResult(NamedTuple):
+    """Answer of :func:`solve_qp` (immutable).
 
     Attributes:
         x: the minimiser (NaN-filled when not solved).
@@ -152,37 +152,60 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     schedule, feasibility check and result.  A non-finite entry is not reported as bad input
     but fails the feasibility check (status INFEASIBLE or FAILED)."""
     n = H.shape[0]
-    Ae, be, Ai, bi = _c(Ae), _c(be), _c(Ai), _c(bi)
-    Ae_kept, be_kept = independent_equalities(Ae, be)
+    Ae_kept, be_kept = independent_equalities(Ae, be) if Ae.shape[0] else (Ae, be)
     dropped = Ae.shape[0] - Ae_kept.shape[0]
     if n == 0:
         return QPResult(np.zeros(0), QPStatus.SOLVED, backend, objective=0.0, dropped_equalities=dropped)
-    Hs, x, out, c = np.empty((n, n)), np.empty(n), np.empty(5), _c(c)
-    # symmetrisation and quadprog's attempts, without ridge if H is positive definite, then with
-    code = kernel.quadprog_attempts(_c(H), c, _c(Ae_kept), _c(be_kept), Ai, bi, Ae, be, feasibility_tol,
-                                    backend == "quadprog", _SCHEDULE if regularize else _SCHEDULE[:0], Hs, x, out)
+    H, c, Ae, be, Ai, bi = _c(H), _c(c), _c(Ae), _c(be), _c(Ai), _c(bi)
+    Hs = np.empty((n, n))
+    scale, definite = kernel.prepare(H, PD_TOL, Hs)
     H = Hs
-    if code == kernel.SOLVED:
-        return QPResult(x, QPStatus.SOLVED, backend, out[3], out[2], int(out[1]), dropped)
-    status = _CODES.get(code, QPStatus.FAILED)
-    verdicts = {s for bit, s in ((1, QPStatus.INFEASIBLE), (2, QPStatus.FAILED)) if int(out[4]) & bit}
-    used, eps, iters = backend, out[3], int(out[1])
+    ridges = (_SCHEDULE * scale).tolist() if regularize else []
+    verdicts, status, eps, iters = set(), QPStatus.FAILED, 0.0, 0
+    if backend == "quadprog":
+        if not Ae_kept.shape[0]:
+            C, b = (Ai.T, bi) if Ai.shape[0] else (None, None)
+        else:
+            C, b = np.concatenate((Ae_kept, Ai)).T, np.concatenate((be_kept, bi))
+        for eps in ([0.0] if definite else []) + ridges:
+            try:
+                x, _, _, its = quadprog.solve_qp(H + eps * np.eye(n) if eps else H, -c, C, b, Ae_kept.shape[0])[:4]
+            except ValueError as err:        # "constraints are inconsistent" or "G is not positive definite"
+                status = QPStatus.INFEASIBLE if "inconsistent" in str(err) else QPStatus.FAILED
+                verdicts.add(status)
+                continue
+            iters = int(its[0])
+            value = kernel.accepted(H, c, x, Ae, be, Ai, bi, feasibility_tol)
+            if value == value:               # not NaN: feasible
+                return QPResult(x, QPStatus.SOLVED, backend, eps, value, iters, dropped)
+            status = QPStatus.INFEASIBLE
+            verdicts.add(status)
+    used = backend
     if backend == "cvxopt" or regularize:    # the backend asked for, or quadprog's last fallback
         used = "cvxopt"                      # (it accepts a semi-definite H)
         # its interior point method can also stall on a singular H ("unknown": a singular KKT
         # system), so it gets the same ridge schedule, unregularised first
-        scale = max(float(np.max(np.abs(np.diag(H)))), 1.0)   # as the kernel's ridge
-        for eps in (0.0, *(_SCHEDULE * scale if regularize else ())):
+        for eps in [0.0] + ridges:
             status, x, iters = _cvxopt(H + eps * np.eye(n) if eps else H, c, Ae_kept, be_kept, Ai, bi)
-            if status is QPStatus.SOLVED and not kernel.feasible(x, Ae, be, Ai, bi, feasibility_tol):
+            value = kernel.accepted(H, c, x, Ae, be, Ai, bi, feasibility_tol) if status is QPStatus.SOLVED \
+                else np.nan
+            if status is QPStatus.SOLVED and value != value:
                 status = QPStatus.INFEASIBLE
             verdicts.add(status)
             # INFEASIBLE is not trusted on its own: with a nearly singular H the dual active-set
             # method breaks down with that message, so the better-conditioned attempts still run
             if status is QPStatus.SOLVED:
-                return QPResult(x, status, used, eps, kernel.objective(H, c, x), iters, dropped)
+                return QPResult(x, status, used, eps, value, iters, dropped)
     status = QPStatus.INFEASIBLE if QPStatus.INFEASIBLE in verdicts else status
     return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
+
+
+def feasible(x: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai: np.ndarray, bi: np.ndarray, tol: float) -> bool:
+    """Every equality row ``|a x - b|`` and inequality row ``b - a x`` below ``tol`` times
+    ``(1 + max|x|)(1 + max_j |a_ij|) + |b_i|``; False for a non-finite ``x``."""
+    x = _c(np.asarray(x, dtype=float))
+    return not np.isnan(kernel.accepted(np.zeros((x.size, x.size)), np.zeros(x.size), x, _c(Ae), _c(be), _c(Ai),
+                                        _c(bi), tol))
 
 
 def _c(a: np.ndarray) -> np.ndarray:

@@ -81,9 +81,8 @@ def separating_loads(phi: np.ndarray, dt: float, normal_impulse: np.ndarray,
 
 @cached_jit
 def separating_into(phi, dt, normal_impulse, normal_speed, out):
-    """:func:`separating_loads` into ``out`` in one compiled pass, for compiled callers too (its
-    numpy form was six calls per Stage I answer): the same comparisons, the largest impulse taken as ``ndarray.max``
-    does (NaN if any is NaN, which then loads no contact)."""
+    """:func:`separating_loads` into ``out``, for compiled callers too; the largest impulse is NaN
+    if any is (then no contact counts as loaded)."""
     m = phi.shape[0]
     largest = normal_impulse[0] if m else 0.0
     for i in range(m):

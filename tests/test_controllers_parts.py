@@ -107,23 +107,3 @@ def test_penetration_recovery_option_pushes_overlap_apart():
     assert np.all(N @ held.info.v_next >= -1e-9)
     assert np.all(N @ pushed.info.v_next >= 0.1 - 1e-9)          # 1e-4 m / 1e-3 s
     assert pushed.contact_forces[:, 0].sum() > held.contact_forces[:, 0].sum()
-
-
-def test_stage_one_svd_is_numpys():
-    """Stage I calls LAPACK's SVD (dgesdd through scipy, full matrices, the workspace numpy queries) from
-    compiled code: np.linalg.svd's numbers, and a failure code when it does not converge."""
-    from idyn._lapack_kernel import full_svd, full_svd_work
-
-    rng = np.random.default_rng(3)
-    for shape in [(6, 20), (6, 10), (6, 4), (12, 40)]:
-        Y = np.asfortranarray(rng.standard_normal(shape))
-        u, s, vt = np.linalg.svd(Y, full_matrices=True)
-        m, n = shape
-        A, s2, u2, vt2 = Y.copy(order="F"), np.empty(min(shape)), np.empty((m, m), order="F"), np.empty((n, n), order="F")
-        assert full_svd(A, s2, u2, vt2, full_svd_work(m, n)) == 0
-        # the same routine; to the bit with the wheels this was written against, but scipy's
-        # LAPACK is not numpy's build, so other builds may round differently
-        for mine, numpys in ((s, s2), (vt, vt2), (u, u2)):
-            np.testing.assert_allclose(mine, numpys, rtol=0, atol=1e-12)
-    Y[0, 0] = np.nan
-    assert full_svd(Y.copy(order="F"), s2, u2, vt2, full_svd_work(m, n)) != 0
