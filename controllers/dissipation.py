@@ -287,38 +287,31 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     as for :func:`build_stage_one`."""
     W = prob.W
     k, nul = W.shape
-    if nul == 0:
-        if outputs is not None:
-            _outputs(step, prob, z0, outputs)
-        return z0, {"stage2_status": "determinate", "nullity": 0}
-    rows = k + prob.cone.shape[0]
-    H2, c2, A_in, b_in = arrays(buffers, ("stage two", nul, rows), (((nul, nul), "C"), (nul, "C"),
-                                                                  ((rows, nul), "C"), (rows, "C")))
-    kernel.stage_two_terms(prob.R, W, z0, ridge, prob.cone, step.L, step.v, step.qd, step.dt_h_u, step.B_dva, step.Ma,
-                           step.h, step.dt, step.u_index, step.a_index, H2, c2, A_in, b_in)
-    level = _level_row(prob, W)
-    qp = solve_built(H2, c2, level, np.zeros(level.shape[0]), A_in, b_in, backend=_backend(qp_backend))
-    info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
-    if not qp.solved:         # Stage I's answer is still a valid contact model solution
-        if outputs is not None:
-            _outputs(step, prob, z0, outputs)
-        return z0, info
+    move, mu, info = _NOTHING, _NOTHING, {"stage2_status": "determinate", "nullity": 0}
+    if nul:
+        rows = k + prob.cone.shape[0]
+        H2, c2, A_in, b_in = arrays(buffers, ("stage two", nul, rows), (((nul, nul), "C"), (nul, "C"),
+                                                                      ((rows, nul), "C"), (rows, "C")))
+        kernel.stage_two_terms(prob.R, W, z0, ridge, prob.cone, step.L, step.v, step.qd, step.dt_h_u, step.B_dva,
+                               step.Ma, step.h, step.dt, step.u_index, step.a_index, H2, c2, A_in, b_in)
+        level = _level_row(prob, W)
+        qp = solve_built(H2, c2, level, np.zeros(level.shape[0]), A_in, b_in, backend=_backend(qp_backend))
+        info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
+        if qp.solved:
+            move, mu = qp.x, step.jac.mu if prob.cone.shape[0] else _NOTHING
+        else:                 # Stage I's answer is still a valid contact model solution
+            move = np.zeros(nul)
+    # the determinate and the failed case go through the same kernel, with no move and no clipping
     z = np.empty(k)
     tau, v_next, forces = outputs if outputs is not None else new_outputs(step)
-    kernel.stage_two_outputs(prob.R, z0, W, qp.x, step.jac.mu if prob.cone.shape[0] else _NOTHING, step.L, step.v,
-                             step.qd, step.dt_h_u, step.B_dva, step.Ma, step.h, step.dt, step.u_index, step.a_index,
-                             step.impact_rows, z, tau, v_next, forces)
+    kernel.stage_two_outputs(prob.R, z0, W, move, mu, step.L, step.v, step.qd, step.dt_h_u, step.B_dva, step.Ma,
+                             step.h, step.dt, step.u_index, step.a_index, step.impact_rows, z, tau, v_next, forces)
     return z, info
 
 
 def new_outputs(step: Step) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(tau, v_next, forces)`` of ``step``, not yet written."""
     return np.empty(step.a_index.size), np.empty(step.v.size), np.empty((step.m, 3))
-
-
-def _outputs(step: Step, prob: StageOne, z: np.ndarray, outputs: tuple) -> None:
-    tau, v_next, forces = outputs
-    tau[:], v_next[:], forces[:] = step.pyramid_outputs(prob.R, z)
 
 
 def _level_row(prob: StageOne, W: np.ndarray) -> np.ndarray:

@@ -38,8 +38,10 @@ from idyn import Contact
 
 DATA = Path(__file__).parent / "data" / "controller_reference.npz"
 NAMES = controllers.available()
-#: relative agreement demanded of every recorded output (round-off of a few hundred flops)
-RTOL = 1e-8
+#: relative agreement demanded of every recorded output: round-off of a few hundred flops, amplified
+#: by the conditioning of the standing problems (qp-coulomb on frictionless ground moves by up to
+#: 5.2e-8 between two LAPACK builds of the same code, and between the fused and the flat kernels)
+RTOL = 1e-7
 #: a step may differ by this many times the change the recorded code showed under perturbation
 ENVELOPE = 100.0
 #: relative size of the perturbations of q and v that measure each step's round-off sensitivity
