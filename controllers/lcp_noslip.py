@@ -4,8 +4,7 @@ Per step, in the reduced form of :mod:`controllers.dynamics` (only the unactuate
 ``v+_u`` is unknown once ``P v+ = qd_des``):
 
 1. **FIND-INDICES** (Algorithm 1) on the unactuated block ``A = M_uu`` and the unactuated
-   columns of ``S``, ``T`` (:meth:`controllers.dynamics.Step.independent_tangents`, compiled as
-   :func:`controllers._noslip_kernel.kept_tangent_rows`).  With ``X = [P^T S_S^T T_T^T]``,
+   columns of ``S``, ``T`` (:meth:`controllers.dynamics.Step.independent_tangents`).  With ``X = [P^T S_S^T T_T^T]``,
    ``X`` has full column rank iff the chosen tangent rows restricted to the unactuated columns
    are independent (``P`` covers the actuated ones), so the reduced call keeps as many rows as
    the full-size Algorithm 1, spanning the same space, at ``O(nu^3 + n nu^2)`` instead of
@@ -169,7 +168,6 @@ from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import LCPResult
 from idyn.lcp.lemke import checked_lemke
 from idyn.lcp.ppm_contact import solve_projected
-from idyn.lcp.qr import check_info
 from idyn.qp import solve_qp
 
 from . import _noslip_kernel as kernel
@@ -312,14 +310,10 @@ class LCPNoSlip(Controller):
 
     def _kept_rows(self, step: Step, contacts: np.ndarray) -> tuple[np.ndarray, int]:
         """``(rows, s_count)``: the tangent rows of ``[N; S; T]`` Algorithm 1 keeps for the sorted
-        ``contacts`` (:meth:`Step.independent_tangents`, ``S`` rows first, ``s_count`` of
-        them), in one compiled call."""
-        if contacts.size == 0 or step.nu == 0:
-            return _NONE, 0
-        tol = self.tangent_dependence_tol
-        kept, s_count, info = kernel.kept_tangent_rows(step.white, contacts, tol * tol)
-        check_info(info, "geqp3")
-        return kept, s_count
+        ``contacts`` (:meth:`Step.independent_tangents`), ``S`` rows first, ``s_count`` of them."""
+        s_idx, t_idx = step.independent_tangents(contacts, self.tangent_dependence_tol)
+        m = step.m
+        return np.concatenate((s_idx + m, t_idx + 2 * m)).astype(np.intp, copy=False), s_idx.size
 
     def _lcp_with_rows(self, step: Step, contacts: np.ndarray, keys: list, info: dict):
         """Solve the LCP with no-slip rows offered for ``contacts`` only; ``(impulses, w_N, qd)``
@@ -417,12 +411,9 @@ def consistent_desired(step: Step, kept: np.ndarray, contacts: np.ndarray, U: np
     if not left:
         return step.qd, step.p, 0.0
     dropped = np.array(sorted(left), dtype=np.intp)     # few rows: Python sets, not boolean masks
-    delta = np.empty(step.qd.size)
-    if not kernel.tangent_consistency(U, step.white, step.rows, kept, dropped, step.a_index, step.qd, delta):
-        white, Ra = step.white, step.rows[:, step.a]        # B's rows dependent: its pseudo-inverse
-        C = np.linalg.lstsq(white[:, kept], white[:, dropped], rcond=None)[0]
-        B = Ra[dropped] - C.T @ Ra[kept]
-        delta = -np.linalg.lstsq(B, B @ step.qd, rcond=None)[0]
+    B, delta = np.empty((dropped.size, step.qd.size)), np.empty(step.qd.size)
+    if not kernel.tangent_consistency(U, step.white, step.rows, kept, dropped, step.a_index, step.qd, B, delta):
+        delta = -np.linalg.lstsq(B, B @ step.qd, rcond=None)[0]     # B's rows dependent: its pseudo-inverse
     return step.qd + delta, step.p - step.solve_A(step.B @ delta), float(np.linalg.norm(delta))
 
 

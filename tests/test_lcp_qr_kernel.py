@@ -1,11 +1,14 @@
-"""idyn.lcp.qr's compiled LAPACK calls give scipy.linalg.lapack's wrappers' numbers bit for bit
-(the rank decisions and projections of Algorithms 1-2 must not change), and the one-call
-projection of Algorithm 2's constrained inverse inertia equals its two-call composition."""
+"""idyn.lcp.qr against the definitions: the pivoted QR picks, at each step, the column farthest
+from the span of the columns before it, ``|diag R|`` are those distances, and the complement
+coordinates are an isometric image of ``C``'s component outside ``span(A)`` (checked with
+numpy's SVD and least squares; tolerances: round-off of these well-conditioned problems is
+below 1e-13 relative, the checks allow 1e-10)."""
 import numpy as np
 import pytest
-from scipy.linalg import lapack
 
-from idyn.lcp.qr import apply_qt, column_pivots, complement_coordinates, householder_qr
+from idyn.lcp.qr import column_pivots, complement_coordinates, pivoted_qr_diagonal
+
+TOL = 1e-10
 
 
 def _problem(shape, columns, seed):
@@ -16,30 +19,57 @@ def _problem(shape, columns, seed):
     return A, rng.standard_normal((shape[0], columns))
 
 
-@pytest.mark.parametrize("shape", [(6, 4), (6, 8), (12, 3), (6, 6), (1, 5), (5, 1)])
-def test_qr_equals_scipy_lapack_wrappers_bit_for_bit(shape):
-    A, C = _problem(shape, 4, sum(shape))
-    qr_ref, jpvt, tau_ref, _, _ = lapack.dgeqp3(A, lwork=(3 * shape[1] + 1) * 64)
-    qr_, tau, diag = householder_qr(A)
-    np.testing.assert_array_equal(qr_, qr_ref)
-    np.testing.assert_array_equal(tau, tau_ref)
-    np.testing.assert_array_equal(column_pivots(A), jpvt - 1)
-    out_ref = lapack.dormqr("L", "T", qr_ref[:, :tau_ref.size], tau_ref, C, lwork=C.shape[1] * 64)[0]
-    np.testing.assert_array_equal(apply_qt(qr_, tau, C), out_ref)
-    np.testing.assert_array_equal(apply_qt(np.ascontiguousarray(qr_), tau, C), out_ref)
+def _distance(A, cols, j):
+    """Distance of column ``j`` of ``A`` from the span of the columns ``cols`` (least squares)."""
+    if not cols:
+        return float(np.linalg.norm(A[:, j]))
+    B = A[:, cols]
+    return float(np.linalg.norm(A[:, j] - B @ np.linalg.lstsq(B, A[:, j], rcond=None)[0]))
+
+
+@pytest.mark.parametrize("shape", [(6, 4), (6, 8), (12, 3), (6, 6), (1, 5), (5, 1), (40, 40), (3, 200)])
+def test_pivots_are_the_greedy_farthest_column_and_diag_r_its_distance(shape):
+    A, _ = _problem(shape, 0, sum(shape))
+    diag, piv = pivoted_qr_diagonal(A)
+    assert sorted(piv.tolist()) == list(range(shape[1]))
+    np.testing.assert_array_equal(column_pivots(A), piv)
+    scale = np.linalg.norm(A, axis=0).max()
+    k = min(shape)
+    for i in range(k):
+        chosen, rest = piv[:i].tolist(), piv[i:].tolist()
+        dists = [_distance(A, chosen, j) for j in rest]
+        if max(dists) <= 1e-8 * scale:                 # the span is complete: the order is round-off
+            assert diag[i:].max() <= 1e-8 * scale
+            break
+        assert dists[0] >= max(dists) - TOL * scale      # the farthest remaining column is next
+        assert abs(diag[i] - dists[0]) <= TOL * scale    # |R_ii| is its distance
+    assert np.all(np.diff(diag) <= TOL * scale)          # non-increasing
 
 
 @pytest.mark.parametrize("shape", [(6, 4), (6, 8), (12, 3), (6, 6), (0, 3), (6, 0)])
 @pytest.mark.parametrize("columns", [4, 0])
-def test_complement_coordinates_equals_householder_then_apply_qt(shape, columns):
+def test_complement_coordinates_are_an_isometry_of_the_orthogonal_component(shape, columns):
     A, C = _problem(shape, columns, 7 * sum(shape) + columns)
     tol = 1e-9
-    qr_, tau, diag = householder_qr(A)
-    expected = apply_qt(qr_, tau, C)[int(np.count_nonzero(diag > tol * diag.max(initial=0.0))):]
     got = complement_coordinates(C, A, tol)
-    assert got.shape == expected.shape
-    np.testing.assert_array_equal(got, expected)
-    if shape == (6, 8) and columns:                  # a C-ordered slice, as Algorithm 2 passes
-        wide = np.ascontiguousarray(np.concatenate((C, A), axis=1))
-        np.testing.assert_array_equal(complement_coordinates(wide[:, :columns], wide.take(range(columns, columns + 8), axis=1), tol),
-                                      expected)
+    rank = np.linalg.matrix_rank(A) if A.size else 0
+    assert got.shape == (shape[0] - rank, columns)
+    if shape[0] and shape[1]:
+        U = np.linalg.svd(A)[0][:, :rank]
+        perp = C - U @ (U.T @ C)                         # C's component outside span(A)
+    else:
+        perp = C
+    # inner products (and so distances and the LCP matrix G^T G) are those of the component
+    np.testing.assert_allclose(got.T @ got, perp.T @ perp, atol=TOL * max(1.0, np.abs(C).max(initial=0.0) ** 2))
+    if shape[0] and shape[1] and columns:               # a column inside span(A) has none
+        inside = A @ np.arange(1.0, shape[1] + 1.0)
+        np.testing.assert_allclose(complement_coordinates(inside[:, None], A, tol), 0.0,
+                                   atol=TOL * np.linalg.norm(inside))
+
+
+def test_complement_of_a_c_ordered_slice_equals_that_of_a_copy():
+    """Algorithm 2 passes slices of one whitened array: layout does not change the answer."""
+    A, C = _problem((6, 8), 4, 3)
+    wide = np.ascontiguousarray(np.concatenate((C, A), axis=1))
+    np.testing.assert_allclose(complement_coordinates(wide[:, :4], wide.take(range(4, 12), axis=1), 1e-9),
+                               complement_coordinates(C.copy(), A.copy(), 1e-9), atol=1e-13)

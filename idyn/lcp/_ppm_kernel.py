@@ -11,11 +11,7 @@ O(m^3) Cholesky factorization", Sec. 4.4):
   appended) when it is below ``dependence_tol * |g|``;
 * delete the ``p``-th column: the columns after it shift left and Givens rotations return the
   upper Hessenberg part to triangular form;
-* solve ``Q_aa z_a = -r_a``: two triangular solves.
-
-As numpy calls (a dozen array operations per iteration, BLAS triangular solves per insertion)
-the loop cost about 100 us for a quadruped's warm-started solve that makes no pivot at all,
-compiled 5 us (measured; ``idyn bench controllers``).
+* solve ``Q_aa z_a = -r_a``: two triangular solves (:func:`idyn._triangular.gram_solve`).
 
 Storage: ``GT`` is ``G^T`` (row ``i`` is contact ``i``'s whitened column), ``cols[p]`` the
 column of the ``p``-th active contact, ``R`` upper triangular with ``R^T R = G_a^T G_a``.
@@ -27,7 +23,6 @@ import numpy as np
 
 from .._triangular import gram_solve
 from ..jit import cached_jit as _jit
-from .qr import complement_kernel
 from .residuals import residuals_pass
 
 SOLVED, MAX_PIVOTS, NUMERICAL_FAILURE = 0, 1, 2
@@ -90,14 +85,6 @@ def _delete(active, cols, R, size, position):
         R[i, size - 1] = 0.0
         R[size - 1, i] = 0.0
     return size - 1
-
-
-@_jit
-def _solve(R, size, b, x):
-    """``x = -(R^T R)^-1 b`` for the leading ``size`` block (two triangular solves)."""
-    gram_solve(R, size, b, x)
-    for p in range(size):
-        x[p] = -x[p]
 
 
 @_jit
@@ -191,7 +178,9 @@ def contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, z, w, active):
         b = np.empty(size)
         for p in range(size):
             b[p] = r[active[p]]
-        _solve(R, size, b, z_a)
+        gram_solve(R, size, b, z_a)               # z_a = -(R^T R)^-1 r_a (Alg. 2 line 11)
+        for p in range(size):
+            z_a[p] = -z_a[p]
         _residual(GT, r, cols, size, z_a, w)
         zmax = 0.0
         for p in range(size):
@@ -276,19 +265,3 @@ def checked_contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, tol, z
             status = NUMERICAL_FAILURE
     active[:size].sort()
     return size, status, pivots
-
-
-@_jit
-def projected_contact_ppm(white, m, kept, rank_tol, r, warm, max_pivots, dependence_tol, rel_tol, tol):
-    """``(G, z, w, basis, status, pivots, info_geqp3, info_ormqr)``: Algorithm 2 with the
-    constrained inverse inertia, ``G`` the first ``m`` columns of ``white`` projected off the
-    span of its columns ``kept`` (:func:`idyn.lcp.qr.complement_coordinates`, nonempty) and
-    :func:`checked_contact_ppm` on ``(G, r)``, as one call (``status`` -1 when a LAPACK call
-    failed)."""
-    G, info_geqp3, info_ormqr = complement_kernel(white[:, :m], white[:, kept], rank_tol)
-    GT = np.ascontiguousarray(G.T)
-    z, w, active = np.zeros(m), np.empty(m), np.empty(GT.shape[1], dtype=np.intp)
-    if info_geqp3 < 0 or info_ormqr < 0:
-        return G, z, w, active[:0], -1, 0, info_geqp3, info_ormqr
-    size, status, pivots = checked_contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, tol, z, w, active)
-    return G, z, w, active[:size], status, pivots, info_geqp3, info_ormqr

@@ -85,8 +85,12 @@ def lemke(M, q, *, warm_start=None, max_pivots: int | None = None, pivot_tol: fl
 
 def checked_lemke(M: np.ndarray, q: np.ndarray, *, warm_start=None, max_pivots: int | None = None,
                   pivot_tol: float = 1e-12, tol: float = DEFAULT_TOL) -> LCPResult:
-    """:func:`lemke` for ``(M, q)`` already validated by the caller (no second check)."""
+    """:func:`lemke` for ``(M, q)`` of consistent shapes built by the caller: no second shape
+    check; a non-finite entry never reaches the compiled path (status ``NUMERICAL_FAILURE``)."""
     n = q.shape[0]
+    if not (np.isfinite(q).all() and np.isfinite(M).all()):
+        return LCPResult(np.zeros(n), np.array(q, dtype=float), LCPStatus.NUMERICAL_FAILURE, 0, 0.0,
+                         np.empty(0, np.intp))
     warm = check_indices(warm_start, n, "warm_start") if warm_start is not None else None
     limit = max(100, 50 * n) if max_pivots is None else int(max_pivots)
     if warm is not None and warm.size:
@@ -100,15 +104,12 @@ def checked_lemke(M: np.ndarray, q: np.ndarray, *, warm_start=None, max_pivots: 
 
 @cached_jit
 def cold_checked(M, q, pivot_tol, tol, z):
-    """:func:`checked_lemke` without warm start, up to its verdict, as one compiled call for a
-    caller that only needs an answer that passes (Stage I of the QP controllers, every control
-    step): ``z`` (output) the clipped basic solution, ``w = M z + q`` checked by
-    :func:`idyn.lcp.residuals.exact_pass` (``np.dot`` here calls the same BLAS ``dgemv`` as
-    numpy's ``@``, bit for bit: ``tests/test_lcp_residual_kernel.py``).  Returns
-    ``(passed, pivots)``; ``passed`` is False whenever :func:`checked_lemke` would not return
-    SOLVED straight from the path, and the caller then runs it (or
-    :func:`idyn.lcp.regularized.regularized_checked`), which polishes, re-follows the path with
-    the textbook exit rule, and reports the status."""
+    """Lemke's path from the slack basis and its residual check, as one compiled call for a
+    compiled caller that only needs an answer that passes (finite ``(M, q)``, checked by that
+    caller): ``z`` (output) the clipped basic solution, ``w = M z + q`` checked by
+    :func:`idyn.lcp.residuals.exact_pass`.  Returns ``(passed, pivots)``; when it does not pass
+    the caller runs :func:`checked_lemke` (or :func:`idyn.lcp.regularized.regularized_checked`),
+    which polishes, re-follows the path with the textbook exit rule, and reports the status."""
     n = q.shape[0]
     Binv, xb, d = np.empty((n, n)), np.empty(n), np.empty(n)
     basic, support = np.empty(n, np.int64), np.empty(n, np.intp)
