@@ -4,7 +4,8 @@ Per step, in the reduced form of :mod:`controllers.dynamics` (only the unactuate
 ``v+_u`` is unknown once ``P v+ = qd_des``):
 
 1. **FIND-INDICES** (Algorithm 1) on the unactuated block ``A = M_uu`` and the unactuated
-   columns of ``S``, ``T`` (:meth:`controllers.dynamics.Step.independent_tangents`).  With ``X = [P^T S_S^T T_T^T]``,
+   columns of ``S``, ``T`` (:func:`idyn.lcp.find_indices.kept_tangent_rows`, the rows
+   :meth:`controllers.dynamics.Step.independent_tangents` keeps).  With ``X = [P^T S_S^T T_T^T]``,
    ``X`` has full column rank iff the chosen tangent rows restricted to the unactuated columns
    are independent (``P`` covers the actuated ones), so the reduced call keeps as many rows as
    the full-size Algorithm 1, spanning the same space, at ``O(nu^3 + n nu^2)`` instead of
@@ -166,8 +167,10 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from idyn.contact import CONTACT_GAP, NO_SLIP_MU
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import LCPResult
+from idyn.lcp.find_indices import kept_tangent_rows
 from idyn.lcp.lemke import checked_lemke
 from idyn.lcp.ppm_contact import solve_projected
+from idyn.lcp.qr import check_info
 from idyn.qp import solve_qp
 
 from . import _noslip_kernel as kernel
@@ -259,6 +262,8 @@ class LCPNoSlip(Controller):
         end of the step (see "Separating contacts" in the module docstring).
         """
         m = step.m
+        if not np.isfinite(step.white).all():        # the LCPs' factor: never into a compiled loop
+            raise SolverError("non-finite whitened contact rows (is the mass matrix near singular?)")
         if held is not None:
             impulses, _, qd = self._lcp_with_rows(step, np.flatnonzero(held), keys, info)
             info["held"], info["slip_released"] = held, m - int(np.count_nonzero(held))
@@ -310,10 +315,14 @@ class LCPNoSlip(Controller):
 
     def _kept_rows(self, step: Step, contacts: np.ndarray) -> tuple[np.ndarray, int]:
         """``(rows, s_count)``: the tangent rows of ``[N; S; T]`` Algorithm 1 keeps for the sorted
-        ``contacts`` (:meth:`Step.independent_tangents`), ``S`` rows first, ``s_count`` of them."""
-        s_idx, t_idx = step.independent_tangents(contacts, self.tangent_dependence_tol)
-        m = step.m
-        return np.concatenate((s_idx + m, t_idx + 2 * m)).astype(np.intp, copy=False), s_idx.size
+        ``contacts`` (:func:`idyn.lcp.find_indices.kept_tangent_rows`, the rows
+        :meth:`Step.independent_tangents` keeps), ``S`` rows first, ``s_count`` of them."""
+        if contacts.size == 0 or step.nu == 0:
+            return _NONE, 0
+        tol = self.tangent_dependence_tol
+        kept, s_count, info = kept_tangent_rows(step.white, contacts, tol * tol)
+        check_info(info, "geqp3")
+        return kept, s_count
 
     def _lcp_with_rows(self, step: Step, contacts: np.ndarray, keys: list, info: dict):
         """Solve the LCP with no-slip rows offered for ``contacts`` only; ``(impulses, w_N, qd)``

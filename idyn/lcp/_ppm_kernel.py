@@ -22,7 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._triangular import gram_solve
+from .._lapack_kernel import fortran_copy
 from ..jit import cached_jit as _jit
+from .qr import complement_kernel
 from .residuals import residuals_pass
 
 SOLVED, MAX_PIVOTS, NUMERICAL_FAILURE = 0, 1, 2
@@ -265,3 +267,22 @@ def checked_contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, tol, z
             status = NUMERICAL_FAILURE
     active[:size].sort()
     return size, status, pivots
+
+
+@_jit
+def projected_contact_ppm(white, m, kept, rank_tol, r, warm, max_pivots, dependence_tol, rel_tol, tol, z, w, active):
+    """Algorithm 2 with the constrained inverse inertia as one call for a control step: ``G``
+    the first ``m`` columns of ``white`` projected off the span of its columns ``kept``
+    (:func:`idyn.lcp.qr.complement_kernel`; ``white[:, :m]`` itself when none is kept), then
+    :func:`checked_contact_ppm` on ``(G, r)`` into ``z``, ``w``, ``active``.  Returns
+    ``(G, size, status, pivots, info_geqp3, info_ormqr)`` (LAPACK's ``info`` < 0: nothing
+    solved)."""
+    if kept.shape[0] == 0 or white.shape[0] == 0:
+        G, info_geqp3, info_ormqr = fortran_copy(white[:, :m])[:, :], 0, 0
+    else:
+        G, info_geqp3, info_ormqr = complement_kernel(white[:, :m], white[:, kept], rank_tol)
+    if info_geqp3 < 0 or info_ormqr < 0:
+        return G, 0, NUMERICAL_FAILURE, 0, info_geqp3, info_ormqr
+    size, status, pivots = checked_contact_ppm(np.ascontiguousarray(G.T), r, warm, max_pivots, dependence_tol,
+                                               rel_tol, tol, z, w, active)
+    return G, size, status, pivots, info_geqp3, info_ormqr

@@ -96,6 +96,26 @@ def pivoted_kept_mask(H, tol2, mask):
     return info
 
 
+@_jit
+def kept_tangent_rows(white, candidates, tol2):
+    """``(rows, s_count, info)``: Algorithm 1 on the tangent rows of the nonempty, sorted contact
+    indices ``candidates`` of a control step, ``white`` the whitened rows ``[N; S; T]`` (columns,
+    ``m`` of each): their ``S`` then ``T`` columns visited in the order of their pivoted QR
+    (:func:`pivoted_kept_mask`, ``tol2`` the squared dependence tolerance).  ``rows`` are the kept
+    rows of ``[N; S; T]``, ``S`` rows first (``s_count`` of them); ``info`` is LAPACK's of the QR."""
+    m, k = white.shape[1] // 3, candidates.shape[0]
+    offered = np.empty(2 * k, np.intp)
+    for i in range(k):
+        offered[i] = candidates[i] + m
+        offered[k + i] = candidates[i] + 2 * m
+    mask = np.zeros(2 * k, np.bool_)
+    info = pivoted_kept_mask(white[:, offered], tol2, mask)
+    s_count = 0
+    for i in range(k):
+        s_count += mask[i]
+    return offered[mask], s_count, info
+
+
 class _Span:
     """Orthonormal basis of the accepted whitened columns (``X^T M^-1 X = H^T H``).
 
