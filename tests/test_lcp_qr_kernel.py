@@ -73,3 +73,13 @@ def test_complement_of_a_c_ordered_slice_equals_that_of_a_copy():
     wide = np.ascontiguousarray(np.concatenate((C, A), axis=1))
     np.testing.assert_allclose(complement_coordinates(wide[:, :4], wide.take(range(4, 12), axis=1), 1e-9),
                                complement_coordinates(C.copy(), A.copy(), 1e-9), atol=1e-13)
+
+
+@pytest.mark.parametrize("tol, rank", [(1e-9, 4), (1e-3, 3)])
+def test_the_rank_decision_is_relative_to_the_largest_diag_r(tol, rank):
+    """A column 1e-6 (relative) off the span of the others counts as independent at tol 1e-9 and
+    as dependent at 1e-3: the complement then has ``rows - rank`` coordinates."""
+    rng = np.random.default_rng(11)
+    A = rng.standard_normal((6, 4))
+    A[:, 3] = A[:, 0] - 2.0 * A[:, 1] + 1e-6 * np.linalg.norm(A[:, 0]) * rng.standard_normal(6)
+    assert complement_coordinates(rng.standard_normal((6, 2)), A, tol).shape == (6 - rank, 2)
