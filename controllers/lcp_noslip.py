@@ -262,8 +262,6 @@ class LCPNoSlip(Controller):
         end of the step (see "Separating contacts" in the module docstring).
         """
         m = step.m
-        if not np.isfinite(step.white).all():        # the LCPs' factor: never into a compiled loop
-            raise SolverError("non-finite whitened contact rows (is the mass matrix near singular?)")
         if held is not None:
             impulses, _, qd = self._lcp_with_rows(step, np.flatnonzero(held), keys, info)
             info["held"], info["slip_released"] = held, m - int(np.count_nonzero(held))

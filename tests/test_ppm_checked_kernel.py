@@ -78,3 +78,11 @@ def test_projected_factor_is_the_constrained_inverse_inertia(seed):
     np.testing.assert_allclose(G.T @ G, Nw.T @ Nw, atol=1e-13 * np.abs(Nw).max() ** 2)
     if res.solved:
         _check(Nw.T @ Nw, r, res.z, res.w)
+
+
+def test_non_finite_constants_never_reach_the_compiled_loop():
+    white = np.random.default_rng(0).standard_normal((6, 9))
+    for bad in (np.nan, np.inf, 1e200):                    # 1e200: |r|^2 overflows, as unusable
+        with np.errstate(over="ignore"):
+            res, _ = solve_projected(white, 3, np.array([3, 6], np.intp), np.array([-1.0, bad, 0.5]), np.zeros(0, np.intp))
+        assert res.status is LCPStatus.NUMERICAL_FAILURE and not res.z.any()

@@ -53,7 +53,7 @@ from scipy.linalg import lu_factor, lu_solve
 
 from ..jit import cached_jit
 from ._lemke_kernel import AT_START, MAX_PIVOTS, RAY, SINGULAR, SOLVED, Z0_EXIT, Z0_TIES, lemke_path
-from .inputs import check_indices, check_lcp
+from .inputs import check_indices, check_lcp, finite_data
 from .residuals import DEFAULT_TOL, exact_pass
 from .result import LCPResult, LCPStatus
 
@@ -86,9 +86,10 @@ def lemke(M, q, *, warm_start=None, max_pivots: int | None = None, pivot_tol: fl
 def checked_lemke(M: np.ndarray, q: np.ndarray, *, warm_start=None, max_pivots: int | None = None,
                   pivot_tol: float = 1e-12, tol: float = DEFAULT_TOL) -> LCPResult:
     """:func:`lemke` for ``(M, q)`` of consistent shapes built by the caller: no second shape
-    check; a non-finite entry never reaches the compiled path (status ``NUMERICAL_FAILURE``)."""
+    check; non-finite data never reaches the compiled path (status ``NUMERICAL_FAILURE``,
+    :func:`idyn.lcp.inputs.finite_data`)."""
     n = q.shape[0]
-    if not (np.isfinite(q).all() and np.isfinite(M).all()):
+    if not finite_data(q, M):
         return LCPResult(np.zeros(n), np.array(q, dtype=float), LCPStatus.NUMERICAL_FAILURE, 0, 0.0,
                          np.empty(0, np.intp))
     warm = check_indices(warm_start, n, "warm_start") if warm_start is not None else None

@@ -40,7 +40,7 @@ from scipy.linalg import lapack
 from .. import validation
 from ._ppm_kernel import MAX_PIVOTS, NUMERICAL_FAILURE, SOLVED, checked_contact_ppm, projected_contact_ppm
 from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor
-from .inputs import check_indices
+from .inputs import check_indices, finite_data
 from .principal_pivoting import REL_TOL as PIVOTING_REL_TOL
 from .qr import check_info, complement_coordinates
 from .residuals import DEFAULT_TOL
@@ -117,10 +117,11 @@ def solve_factored(G: np.ndarray, r: np.ndarray, warm: np.ndarray, *, max_pivots
                    dependence_tol: float = DEFAULT_DEPENDENCE_TOL, tol: float = DEFAULT_TOL) -> LCPResult:
     """Algorithm 2 on the LCP ``(r, G^T G)`` given the factor ``G`` (:func:`contact_factor`);
     the part of :func:`ppm_contact` after its input checks, for a caller that built ``G``,
-    ``r`` and the sorted, distinct ``warm`` indices itself (a control step).  A non-finite ``G``
-    or ``r`` never reaches the compiled loop: status ``NUMERICAL_FAILURE``, ``z = 0``."""
+    ``r`` and the sorted, distinct ``warm`` indices itself.  Non-finite data
+    (:func:`idyn.lcp.inputs.finite_data`) never reaches the compiled loop: ``NUMERICAL_FAILURE``,
+    ``z = 0``."""
     n = G.shape[1]
-    if not (np.isfinite(r).all() and np.isfinite(G).all()):
+    if not finite_data(r, G):
         return _unsolved(r)
     limit = max(100, 4 * n) if max_pivots is None else int(max_pivots)
     GT = np.ascontiguousarray(G.T)
@@ -136,9 +137,9 @@ def solve_projected(white: np.ndarray, m: int, kept: np.ndarray, r: np.ndarray, 
     whitened columns ``white[:, :m]`` projected off the span of the ``kept`` ones
     (:func:`project_constraints`): a control step's Algorithm 2 with the inverse inertia
     constrained by its kept no-slip rows, as one compiled call
-    (:func:`idyn.lcp._ppm_kernel.projected_contact_ppm`).  The caller checks that ``white`` is
-    finite (once per step); a non-finite ``r`` gets ``NUMERICAL_FAILURE`` without the call."""
-    if not np.isfinite(r).all():
+    (:func:`idyn.lcp._ppm_kernel.projected_contact_ppm`).  Non-finite data
+    (:func:`idyn.lcp.inputs.finite_data`) gets ``NUMERICAL_FAILURE`` without the call."""
+    if not finite_data(r, white):
         return _unsolved(r), np.array(white[:, :m])
     z, w, active = np.zeros(m), np.empty(m), np.empty(white.shape[0], dtype=np.intp)
     G, size, code, pivots, info_geqp3, info_ormqr = projected_contact_ppm(
