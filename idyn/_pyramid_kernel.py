@@ -1,8 +1,7 @@
 """The friction-pyramid LCP of :mod:`idyn.friction_pyramid` (paper eqs. 52-56), compiled.
 
 Its three steps on the small contact-space arrays of a step, each one call instead of a dozen
-numpy gathers, masks and products (1-3 us of call overhead each for well under a microsecond of
-arithmetic, :mod:`idyn.sim._step_kernel`):
+numpy gathers, masks and products:
 
 * :func:`pyramid_lcp`: the LCP's matrix and constant from the Delassus matrix, with no-slip
   equality rows eliminated by a Schur complement (paper Sec. 4.4),

@@ -11,10 +11,7 @@ lines 6 and 10 is the pivot of the Cholesky update that appends a column, i.e. t
 the new whitened column from the span of the kept ones (Sec. 4.4 prescribes "O(m^2) updates to
 an initial O(m^3) Cholesky factorization").  We keep an orthonormal basis of that span (two
 classical Gram-Schmidt passes per candidate, ``O(n m^2)`` flops for ``n`` candidates) and visit
-the candidates in Algorithm 1's order.  The scan is compiled (numba, cached on disk like
-:mod:`idyn.lcp._lemke_kernel`): as numpy it was a loop of ``m`` vectorised passes of small
-matrix products, about 100 us of call overhead per control step for a quadruped (measured), for
-about 1 us of arithmetic.
+the candidates in Algorithm 1's order.  The scan is compiled (numba, cached on disk).
 """
 from __future__ import annotations
 
