@@ -5,16 +5,14 @@ With the tangent rows ``G`` (unactuated columns) that Algorithm 1 keeps and thei
 columns ``Gw = L^-1 G^T``: the Cholesky factor of ``G A^-1 G^T = Gw^T Gw``, the contact-free
 velocity ``f* = p + A^-1 G^T (G A^-1 G^T)^-1 (b - G p)`` and the LCP vector
 ``r = N_u f* + N_a qd_des + phi/dt`` before Algorithm 2; the equality multipliers (the
-tangential impulses) after it.  Compiled because as numpy calls these are about twenty small
-calls per solve, whose call overhead exceeds their arithmetic.  Outputs go to arrays the caller allocates
-(see :mod:`controllers._reduced_kernel`).  Cached on disk (:mod:`idyn.jit`).
+tangential impulses) after it; the least change of the desired motion that makes the dropped
+rows implied ("Consistent desired motion").  Outputs go to arrays the caller allocates.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from idyn._triangular import gram_solve
-from idyn.lcp.find_indices import pivoted_kept_mask
 from idyn.jit import cached_jit
 
 
@@ -113,15 +111,15 @@ def impulses(U, residual, white, kept, fN, out):
 
 
 @cached_jit
-def tangent_consistency(U, white, rows, kept, dropped, a, qd, delta):
-    """``delta = -B^T (B B^T)^-1 B qd`` (output), the least change of ``qd`` with ``B (qd +
-    delta) = 0``, for ``B = [S; T]_D,a - C^T [S; T]_K,a``: the actuated columns of the dropped
-    rows ``dropped`` of ``rows`` less their combination ``C = (Gw^T Gw)^-1 Gw^T Hw`` of the kept
-    ones (``Gw``, ``Hw`` the whitened kept and dropped columns of ``white``, ``U`` the upper
-    Cholesky factor of ``Gw^T Gw`` from :func:`contact_free_motion`).  Returns False, ``delta``
-    unset, when the rows of ``B`` are dependent to 1e-10 (the caller then takes a pseudo-inverse)."""
+def tangent_consistency(U, white, rows, kept, dropped, a, qd, B, delta):
+    """``B = [S; T]_D,a - C^T [S; T]_K,a`` (output, ``(d, na)``): the actuated columns of the
+    dropped rows ``dropped`` of ``rows`` less their combination ``C = (Gw^T Gw)^-1 Gw^T Hw`` of
+    the kept ones (``Gw``, ``Hw`` the whitened kept and dropped columns of ``white``, ``U`` the
+    upper Cholesky factor of ``Gw^T Gw`` from :func:`contact_free_motion`), and ``delta =
+    -B^T (B B^T)^-1 B qd`` (output), the least change of ``qd`` with ``B (qd + delta) = 0``.
+    Returns False, ``delta`` unset, when the rows of ``B`` are dependent to 1e-10 (the caller
+    then takes the pseudo-inverse of ``B``)."""
     nu, k, d, na = white.shape[0], kept.shape[0], dropped.shape[0], a.shape[0]
-    B = np.empty((d, na))
     g = np.empty(k)
     for j in range(d):
         for i in range(k):
@@ -171,23 +169,3 @@ def release_update(fN, w, gap_speed, opening, tol, sliding, released, update, un
         update[i] = sliding[i] or (released[i] and unloaded) or unloaded_open[i]
         changed = changed or update[i] != released[i]
     return changed
-
-
-@cached_jit
-def kept_tangent_rows(white, candidates, tol2):
-    """``(rows, s_count, info)``: the rows of ``[N; S; T]`` that
-    :meth:`controllers.dynamics.Step.independent_tangents` keeps for the nonempty, sorted
-    ``candidates`` (Algorithm 1 on their whitened ``S`` then ``T`` columns of ``white``, visited
-    in the order of their pivoted QR, ``tol2`` the squared dependence tolerance), ``S`` rows
-    first, ``s_count`` of them, and LAPACK's ``info`` of the QR; one compiled call (tested equal)."""
-    m, k = white.shape[1] // 3, candidates.shape[0]
-    offered = np.empty(2 * k, np.intp)
-    for i in range(k):
-        offered[i] = candidates[i] + m
-        offered[k + i] = candidates[i] + 2 * m
-    mask = np.zeros(2 * k, np.bool_)
-    info = pivoted_kept_mask(white[:, offered], tol2, mask)
-    s_count = 0
-    for i in range(k):
-        s_count += mask[i]
-    return offered[mask], s_count, info

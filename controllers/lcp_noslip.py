@@ -4,8 +4,8 @@ Per step, in the reduced form of :mod:`controllers.dynamics` (only the unactuate
 ``v+_u`` is unknown once ``P v+ = qd_des``):
 
 1. **FIND-INDICES** (Algorithm 1) on the unactuated block ``A = M_uu`` and the unactuated
-   columns of ``S``, ``T`` (:meth:`controllers.dynamics.Step.independent_tangents`, compiled as
-   :func:`controllers._noslip_kernel.kept_tangent_rows`).  With ``X = [P^T S_S^T T_T^T]``,
+   columns of ``S``, ``T`` (:func:`idyn.lcp.find_indices.kept_tangent_rows`, the rows
+   :meth:`controllers.dynamics.Step.independent_tangents` keeps).  With ``X = [P^T S_S^T T_T^T]``,
    ``X`` has full column rank iff the chosen tangent rows restricted to the unactuated columns
    are independent (``P`` covers the actuated ones), so the reduced call keeps as many rows as
    the full-size Algorithm 1, spanning the same space, at ``O(nu^3 + n nu^2)`` instead of
@@ -151,6 +151,7 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from idyn.contact import CONTACT_GAP, NO_SLIP_MU
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import LCPResult
+from idyn.lcp.find_indices import kept_tangent_rows
 from idyn.lcp.lemke import checked_lemke
 from idyn.lcp.ppm_contact import solve_projected
 from idyn.lcp.qr import check_info
@@ -296,12 +297,12 @@ class LCPNoSlip(Controller):
 
     def _kept_rows(self, step: Step, contacts: np.ndarray) -> tuple[np.ndarray, int]:
         """``(rows, s_count)``: the tangent rows of ``[N; S; T]`` Algorithm 1 keeps for the sorted
-        ``contacts`` (:meth:`Step.independent_tangents`, ``S`` rows first, ``s_count`` of
-        them), in one compiled call."""
+        ``contacts`` (:func:`idyn.lcp.find_indices.kept_tangent_rows`, the rows
+        :meth:`Step.independent_tangents` keeps), ``S`` rows first, ``s_count`` of them."""
         if contacts.size == 0 or step.nu == 0:
             return _NONE, 0
         tol = self.tangent_dependence_tol
-        kept, s_count, info = kernel.kept_tangent_rows(step.white, contacts, tol * tol)
+        kept, s_count, info = kept_tangent_rows(step.white, contacts, tol * tol)
         check_info(info, "geqp3")
         return kept, s_count
 
@@ -401,12 +402,9 @@ def consistent_desired(step: Step, kept: np.ndarray, contacts: np.ndarray, U: np
     if not left:
         return step.qd, step.p, 0.0
     dropped = np.array(sorted(left), dtype=np.intp)     # few rows: Python sets, not boolean masks
-    delta = np.empty(step.qd.size)
-    if not kernel.tangent_consistency(U, step.white, step.rows, kept, dropped, step.a_index, step.qd, delta):
-        white, Ra = step.white, step.rows[:, step.a]        # B's rows dependent: its pseudo-inverse
-        C = np.linalg.lstsq(white[:, kept], white[:, dropped], rcond=None)[0]
-        B = Ra[dropped] - C.T @ Ra[kept]
-        delta = -np.linalg.lstsq(B, B @ step.qd, rcond=None)[0]
+    B, delta = np.empty((dropped.size, step.qd.size)), np.empty(step.qd.size)
+    if not kernel.tangent_consistency(U, step.white, step.rows, kept, dropped, step.a_index, step.qd, B, delta):
+        delta = -np.linalg.lstsq(B, B @ step.qd, rcond=None)[0]     # B's rows dependent: its pseudo-inverse
     return step.qd + delta, step.p - step.solve_A(step.B @ delta), float(np.linalg.norm(delta))
 
 

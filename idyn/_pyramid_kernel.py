@@ -1,15 +1,12 @@
 """The friction-pyramid LCP of :mod:`idyn.friction_pyramid` (paper eqs. 52-56), compiled.
 
 Its three steps on the small contact-space arrays of a step, each one call instead of a dozen
-numpy gathers, masks and products (1-3 us of call overhead each for well under a microsecond of
-arithmetic, :mod:`idyn.sim._step_kernel`):
+numpy gathers, masks and products:
 
 * :func:`pyramid_lcp`: the LCP's matrix and constant from the Delassus matrix, with no-slip
   equality rows eliminated by a Schur complement (paper Sec. 4.4),
 * :func:`equilibrate`: its equilibration (scales and the scaled LCP),
-* :func:`pyramid_impulses`: per-contact impulses from a solution of the scaled LCP,
-* :func:`edged_impulses`: the three around a cold Lemke solve for the impact LCP of
-  :mod:`idyn.impact` (every contact edged, no equalities), one call for the whole impact.
+* :func:`pyramid_impulses`: per-contact impulses from a solution of the scaled LCP.
 
 Into arrays the caller allocates (:mod:`idyn._contact_kernel` says why); cached on disk
 (:mod:`idyn.jit`).
@@ -22,7 +19,6 @@ import numpy as np
 
 from ._triangular import gram_solve
 from .jit import cached_jit
-from .lcp.lemke import cold_checked
 
 @cached_jit
 def gather(A, rows, cols):
@@ -140,35 +136,3 @@ def pyramid_impulses(zs, s, m, edged, W, u, R, G, U, out):
     for i in range(m):
         for d in range(3):
             out[i, d] = flat[d * m + i]
-
-
-@cached_jit
-def edged_impulses(W, u, phi, mu, dt, no_slip_mu, R, sel, sign, edged, Q, r, s, Qs, rs, tol, out):
-    """The impact LCP of :func:`idyn.impact.impact_impulses` in one call: ``b = max(phi, 0) / dt``
-    (numpy's maximum: ``-0.0`` stays), ``mu = inf`` as ``no_slip_mu``, :func:`pyramid_lcp` with no
-    equality rows and no compliance, :func:`equilibrate`, Lemke's method cold
-    (:func:`idyn.lcp.lemke.cold_checked`, pivot tolerance 1e-12 and residual tolerance ``tol``
-    as :func:`idyn.lcp.lemke` defaults them) and, if it passes, :func:`pyramid_impulses` into
-    ``out`` (m, 3). The layout arrays and work arrays are a :class:`PyramidLCP`'s. Returns
-    ``(passed, pivots)``; not passed (also for a non-finite LCP, which the checked path
-    reports): the caller runs the regularised solver on ``Qs``, ``rs``."""
-    m = phi.shape[0]
-    b, mu_e = np.empty(m), np.empty(m)
-    for i in range(m):
-        b[i] = (phi[i] if phi[i] >= 0.0 else 0.0) / dt
-        mu_e[i] = no_slip_mu if math.isinf(mu[i]) else mu[i]
-    no_rows, none = np.zeros(0, np.intp), np.zeros(0)
-    pyramid_lcp(W, u, R, no_rows, sel, sign, b, none, mu_e, edged, Q, r)
-    equilibrate(Q, r, s, Qs, rs)
-    n = rs.shape[0]
-    for i in range(n):
-        if not math.isfinite(rs[i]):
-            return False, 0
-        for j in range(n):
-            if not math.isfinite(Qs[i, j]):
-                return False, 0
-    zs = np.empty(n)
-    passed, pivots = cold_checked(Qs, rs, 1e-12, tol, zs)
-    if passed:
-        pyramid_impulses(zs, s, m, edged, W, u, R, no_rows, np.zeros((0, 0)), out)
-    return passed, pivots

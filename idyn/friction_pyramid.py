@@ -56,7 +56,7 @@ class Pyramid:
     [N, D] with D = [S_e; -S_e; T_e; -T_e] is a signed selection of the contact-space rows
     [N; S; T]: ``rows`` (m + 4 me) are the contact-space rows of its entries and ``sign`` their
     signs, so its block of W is ``sign sign^T W[rows, rows]`` and its free velocity
-    ``sign * u[rows]``, gathered, never multiplied (H W H^T without H; bit-identical). ``R`` are
+    ``sign * u[rows]``, gathered, never multiplied (H W H^T without H). ``R`` are
     the contact-space rows [N, S_e, T_e] and ``sel`` the same selection in R-space (for a reduced
     Wr over R). Built once per contact layout and reused while the layout lasts.
     """

@@ -61,10 +61,8 @@ import numpy as np
 from . import validation
 from .contact import NO_SLIP_MU
 from .errors import InvalidInputError, ShapeError
-from ._pyramid_kernel import edged_impulses
 from .friction_pyramid import Layouts, PyramidLCP
 from .lcp import LCPStatus, lemke_regularized
-from .lcp.residuals import DEFAULT_TOL
 
 #: approach speed (m/s) beyond what the gap allows that makes a contact an impact
 IMPACT_SPEED_TOL = 1e-2
@@ -117,19 +115,11 @@ def _friction_and_period(mu, m: int, dt) -> tuple[np.ndarray, float]:
 
 def checked_impulses(W: np.ndarray, u: np.ndarray, phi: np.ndarray, mu: np.ndarray, dt: float) -> ImpactSolution:
     """:func:`impact_impulses` for arguments the caller has validated (float arrays of its
-    shapes, finite but ``mu``, which is >= 0; ``dt > 0``). The usual impact is one compiled call
-    (:func:`idyn._pyramid_kernel.edged_impulses`: the LCP on a per-size :class:`PyramidLCP`
-    and a cold Lemke solve that passes its residual check); the rest (no contact, a failed
-    check) goes through :func:`idyn.lcp.lemke_regularized`, whose first attempt is that same
-    cold solve, so the answer is the same either way."""
+    shapes, finite but ``mu``, which is >= 0; ``dt > 0``): the LCP built on a per-size
+    :class:`PyramidLCP` and solved by :func:`idyn.lcp.lemke_regularized` (which raises
+    :class:`idyn.errors.NonFiniteError` for a non-finite LCP)."""
     m = phi.shape[0]
     lcp = _EDGED[(m,)]
-    if m:
-        out = np.empty((m, 3))
-        passed, pivots = edged_impulses(W, u, phi, mu, dt, NO_SLIP_MU, lcp.R, lcp.sel, lcp.sign, lcp.edged, lcp.Q,
-                                        lcp.r, lcp.s, lcp.Qs, lcp.rs, DEFAULT_TOL, out)
-        if passed:
-            return ImpactSolution(out, _SOLVED, pivots, 0.0)
     lcp.build(W, u, np.maximum(phi, 0.0) / dt, np.where(np.isinf(mu), NO_SLIP_MU, mu))
     res = lemke_regularized(lcp.Qs, lcp.rs)
     impulses = lcp.impulses(res.z, W, u) if res.solved else np.zeros((m, 3))
@@ -162,4 +152,3 @@ def checked_impact(M: np.ndarray, v: np.ndarray, J: np.ndarray, phi: np.ndarray,
 
 #: the impact LCP's layout for m contacts (key: (m,)), every one edged; work arrays reused by each impact
 _EDGED = Layouts(lambda m: PyramidLCP(m, np.arange(m)))
-_SOLVED = LCPStatus.SOLVED.value

@@ -367,22 +367,33 @@ def test_release_update_kernel_equals_the_release_rule_in_numpy():
 
 
 @pytest.mark.parametrize("n_contacts", [4, 8])
-def test_kept_tangent_rows_kernel_equals_step_independent_tangents(n_contacts):
-    """lcp-noslip's compiled Algorithm 1 keeps the rows Step.independent_tangents keeps, in the
-    same order, on a quadruped's stances (perturbed joints, duplicated contacts, every subset of
-    feet offered, near-dependent and exactly dependent tangent rows)."""
-    from controllers._noslip_kernel import kept_tangent_rows
-
+def test_kept_tangent_rows_are_independent_and_span_the_offered_ones(n_contacts):
+    """Algorithm 1 as lcp-noslip calls it (Appendix E's premise), checked by numpy's SVD and least
+    squares in the ``A^-1`` metric (the whitened columns): the kept rows are independent (each at
+    least ``tol`` of its norm from the span of the others) and every offered row left out lies
+    within ``tol`` of their span; ``S`` rows first, on a quadruped's stances (perturbed joints,
+    duplicated contacts, every subset of feet offered, near-dependent and dependent rows)."""
     rng = np.random.default_rng(n_contacts)
-    for trial in range(6):
+    for trial in range(4):
         p = standing_problem("links", n_contacts, np.inf, rng=rng, noise=0.05 * trial)
         ctrl = controllers.make("lcp-noslip", p.model)
         step = ctrl._step(p.state.q, p.state.v, np.zeros(p.model.na), p.contacts)
-        m = step.m
-        for tol in (lcp_noslip.TANGENT_DEPENDENCE_TOL, 1e-3, 0.3):
-            for subset in range(1, 2 ** min(m, 8)):
+        m, white = step.m, step.white
+        for tol in (lcp_noslip.TANGENT_DEPENDENCE_TOL, 0.3):
+            ctrl.tangent_dependence_tol = tol
+            for subset in range(1, 2 ** min(m, 8), 3):
                 contacts = np.flatnonzero([(subset >> i) & 1 for i in range(m)]).astype(np.intp)
-                s_idx, t_idx = step.independent_tangents(contacts, tol)
-                rows, s_count, info = kept_tangent_rows(step.white, contacts, tol * tol)
-                assert info == 0 and s_count == s_idx.size
-                np.testing.assert_array_equal(rows, np.concatenate((s_idx + m, t_idx + 2 * m)))
+                rows, s_count = ctrl._kept_rows(step, contacts)
+                assert np.all((rows[:s_count] >= m) & (rows[:s_count] < 2 * m)) and np.all(rows[s_count:] >= 2 * m)
+                offered = np.concatenate((contacts + m, contacts + 2 * m))
+                assert set(rows.tolist()) <= set(offered.tolist())
+                K = white[:, rows]
+                assert rows.size <= white.shape[0]
+                for j in range(rows.size):        # independent: each kept row far from the others' span
+                    others = np.delete(K, j, axis=1)
+                    res = K[:, j] - others @ np.linalg.lstsq(others, K[:, j], rcond=None)[0] if others.size else K[:, j]
+                    assert np.linalg.norm(res) > 0.5 * tol * tol * np.linalg.norm(K[:, j])
+                for r in set(offered.tolist()) - set(rows.tolist()):    # dropped: implied by the kept
+                    g = white[:, r]
+                    res = g - K @ np.linalg.lstsq(K, g, rcond=None)[0] if rows.size else g
+                    assert np.linalg.norm(res) <= tol * np.linalg.norm(g) * (1 + 1e-9) + 1e-12

@@ -107,8 +107,9 @@ def test_dropped_tangent_rows_hold_in_the_answer(seed, splay, lifted):
 @given(seed=st.integers(0, 2**32 - 1), k=st.integers(0, 5), d=st.integers(1, 4), dependent=st.booleans())
 def test_the_projection_kernel_equals_the_pseudo_inverse(seed, k, d, dependent):
     """The compiled least change of ``qd`` (controllers._noslip_kernel.tangent_consistency)
-    against numpy's pseudo-inverses on random rows; with dependent rows of ``B`` (a dropped row
-    repeated) it declines and :func:`lcp_noslip.consistent_desired` takes the pseudo-inverse."""
+    against numpy's least squares and pseudo-inverse on random rows; with dependent rows of ``B``
+    (a dropped row repeated) it declines, ``B`` still formed, and
+    :func:`lcp_noslip.consistent_desired` takes its pseudo-inverse."""
     from controllers import _noslip_kernel as kernel
     rng = np.random.default_rng(seed)
     nu, na, n = 6, 12, k + d + 1
@@ -117,11 +118,13 @@ def test_the_projection_kernel_equals_the_pseudo_inverse(seed, k, d, dependent):
         white[:, k + 1], rows[k + 1] = white[:, k], rows[k]
     kept, dropped, a = np.arange(k), np.arange(k, k + d), np.arange(nu, nu + na)
     U = np.linalg.cholesky(white[:, kept].T @ white[:, kept]).T if k else np.zeros((0, 0))
-    qd, delta = rng.standard_normal(na), np.empty(na)
+    qd, delta, B_out = rng.standard_normal(na), np.empty(na), np.empty((d, na))
     C = np.linalg.lstsq(white[:, kept], white[:, dropped], rcond=None)[0]
     B = rows[np.ix_(dropped, a)] - C.T @ rows[np.ix_(kept, a)]
     expected = -np.linalg.pinv(B) @ B @ qd
-    if kernel.tangent_consistency(U, white, rows, kept, dropped, a, qd, delta):
+    solved = kernel.tangent_consistency(U, white, rows, kept, dropped, a, qd, B_out, delta)
+    np.testing.assert_allclose(B_out, B, atol=1e-9 * (1 + np.abs(B).max()))
+    if solved:
         np.testing.assert_allclose(delta, expected, atol=1e-9 * (1 + np.abs(qd).max()))
         np.testing.assert_allclose(B @ (qd + delta), 0.0, atol=1e-9 * np.abs(B).max() * np.abs(qd).max())
     else:

@@ -1,8 +1,7 @@
 """The pivoting loop of :func:`idyn.lcp.lemke`, compiled with numba.
 
 One pivot is a handful of ``O(n)`` and ``O(n^2)`` loops (entering column, ratio test, rank-1
-update of ``B^-1``); as numpy calls their call overhead dominates the friction LCP at many
-contacts.  Compiled, the loop runs at memory speed (``idyn bench lcp``).
+update of ``B^-1``), compiled as one loop.
 
 Storage: ``Binv`` is C-ordered, so ``B^-1 M_j`` and the rank-1 update walk rows contiguously;
 ``MT`` is ``M^T`` (row ``j`` is column ``j`` of ``M``).  ``basic[r]`` is the variable in row

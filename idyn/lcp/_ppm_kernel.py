@@ -11,10 +11,7 @@ O(m^3) Cholesky factorization", Sec. 4.4):
   appended) when it is below ``dependence_tol * |g|``;
 * delete the ``p``-th column: the columns after it shift left and Givens rotations return the
   upper Hessenberg part to triangular form;
-* solve ``Q_aa z_a = -r_a``: two triangular solves.
-
-Compiled because as numpy calls (a dozen array operations per iteration, BLAS triangular
-solves per insertion) call overhead dominates even a warm-started solve that makes no pivot.
+* solve ``Q_aa z_a = -r_a``: two triangular solves (:func:`idyn._triangular.gram_solve`).
 
 Storage: ``GT`` is ``G^T`` (row ``i`` is contact ``i``'s whitened column), ``cols[p]`` the
 column of the ``p``-th active contact, ``R`` upper triangular with ``R^T R = G_a^T G_a``.
@@ -25,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._triangular import gram_solve
+from .._lapack_kernel import fortran_copy
 from ..jit import cached_jit as _jit
 from .qr import complement_kernel
 from .residuals import residuals_pass
@@ -89,14 +87,6 @@ def _delete(active, cols, R, size, position):
         R[i, size - 1] = 0.0
         R[size - 1, i] = 0.0
     return size - 1
-
-
-@_jit
-def _solve(R, size, b, x):
-    """``x = -(R^T R)^-1 b`` for the leading ``size`` block (two triangular solves)."""
-    gram_solve(R, size, b, x)
-    for p in range(size):
-        x[p] = -x[p]
 
 
 @_jit
@@ -190,7 +180,9 @@ def contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, z, w, active):
         b = np.empty(size)
         for p in range(size):
             b[p] = r[active[p]]
-        _solve(R, size, b, z_a)
+        gram_solve(R, size, b, z_a)               # z_a = -(R^T R)^-1 r_a (Alg. 2 line 11)
+        for p in range(size):
+            z_a[p] = -z_a[p]
         _residual(GT, r, cols, size, z_a, w)
         zmax = 0.0
         for p in range(size):
@@ -278,16 +270,19 @@ def checked_contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, tol, z
 
 
 @_jit
-def projected_contact_ppm(white, m, kept, rank_tol, r, warm, max_pivots, dependence_tol, rel_tol, tol):
-    """``(G, z, w, basis, status, pivots, info_geqp3, info_ormqr)``: Algorithm 2 with the
-    constrained inverse inertia, ``G`` the first ``m`` columns of ``white`` projected off the
-    span of its columns ``kept`` (:func:`idyn.lcp.qr.complement_coordinates`, nonempty) and
-    :func:`checked_contact_ppm` on ``(G, r)``, as one call (``status`` -1 when a LAPACK call
-    failed)."""
-    G, info_geqp3, info_ormqr = complement_kernel(white[:, :m], white[:, kept], rank_tol)
-    GT = np.ascontiguousarray(G.T)
-    z, w, active = np.zeros(m), np.empty(m), np.empty(GT.shape[1], dtype=np.intp)
+def projected_contact_ppm(white, m, kept, rank_tol, r, warm, max_pivots, dependence_tol, rel_tol, tol, z, w, active):
+    """Algorithm 2 with the constrained inverse inertia as one call for a control step: ``G``
+    the first ``m`` columns of ``white`` projected off the span of its columns ``kept``
+    (:func:`idyn.lcp.qr.complement_kernel`; ``white[:, :m]`` itself when none is kept), then
+    :func:`checked_contact_ppm` on ``(G, r)`` into ``z``, ``w``, ``active``.  Returns
+    ``(G, size, status, pivots, info_geqp3, info_ormqr)`` (LAPACK's ``info`` < 0: nothing
+    solved)."""
+    if kept.shape[0] == 0 or white.shape[0] == 0:
+        G, info_geqp3, info_ormqr = fortran_copy(white[:, :m])[:, :], 0, 0
+    else:
+        G, info_geqp3, info_ormqr = complement_kernel(white[:, :m], white[:, kept], rank_tol)
     if info_geqp3 < 0 or info_ormqr < 0:
-        return G, z, w, active[:0], -1, 0, info_geqp3, info_ormqr
-    size, status, pivots = checked_contact_ppm(GT, r, warm, max_pivots, dependence_tol, rel_tol, tol, z, w, active)
-    return G, z, w, active[:size], status, pivots, info_geqp3, info_ormqr
+        return G, 0, NUMERICAL_FAILURE, 0, info_geqp3, info_ormqr
+    size, status, pivots = checked_contact_ppm(np.ascontiguousarray(G.T), r, warm, max_pivots, dependence_tol,
+                                               rel_tol, tol, z, w, active)
+    return G, size, status, pivots, info_geqp3, info_ormqr

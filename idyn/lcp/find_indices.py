@@ -11,9 +11,7 @@ lines 6 and 10 is the pivot of the Cholesky update that appends a column, i.e. t
 the new whitened column from the span of the kept ones (Sec. 4.4 prescribes "O(m^2) updates to
 an initial O(m^3) Cholesky factorization").  We keep an orthonormal basis of that span (two
 classical Gram-Schmidt passes per candidate, ``O(n m^2)`` flops for ``n`` candidates) and visit
-the candidates in Algorithm 1's order.  The scan is compiled (numba, cached on disk like
-:mod:`idyn.lcp._lemke_kernel`): as numpy it is a loop of ``m`` vectorised passes of small
-matrix products whose call overhead far exceeds their arithmetic.
+the candidates in Algorithm 1's order.  The scan is compiled (numba, cached on disk).
 """
 from __future__ import annotations
 
@@ -93,6 +91,26 @@ def pivoted_kept_mask(H, tol2, mask):
     if info >= 0:
         _kept_mask(H, piv.astype(np.intp), tol2, mask)
     return info
+
+
+@_jit
+def kept_tangent_rows(white, candidates, tol2):
+    """``(rows, s_count, info)``: Algorithm 1 on the tangent rows of the nonempty, sorted contact
+    indices ``candidates`` of a control step, ``white`` the whitened rows ``[N; S; T]`` (columns,
+    ``m`` of each): their ``S`` then ``T`` columns visited in the order of their pivoted QR
+    (:func:`pivoted_kept_mask`, ``tol2`` the squared dependence tolerance).  ``rows`` are the kept
+    rows of ``[N; S; T]``, ``S`` rows first (``s_count`` of them); ``info`` is LAPACK's of the QR."""
+    m, k = white.shape[1] // 3, candidates.shape[0]
+    offered = np.empty(2 * k, np.intp)
+    for i in range(k):
+        offered[i] = candidates[i] + m
+        offered[k + i] = candidates[i] + 2 * m
+    mask = np.zeros(2 * k, np.bool_)
+    info = pivoted_kept_mask(white[:, offered], tol2, mask)
+    s_count = 0
+    for i in range(k):
+        s_count += mask[i]
+    return offered[mask], s_count, info
 
 
 class _Span:

@@ -1,6 +1,8 @@
 """Validation of LCP data at the public entry points of :mod:`idyn.lcp`."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import validation
@@ -37,3 +39,12 @@ def check_indices(indices, n: int, name: str) -> np.ndarray:
     if a.size == 1 or (a[1:] > a[:-1]).all():   # already sorted and distinct (a warm start)
         return a.astype(np.intp, copy=False)
     return np.unique(a).astype(np.intp)
+
+
+def finite_data(q: np.ndarray, M: np.ndarray) -> bool:
+    """Whether the float vector ``q`` and array ``M`` a caller built may enter a compiled solver:
+    the sum of their squared entries is finite (False for a NaN or infinite entry, and for
+    entries near ``1e154`` whose squares overflow, with numpy's overflow warning: no LCP of such
+    data can be verified).  Two BLAS dot products, the cheapest full check of a step's LCP."""
+    flat = M.ravel("K")
+    return math.isfinite(q.dot(q) + flat.dot(flat))

@@ -53,7 +53,7 @@ from scipy.linalg import lu_factor, lu_solve
 
 from ..jit import cached_jit
 from ._lemke_kernel import AT_START, MAX_PIVOTS, RAY, SINGULAR, SOLVED, Z0_EXIT, Z0_TIES, lemke_path
-from .inputs import check_indices, check_lcp
+from .inputs import check_indices, check_lcp, finite_data
 from .residuals import DEFAULT_TOL, exact_pass
 from .result import LCPResult, LCPStatus
 
@@ -85,8 +85,13 @@ def lemke(M, q, *, warm_start=None, max_pivots: int | None = None, pivot_tol: fl
 
 def checked_lemke(M: np.ndarray, q: np.ndarray, *, warm_start=None, max_pivots: int | None = None,
                   pivot_tol: float = 1e-12, tol: float = DEFAULT_TOL) -> LCPResult:
-    """:func:`lemke` for ``(M, q)`` already validated by the caller (no second check)."""
+    """:func:`lemke` for ``(M, q)`` of consistent shapes built by the caller: no second shape
+    check; non-finite data never reaches the compiled path (status ``NUMERICAL_FAILURE``,
+    :func:`idyn.lcp.inputs.finite_data`)."""
     n = q.shape[0]
+    if not finite_data(q, M):
+        return LCPResult(np.zeros(n), np.array(q, dtype=float), LCPStatus.NUMERICAL_FAILURE, 0, 0.0,
+                         np.empty(0, np.intp))
     warm = check_indices(warm_start, n, "warm_start") if warm_start is not None else None
     limit = max(100, 50 * n) if max_pivots is None else int(max_pivots)
     if warm is not None and warm.size:
@@ -100,14 +105,12 @@ def checked_lemke(M: np.ndarray, q: np.ndarray, *, warm_start=None, max_pivots: 
 
 @cached_jit
 def cold_checked(M, q, pivot_tol, tol, z):
-    """:func:`checked_lemke` without warm start, up to its verdict, as one compiled call for a
-    caller that only needs an answer that passes (Stage I of the QP controllers, every control
-    step): ``z`` (output) the clipped basic solution, ``w = M z + q`` checked by
-    :func:`idyn.lcp.residuals.exact_pass`.  Returns
-    ``(passed, pivots)``; ``passed`` is False whenever :func:`checked_lemke` would not return
-    SOLVED straight from the path, and the caller then runs it (or
-    :func:`idyn.lcp.regularized.regularized_checked`), which polishes, re-follows the path with
-    the textbook exit rule, and reports the status."""
+    """Lemke's path from the slack basis and its residual check, as one compiled call for a
+    compiled caller that only needs an answer that passes (finite ``(M, q)``, checked by that
+    caller): ``z`` (output) the clipped basic solution, ``w = M z + q`` checked by
+    :func:`idyn.lcp.residuals.exact_pass`.  Returns ``(passed, pivots)``; when it does not pass
+    the caller runs :func:`checked_lemke` (or :func:`idyn.lcp.regularized.regularized_checked`),
+    which polishes, re-follows the path with the textbook exit rule, and reports the status."""
     n = q.shape[0]
     Binv, xb, d = np.empty((n, n)), np.empty(n), np.empty(n)
     basic, support = np.empty(n, np.int64), np.empty(n, np.intp)

@@ -40,7 +40,7 @@ from scipy.linalg import lapack
 from .. import validation
 from ._ppm_kernel import MAX_PIVOTS, NUMERICAL_FAILURE, SOLVED, checked_contact_ppm, projected_contact_ppm
 from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor
-from .inputs import check_indices
+from .inputs import check_indices, finite_data
 from .principal_pivoting import REL_TOL as PIVOTING_REL_TOL
 from .qr import check_info, complement_coordinates
 from .residuals import DEFAULT_TOL
@@ -117,9 +117,12 @@ def solve_factored(G: np.ndarray, r: np.ndarray, warm: np.ndarray, *, max_pivots
                    dependence_tol: float = DEFAULT_DEPENDENCE_TOL, tol: float = DEFAULT_TOL) -> LCPResult:
     """Algorithm 2 on the LCP ``(r, G^T G)`` given the factor ``G`` (:func:`contact_factor`);
     the part of :func:`ppm_contact` after its input checks, for a caller that built ``G``,
-    ``r`` and the sorted, distinct ``warm`` indices itself (a control step).  The same
-    pivoting, residual acceptance check and result."""
+    ``r`` and the sorted, distinct ``warm`` indices itself.  Non-finite data
+    (:func:`idyn.lcp.inputs.finite_data`) never reaches the compiled loop: ``NUMERICAL_FAILURE``,
+    ``z = 0``."""
     n = G.shape[1]
+    if not finite_data(r, G):
+        return _unsolved(r)
     limit = max(100, 4 * n) if max_pivots is None else int(max_pivots)
     GT = np.ascontiguousarray(G.T)
     z, w, active = np.zeros(n), np.empty(n), np.empty(G.shape[0], dtype=np.intp)
@@ -130,16 +133,24 @@ def solve_factored(G: np.ndarray, r: np.ndarray, warm: np.ndarray, *, max_pivots
 
 def solve_projected(white: np.ndarray, m: int, kept: np.ndarray, r: np.ndarray, warm: np.ndarray
                     ) -> tuple[LCPResult, np.ndarray]:
-    """``(solve_factored(G, r, warm), G)`` for ``G = project_constraints(white[:, :m],
-    white[:, kept])`` with the default options: a control step's Algorithm 2 on the whitened
-    contact rows ``white`` (normals first) constrained by the ``kept`` ones, in one compiled
-    call when there is something to project, else those two."""
-    if kept.size == 0 or white.shape[0] == 0:
-        G = project_constraints(white[:, :m], white.take(kept, axis=1))
-        return solve_factored(G, r, warm), G
-    G, z, w, basis, code, pivots, info_geqp3, info_ormqr = projected_contact_ppm(
+    """``(solve_factored(G, r, warm), G)`` with the default options for ``G`` the normals'
+    whitened columns ``white[:, :m]`` projected off the span of the ``kept`` ones
+    (:func:`project_constraints`): a control step's Algorithm 2 with the inverse inertia
+    constrained by its kept no-slip rows, as one compiled call
+    (:func:`idyn.lcp._ppm_kernel.projected_contact_ppm`).  Non-finite data
+    (:func:`idyn.lcp.inputs.finite_data`) gets ``NUMERICAL_FAILURE`` without the call."""
+    if not finite_data(r, white):
+        return _unsolved(r), np.array(white[:, :m])
+    z, w, active = np.zeros(m), np.empty(m), np.empty(white.shape[0], dtype=np.intp)
+    G, size, code, pivots, info_geqp3, info_ormqr = projected_contact_ppm(
         white, m, kept, DEFAULT_DEPENDENCE_TOL, r, warm, max(100, 4 * m), DEFAULT_DEPENDENCE_TOL, PIVOTING_REL_TOL,
-        DEFAULT_TOL)
+        DEFAULT_TOL, z, w, active)
     check_info(info_geqp3, "geqp3")
     check_info(info_ormqr, "ormqr")
-    return LCPResult(z, w, _STATUS[code], pivots, 0.0, basis), G
+    return LCPResult(z, w, _STATUS[code], pivots, 0.0, active[:size]), G
+
+
+def _unsolved(r: np.ndarray) -> LCPResult:
+    """What a non-finite LCP gets instead of the compiled loop: ``z = 0``, NUMERICAL_FAILURE."""
+    return LCPResult(np.zeros(r.shape[0]), np.array(r, dtype=float), LCPStatus.NUMERICAL_FAILURE, 0, 0.0,
+                     np.empty(0, np.intp))

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..jit import cached_jit as _jit
-from ._lemke_kernel import first_max, lcp_scales
+from ._lemke_kernel import lcp_scales
 from .inputs import check_lcp
 
 #: Relative tolerance of :meth:`LCPResiduals.ok` unless told otherwise.
@@ -68,60 +68,43 @@ def residuals_from_parts(z: np.ndarray, w: np.ndarray, q_norm: float, m_norm: fl
     """Residuals when ``w`` is already known to equal ``M z + q`` up to ``equation_error``.
 
     Solvers that never form ``M`` (:func:`idyn.lcp.ppm_contact`) use this with ``m_norm`` an
-    upper bound of ``||M||_inf``.
+    upper bound of ``||M||_inf``.  All NaN (failing every tolerance) when an entry of ``z`` or
+    ``w`` or a scale is not finite.
     """
-    if z.size == 0:
-        return LCPResiduals(0.0, 0.0, 0.0, equation_error / max(q_norm, _TINY), 0.0)
-    zmax, zmin, wmin, products = _extremes(z, w)          # NaN if z or w is not finite
-    scale_z = max(zmax, _TINY)
-    terms = m_norm * zmax
-    scale_w = max(q_norm + terms, _TINY)
-    scale_q = max(q_norm, _TINY)
-    return LCPResiduals(
-        negative_z=max(0.0, -zmin) / scale_z,
-        negative_w=max(0.0, -wmin) / scale_q,
-        complementarity=products / scale_z / scale_q,
-        equation=equation_error / scale_w,
-        roundoff=_EPS * terms / scale_q,
-    )
+    return LCPResiduals(*residual_values(z, w, float(q_norm), float(m_norm), float(equation_error)))
 
 
 @_jit
-def _extremes(z, w):
-    """``(max|z|, min z, min w, sum_i |z_i w_i|)``, all NaN when an entry is NaN or infinite
-    (the residuals are then NaN and fail every tolerance).  One compiled pass instead of seven
-    numpy reductions (a Lemke or Algorithm 2 solve checks one answer per control step)."""
+def residual_values(z, w, q_norm, m_norm, equation_error):
+    """The five residuals of :class:`LCPResiduals` (module docstring), in its field order."""
+    nan = np.nan
+    if not (np.isfinite(q_norm) and np.isfinite(m_norm) and np.isfinite(equation_error)):
+        return nan, nan, nan, nan, nan
+    n = z.shape[0]
+    if n == 0:
+        return 0.0, 0.0, 0.0, equation_error / max(q_norm, _TINY), 0.0
     zmax, zmin, wmin, products = 0.0, np.inf, np.inf, 0.0
-    for i in range(z.shape[0]):
+    for i in range(n):
         if not (np.isfinite(z[i]) and np.isfinite(w[i])):
-            return np.nan, np.nan, np.nan, np.nan
+            return nan, nan, nan, nan, nan
         zmax = max(zmax, abs(z[i]))
         zmin = min(zmin, z[i])
         wmin = min(wmin, w[i])
         products += abs(z[i] * w[i])
-    return zmax, zmin, wmin, products
+    scale_z = max(zmax, _TINY)
+    terms = m_norm * zmax
+    scale_w = max(q_norm + terms, _TINY)
+    scale_q = max(q_norm, _TINY)
+    return (max(0.0, -zmin) / scale_z, max(0.0, -wmin) / scale_q, products / scale_z / scale_q,
+            equation_error / scale_w, _EPS * terms / scale_q)
 
 
 @_jit
 def residuals_pass(z, w, q_norm, m_norm, tol):
-    """``residuals_from_parts(z, w, q_norm, m_norm).ok(tol)`` (zero equation error) as one
-    compiled call, for compiled solvers that check a candidate inside their own loop (the warm
-    start of :class:`idyn.sim.AnitescuPotra`): the same five residuals by the same arithmetic,
-    compared with ``tol`` the same way (NaN or infinite entries fail), without the Python-level
-    scalar work and the :class:`LCPResiduals` object."""
-    if z.shape[0] == 0:
-        return 0.0 <= tol
-    zmax, zmin, wmin, products = _extremes(z, w)
-    scale_z = first_max(zmax, _TINY)
-    terms = m_norm * zmax
-    scale_w = first_max(q_norm + terms, _TINY)
-    scale_q = first_max(q_norm, _TINY)
-    worst = first_max(0.0, -zmin) / scale_z
-    worst = first_max(worst, first_max(0.0, -wmin) / scale_q)
-    worst = first_max(worst, products / scale_z / scale_q)
-    worst = first_max(worst, 0.0 / scale_w)
-    worst = first_max(worst, _EPS * terms / scale_q)
-    return worst <= tol
+    """``residuals_from_parts(z, w, q_norm, m_norm).ok(tol)`` (zero equation error), for
+    compiled solvers that check a candidate inside their own loop."""
+    a, b, c, d, e = residual_values(z, w, q_norm, m_norm, 0.0)
+    return a <= tol and b <= tol and c <= tol and d <= tol and e <= tol
 
 
 def lcp_residuals(M, q, z, w=None) -> LCPResiduals:
@@ -139,20 +122,15 @@ def exact_pass(M, q, z, w, tol):
     return residuals_pass(z, w, q_norm, m_norm, tol)
 
 
-def checked_residuals(M: np.ndarray, q: np.ndarray, z, w=None, m_norm: float | None = None
-                      ) -> LCPResiduals:
-    """:func:`lcp_residuals` for ``(M, q)`` a solver has already validated; ``m_norm``:
-    ``||M||_inf`` if the caller has it."""
+def checked_residuals(M: np.ndarray, q: np.ndarray, z, w=None) -> LCPResiduals:
+    """:func:`lcp_residuals` for ``(M, q)`` a solver has already validated."""
     z = np.asarray(z, dtype=float)
     w_exact = M @ z + q
     w = w_exact if w is None else np.asarray(w, dtype=float)
     if z.shape != q.shape or w.shape != q.shape:
         raise ShapeError(f"z and w must have shape {q.shape}, got {z.shape} and {w.shape}")
-    if q.size == 0:
-        return residuals_from_parts(z, w, 0.0, 0.0, 0.0)
-    return residuals_from_parts(
-        z, w, float(np.abs(q).max()), float(np.abs(M).sum(axis=1).max()) if m_norm is None else m_norm,
-        0.0 if w is w_exact else float(np.abs(w - w_exact).max()))
+    error = 0.0 if w is w_exact or q.size == 0 else float(np.abs(w - w_exact).max())
+    return residuals_from_parts(z, w, *lcp_scales(M, q), error)
 
 
 def is_lcp_solution(M, q, z, w=None, tol: float = DEFAULT_TOL) -> bool:
