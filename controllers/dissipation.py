@@ -64,7 +64,7 @@ from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp.lemke import cold_checked
 from idyn.lcp.regularized import regularized_checked
 from idyn.lcp.residuals import DEFAULT_TOL
-from idyn.qp import BACKENDS, solve_built
+from idyn.qp import BACKENDS, PD_TOL, solve_built
 from idyn.separation import closing_speed
 from idyn.separation import price_separation as core_price_separation
 
@@ -171,7 +171,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     cone = cone_rows(step.jac.mu if coulomb else np.full(m, np.inf))
     nc = m + cone.shape[0]
     lcp = lcp and not gap_rate and no_slip_tol is None
-    R, Y, free, Vt, c, G, g, H, Mlcp, qlcp = arrays(buffers, ("stage one", k, nc, nu, nv, lcp), (
+    R, Y, free, Vt, c, G, g, H, Mlcp, qlcp = arrays(buffers, ("stage one", k, nc, nu, nv, lcp), lambda: (
         ((k, nv), "C"), ((nu, k), "F"), (3 * m, "C"), ((k, k), "C"), (k, "C"), ((nc, k), "C"), (nc, "C"),
         ((k, k), "C"), ((k + nc, k + nc) if lcp else (0, 0), "C"), (k + nc if lcp else 0, "C")))
     rank, smallest, largest = kernel.stage_one(step.rows, step.L, step.p, step.qd, step.u_index, step.a_index,
@@ -199,15 +199,15 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     return prob
 
 
-def arrays(buffers: dict | None, key: tuple, layout: tuple) -> tuple[np.ndarray, ...]:
-    """New arrays of ``layout`` (``(shape, order)`` pairs), or with ``buffers`` (a controller's)
+def arrays(buffers: dict | None, key: tuple, layout) -> tuple[np.ndarray, ...]:
+    """New arrays of ``layout()`` (``(shape, order)`` pairs), or with ``buffers`` (a controller's)
     the ones made for ``key`` at an earlier step: a step overwrites every entry of them, and
     reused buffers stay in the cache where new ones would not."""
-    if buffers is None:
-        return tuple(np.empty(shape, order=order) for shape, order in layout)
-    out = buffers.get(key)
+    out = buffers.get(key) if buffers is not None else None
     if out is None:
-        out = buffers[key] = tuple(np.empty(shape, order=order) for shape, order in layout)
+        out = tuple(np.empty(shape, order=order) for shape, order in layout())
+        if buffers is not None:
+            buffers[key] = out
     return out
 
 
@@ -290,12 +290,14 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     move, mu, info = _NOTHING, _NOTHING, {"stage2_status": "determinate", "nullity": 0}
     if nul:
         rows = k + prob.cone.shape[0]
-        H2, c2, A_in, b_in = arrays(buffers, ("stage two", nul, rows), (((nul, nul), "C"), (nul, "C"),
-                                                                      ((rows, nul), "C"), (rows, "C")))
+        H2, c2, A_in, b_in = arrays(buffers, ("stage two", nul, rows), lambda: (
+            ((nul, nul), "C"), (nul, "C"), ((rows, nul), "C"), (rows, "C")))
         kernel.stage_two_terms(prob.R, W, z0, ridge, prob.cone, step.L, step.v, step.qd, step.dt_h_u, step.B_dva,
                                step.Ma, step.h, step.dt, step.u_index, step.a_index, H2, c2, A_in, b_in)
         level = _level_row(prob, W)
-        qp = solve_built(H2, c2, level, np.zeros(level.shape[0]), A_in, b_in, backend=_backend(qp_backend))
+        # H2 is exactly symmetric and its ridge bounds its condition number by 1 + nul / ridge
+        qp = solve_built(H2, c2, level, _NOTHING if not level.shape[0] else np.zeros(1), A_in, b_in,
+                         backend=_backend(qp_backend), definite=ridge > DEFINITE_RIDGE * nul)
         info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
         if qp.solved:
             move, mu = qp.x, step.jac.mu if prob.cone.shape[0] else _NOTHING
@@ -307,6 +309,13 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     kernel.stage_two_outputs(prob.R, z0, W, move, mu, step.L, step.v, step.qd, step.dt_h_u, step.B_dva, step.Ma,
                              step.h, step.dt, step.u_index, step.a_index, step.impact_rows, z, tau, v_next, forces)
     return z, info
+
+
+#: Stage II's ridge (relative) above which, times the nullity, ``H2`` passes
+#: :func:`idyn.qp.solve_built`'s positive-definiteness test by construction: its eigenvalues lie
+#: in ``[rho, frob + rho]`` with ``rho = ridge frob / nul``, so the ratio of its Cholesky pivots
+#: is at least ``ridge / (nul + ridge)``, here kept 1000 times above :data:`idyn.qp.PD_TOL`
+DEFINITE_RIDGE = 1e3 * PD_TOL
 
 
 def new_outputs(step: Step) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -145,12 +145,28 @@ def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str =
 
 
 def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai: np.ndarray, bi: np.ndarray,
-                *, backend: str = "quadprog", regularize: bool = True, feasibility_tol: float = 1e-7) -> QPResult:
+                *, backend: str = "quadprog", regularize: bool = True, feasibility_tol: float = 1e-7,
+                definite: bool = False) -> QPResult:
     """:func:`solve_qp` after its input checks, for float arrays a caller built itself with
     consistent shapes (``H`` (n, n), ``c`` (n,), ``Ae`` (p, n), ``Ai`` (q, n); zero rows for
     none) and a known ``backend``: the same dependent-equality reduction, regularisation
     schedule, feasibility check and result.  A non-finite entry is not reported as bad input
-    but fails the feasibility check (status INFEASIBLE or FAILED)."""
+    but fails the feasibility check (status INFEASIBLE or FAILED).
+
+    ``definite``: the caller guarantees that ``H`` is exactly symmetric and passes the
+    positive-definiteness test by construction (e.g. a ridge bounding its condition number well
+    below ``1 / PD_TOL``) and C-contiguous arrays; with no equality rows and some inequality rows  quadprog's answer is then
+    taken, if the feasibility check accepts it, without the test and the symmetrisation (which
+    would not change ``H``); otherwise the general path runs."""
+    if definite and backend == "quadprog" and not Ae.shape[0] and H.shape[0] and Ai.shape[0]:
+        try:
+            x, _, _, its = quadprog.solve_qp(H, -c, Ai.T, bi, 0)[:4]
+        except ValueError:               # the general path gives the verdict
+            pass
+        else:
+            value = kernel.accepted(H, c, x, Ae, be, Ai, bi, feasibility_tol)
+            if value == value:
+                return QPResult(x, QPStatus.SOLVED, backend, 0.0, value, int(its[0]))
     n = H.shape[0]
     Ae_kept, be_kept = independent_equalities(Ae, be) if Ae.shape[0] else (Ae, be)
     dropped = Ae.shape[0] - Ae_kept.shape[0]
