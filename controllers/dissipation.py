@@ -99,6 +99,8 @@ class StageOne:
     #: Stage I's KKT LCP ``(Mlcp, qlcp)`` (:func:`kernel.kkt`), kept up to date with ``H`` and ``c``
     Mlcp: np.ndarray | None = None
     qlcp: np.ndarray | None = None
+    #: the controller's work arrays (:func:`arrays`), or None
+    buffers: dict | None = None
 
     def __post_init__(self):
         if self.E is None:
@@ -184,7 +186,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         dead = int(np.count_nonzero(~live & (gn < 0)))
         G, g = np.concatenate((Gn[live], cone)), np.concatenate((gn[live], np.zeros(cone.shape[0])))
         lcp = False                                          # made again with the live rows
-    prob = StageOne(R, Y, H, Vt[rank:].T, c, G, g, cone, dead)
+    prob = StageOne(R, Y, H, Vt[rank:].T, c, G, g, cone, dead, buffers=buffers)
     if lcp:
         prob.Mlcp, prob.qlcp = Mlcp, qlcp
     if gap_rate:                                             # the contacts with cone rows
@@ -227,7 +229,7 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
         if res is not None and res.solved:
             return res.z[:prob.k], {"stage1_status": res.status.value, "pivots": res.pivots,
                                     "regularization": res.regularization}
-    A_in, b_in = _with_bounds(prob.G, prob.g)
+    A_in, b_in = _with_bounds(prob)
     qp = solve_built(prob.H, prob.c, prob.E, -prob.e, A_in, b_in, backend=_backend(qp_backend))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations, "regularization": qp.regularization,
             "stage1_solver": "qp" if method == "qp" or prob.E.shape[0] else "qp (lemke failed)"}
@@ -352,7 +354,7 @@ def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> t
     k = prob.k
     eps = regularization * max(float(np.einsum("ij,ij->j", prob.Y, prob.Y).max(initial=0.0)), 1e-12)
     H = prob.H + eps * np.eye(k)
-    A_in, b_in = _with_bounds(prob.G, prob.g)
+    A_in, b_in = _with_bounds(prob)
     qp = solve_built(H, prob.c, np.zeros((0, k)), np.zeros(0), A_in, b_in, backend=_backend(qp_backend))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations,
             "regularization": eps + qp.regularization}
@@ -361,10 +363,19 @@ def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> t
     return np.maximum(qp.x, 0.0), info
 
 
-def _with_bounds(G: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows ``G z + g >= 0`` and ``z >= 0`` as ``A z >= b``."""
-    k = G.shape[1]
-    return np.concatenate((G, np.eye(k))), np.concatenate((-g, np.zeros(k)))
+def _with_bounds(prob: StageOne) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ``G z + g >= 0`` and ``z >= 0`` of ``prob`` as ``A z >= b`` (in the buffers
+    of :attr:`StageOne.buffers`, whose bound rows are written once)."""
+    G, g = prob.G, prob.g
+    nc, k = G.shape
+    key = ("bounds", nc, k)
+    fresh = prob.buffers is None or key not in prob.buffers
+    A, b = arrays(prob.buffers, key, lambda: (((nc + k, k), "C"), (nc + k, "C")))
+    if fresh:                                         # a new buffer: its bound rows
+        A[nc:], b[nc:] = np.eye(k), 0.0
+    A[:nc], b[:nc] = G, g
+    np.negative(b[:nc], out=b[:nc])
+    return A, b
 
 
 def _backend(name: str) -> str:

@@ -44,7 +44,7 @@ import quadprog
 from . import _qp_kernel as kernel
 from . import validation
 from .errors import InvalidInputError
-from .lcp.qr import pivoted_qr_diagonal
+from .lcp.qr import check_info
 from .status import Status
 
 #: Relative ridge values tried, in order, when the backend rejects a singular Hessian.
@@ -59,7 +59,6 @@ BACKENDS = ("quadprog", "cvxopt")
 QPStatus = Status
 
 
-_SCHEDULE = np.array(REGULARIZATION_SCHEDULE)
 #: a Cholesky pivot below this fraction of the largest counts as singular
 PD_TOL = 1e-12
 
@@ -106,14 +105,14 @@ def independent_equalities(A, b, tol: float = EQUALITY_RANK_TOL) -> tuple[np.nda
     If a dropped row is inconsistent with the kept ones the QP becomes infeasible only through
     that row being ignored; :func:`solve_qp` checks the residual of *all* rows afterwards.
     """
-    if A.shape[0] == 0:
-        return A, b
-    d, piv = pivoted_qr_diagonal(A.T)
-    rank = int(np.count_nonzero(d > tol * max(float(d.max()), 1e-300)))      # d: min(p, n) >= 1 entries
+    if A.shape[0] == 0 or A.shape[1] == 0:
+        return (A, b) if A.shape[0] == 0 else (A[:0], b[:0])
+    keep = np.empty(A.shape[0], np.intp)
+    rank = kernel.independent_rows(_c(np.asarray(A, dtype=float)), tol, keep)
+    check_info(rank, "geqp3")
     if rank == A.shape[0]:
         return A, b
-    keep = np.sort(piv[:rank])
-    return A[keep], b[keep]
+    return A[keep[:rank]], b[keep[:rank]]
 
 
 def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str = "quadprog",
@@ -176,7 +175,7 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     Hs = np.empty((n, n))
     scale, definite = kernel.prepare(H, PD_TOL, Hs)
     H = Hs
-    ridges = (_SCHEDULE * scale).tolist() if regularize else []
+    ridges = [s * scale for s in REGULARIZATION_SCHEDULE] if regularize else []
     verdicts, status, eps, iters = set(), QPStatus.FAILED, 0.0, 0
     if backend == "quadprog":
         if not Ae_kept.shape[0]:
