@@ -194,11 +194,19 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         prob.closing = closing_speed(step.jac.phi, step.dt, bounded)
         c[:m] += prob.closing
     if no_slip_tol is not None:
+        if step._white is None and nu:                       # Step.white: Y's [N; S; T] columns
+            step._white = np.asfortranarray(Y[:, _contact_columns(m)])
         s_idx, t_idx = step.independent_tangents(np.arange(m), no_slip_tol)
         prob.E, prob.e = np.empty((s_idx.size + t_idx.size, k)), np.empty(s_idx.size + t_idx.size)
         kernel.no_slip_rows(Y, free, s_idx, t_idx, prob.E, prob.e)   # T_u A^-1 R_u^T, T v+(0)
         prob.kept_tangent_rows = (s_idx.size, t_idx.size)
     return prob
+
+
+@lru_cache(maxsize=64)
+def _contact_columns(m: int) -> np.ndarray:
+    """The columns ``[N; S; T]`` among the pyramid rows ``[N; S; -S; T; -T]`` of ``m`` contacts."""
+    return np.concatenate((np.arange(2 * m), np.arange(3 * m, 4 * m)))
 
 
 def arrays(buffers: dict | None, key: tuple, layout) -> tuple[np.ndarray, ...]:
