@@ -131,6 +131,12 @@ def cone_rows(mu: np.ndarray) -> np.ndarray:
     return _cone_rows(np.ascontiguousarray(mu, dtype=float).tobytes())
 
 
+@lru_cache(maxsize=64)
+def _no_cone(m: int) -> np.ndarray:
+    """The (0, 5 m) cone rows of ``m`` contacts without a friction bound (mu = inf)."""
+    return cone_rows(np.full(m, np.inf))
+
+
 @lru_cache(maxsize=256)
 def _cone_rows(key: bytes) -> np.ndarray:
     mu = np.frombuffer(key)
@@ -170,7 +176,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         x3 = step.rows[:, step.u] @ (step.p + step.solve_A(step.B @ step.qd))
     else:
         x3 = _NOTHING
-    cone = cone_rows(step.jac.mu if coulomb else np.full(m, np.inf))
+    cone = cone_rows(step.jac.mu) if coulomb else _no_cone(m)
     nc = m + cone.shape[0]
     lcp = lcp and not gap_rate and no_slip_tol is None
     R, Y, free, Vt, c, G, g, H, Mlcp, qlcp = arrays(buffers, ("stage one", k, nc, nu, nv, lcp), lambda: (
