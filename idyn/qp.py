@@ -215,6 +215,13 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
 
 
+def warm_up() -> None:
+    """Load (or compile) the compiled parts of :func:`solve_built`'s general path (the test of
+    ``H`` and the feasibility check) on a 1 x 1 problem, for a caller whose warm-up only meets
+    the ``definite`` path: a later fallback to the general path then loads nothing in its loop."""
+    solve_built(np.eye(1), np.zeros(1), np.zeros((0, 1)), np.zeros(0), np.eye(1), np.zeros(1))
+
+
 def feasible(x: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai: np.ndarray, bi: np.ndarray, tol: float) -> bool:
     """Every equality row ``|a x - b|`` and inequality row ``b - a x`` below ``tol`` times
     ``(1 + max|x|)(1 + max_j |a_ij|) + |b_i|``; False for a non-finite ``x``."""
@@ -250,4 +257,4 @@ def _cvxopt(H, c, Ae, be, Ai, bi):
 
 
 __all__ = ["QPResult", "QPStatus", "BACKENDS", "REGULARIZATION_SCHEDULE", "independent_equalities",
-           "solve_built", "solve_qp"]
+           "solve_built", "solve_qp", "warm_up"]
