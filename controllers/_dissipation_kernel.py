@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from idyn._lapack_kernel import full_svd
 from idyn.jit import cached_jit
 from idyn.separation import separating_into
 
@@ -40,11 +41,12 @@ def kkt(H, G, c, g, Mlcp, qlcp):
 
 
 @cached_jit
-def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, R, Y, free, Vt, c, G, g, H, Mlcp, qlcp):
+def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, lwork, R, Y, free, Vt, c, G, g, H, Mlcp, qlcp):
     """Stage I's data from the contact rows ``[N; S; T]`` (outputs ``R`` ... ``H``): the pyramid
     rows ``R = [N; S; -S; T; -T]`` (Sec. 5.1), ``Y = L^-1 R_u^T`` (``L`` the Cholesky factor of
     ``A = M_uu``), ``free = [N; S; T] v+(0)`` (``v+_u = p``, ``v+_a = qd``), the right singular
-    vectors ``Vt`` (k x k) of ``Y`` and its rank (singular values above :data:`RANK_TOL` of the
+    vectors ``Vt`` (k x k) of ``Y`` (LAPACK ``dgesdd``, :func:`idyn._lapack_kernel.full_svd` with
+    the workspace size ``lwork``) and its rank (singular values above :data:`RANK_TOL` of the
     largest), the linear term ``c`` in pyramid layout ``[x_N; x_S; -x_S; x_T; -x_T]`` of
     ``x = free`` (contact work, projected onto ``range(Y^T) = range(R_u)``) or of ``x3`` when it
     is given (3m entries, not projected), the non-penetration rows ``G[:m] = Y_N^T Y``,
@@ -73,15 +75,25 @@ def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, R, Y, free, Vt, c, G, g, 
     k = 5 * m
     rank = 0
     if nu:                                       # (element loops: a slice assignment compiles numba's
-        sv, vt = np.linalg.svd(Y)[1:]            # shape-mismatch error formatting, seconds)
+        A = np.empty((k, nu)).T                  # shape-mismatch error formatting, seconds)
+        for t in range(nu):
+            for j in range(k):
+                if not np.isfinite(Y[t, j]):
+                    raise np.linalg.LinAlgError("Array must not contain infs or NaNs.")
+                A[t, j] = Y[t, j]
+        sv, vt = np.empty(min(nu, k)), np.empty((k, k)).T
+        if full_svd(A, sv, np.empty((nu, nu)).T, vt, lwork) != 0:
+            raise np.linalg.LinAlgError("SVD did not converge")
         for r in range(sv.shape[0]):
             if sv[r] > RANK_TOL * max(sv[0], 1e-300):
                 rank += 1
+        for i in range(k):
+            for j in range(k):
+                Vt[i, j] = vt[i, j]
     else:
-        vt = np.eye(k)
-    for i in range(k):
-        for j in range(k):
-            Vt[i, j] = vt[i, j]
+        for i in range(k):
+            for j in range(k):
+                Vt[i, j] = 1.0 if i == j else 0.0
     x = x3 if x3.shape[0] else free
     for i in range(m):
         c[i], c[m + i], c[3 * m + i] = x[i], x[m + i], x[2 * m + i]

@@ -59,12 +59,13 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy.linalg import lapack
 
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp.lemke import cold_checked
 from idyn.lcp.regularized import regularized_checked
 from idyn.lcp.residuals import DEFAULT_TOL
-from idyn.qp import BACKENDS, solve_built
+from idyn.qp import BACKENDS, PD_TOL, solve_built
 from idyn.separation import closing_speed
 from idyn.separation import price_separation as core_price_separation
 
@@ -99,6 +100,8 @@ class StageOne:
     #: Stage I's KKT LCP ``(Mlcp, qlcp)`` (:func:`kernel.kkt`), kept up to date with ``H`` and ``c``
     Mlcp: np.ndarray | None = None
     qlcp: np.ndarray | None = None
+    #: the controller's work arrays (:func:`arrays`), or None
+    buffers: dict | None = None
 
     def __post_init__(self):
         if self.E is None:
@@ -127,6 +130,24 @@ def cone_rows(mu: np.ndarray) -> np.ndarray:
     """Rows ``mu_i f_N,i - (f_S+ + f_S- + f_T+ + f_T-)_i`` for contacts with finite ``mu``
     (read-only: the rows of a coefficient vector are made once, contacts keep their ``mu``)."""
     return _cone_rows(np.ascontiguousarray(mu, dtype=float).tobytes())
+
+
+@lru_cache(maxsize=64)
+def svd_work(nu: int, k: int) -> int:
+    """The LAPACK workspace size of Stage I's SVD of ``Y`` (nu x k, :func:`kernel.stage_one`),
+    asked once per size (``dgesdd``'s query); 1 without unactuated coordinates (no SVD)."""
+    if not (nu and k):
+        return 1
+    work, info = lapack.dgesdd_lwork(nu, k, compute_uv=1, full_matrices=1)
+    if info:
+        raise SolverError(f"LAPACK dgesdd workspace query failed (info {info})")
+    return max(int(work), 1)
+
+
+@lru_cache(maxsize=64)
+def _no_cone(m: int) -> np.ndarray:
+    """The (0, 5 m) cone rows of ``m`` contacts without a friction bound (mu = inf)."""
+    return cone_rows(np.full(m, np.inf))
 
 
 @lru_cache(maxsize=256)
@@ -168,14 +189,15 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         x3 = step.rows[:, step.u] @ (step.p + step.solve_A(step.B @ step.qd))
     else:
         x3 = _NOTHING
-    cone = cone_rows(step.jac.mu if coulomb else np.full(m, np.inf))
+    cone = cone_rows(step.jac.mu) if coulomb else _no_cone(m)
     nc = m + cone.shape[0]
     lcp = lcp and not gap_rate and no_slip_tol is None
-    R, Y, free, Vt, c, G, g, H, Mlcp, qlcp = arrays(buffers, ("stage one", k, nc, nu, nv, lcp), (
+    R, Y, free, Vt, c, G, g, H, Mlcp, qlcp = arrays(buffers, ("stage one", k, nc, nu, nv, lcp), lambda: (
         ((k, nv), "C"), ((nu, k), "F"), (3 * m, "C"), ((k, k), "C"), (k, "C"), ((nc, k), "C"), (nc, "C"),
         ((k, k), "C"), ((k + nc, k + nc) if lcp else (0, 0), "C"), (k + nc if lcp else 0, "C")))
     rank, smallest, largest = kernel.stage_one(step.rows, step.L, step.p, step.qd, step.u_index, step.a_index,
-                                               step.jac.phi, step.dt, cone, x3, R, Y, free, Vt, c, G, g, H, Mlcp, qlcp)
+                                               step.jac.phi, step.dt, cone, x3, svd_work(nu, k), R, Y, free, Vt, c,
+                                               G, g, H, Mlcp, qlcp)
     step._free, step._pyramid = free, R
     dead = 0
     if not smallest > RANK_TOL * max(largest, 1.0):          # some row no impulse can change
@@ -184,7 +206,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         dead = int(np.count_nonzero(~live & (gn < 0)))
         G, g = np.concatenate((Gn[live], cone)), np.concatenate((gn[live], np.zeros(cone.shape[0])))
         lcp = False                                          # made again with the live rows
-    prob = StageOne(R, Y, H, Vt[rank:].T, c, G, g, cone, dead)
+    prob = StageOne(R, Y, H, Vt[rank:].T, c, G, g, cone, dead, buffers=buffers)
     if lcp:
         prob.Mlcp, prob.qlcp = Mlcp, qlcp
     if gap_rate:                                             # the contacts with cone rows
@@ -192,6 +214,8 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         prob.closing = closing_speed(step.jac.phi, step.dt, bounded)
         c[:m] += prob.closing
     if no_slip_tol is not None:
+        if step._white is None and nu:                       # Step.white: Y's [N; S; T] columns
+            step._white = np.asfortranarray(Y[:, _contact_columns(m)])
         s_idx, t_idx = step.independent_tangents(np.arange(m), no_slip_tol)
         prob.E, prob.e = np.empty((s_idx.size + t_idx.size, k)), np.empty(s_idx.size + t_idx.size)
         kernel.no_slip_rows(Y, free, s_idx, t_idx, prob.E, prob.e)   # T_u A^-1 R_u^T, T v+(0)
@@ -199,15 +223,21 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     return prob
 
 
-def arrays(buffers: dict | None, key: tuple, layout: tuple) -> tuple[np.ndarray, ...]:
-    """New arrays of ``layout`` (``(shape, order)`` pairs), or with ``buffers`` (a controller's)
+@lru_cache(maxsize=64)
+def _contact_columns(m: int) -> np.ndarray:
+    """The columns ``[N; S; T]`` among the pyramid rows ``[N; S; -S; T; -T]`` of ``m`` contacts."""
+    return np.concatenate((np.arange(2 * m), np.arange(3 * m, 4 * m)))
+
+
+def arrays(buffers: dict | None, key: tuple, layout) -> tuple[np.ndarray, ...]:
+    """New arrays of ``layout()`` (``(shape, order)`` pairs), or with ``buffers`` (a controller's)
     the ones made for ``key`` at an earlier step: a step overwrites every entry of them, and
     reused buffers stay in the cache where new ones would not."""
-    if buffers is None:
-        return tuple(np.empty(shape, order=order) for shape, order in layout)
-    out = buffers.get(key)
+    out = buffers.get(key) if buffers is not None else None
     if out is None:
-        out = buffers[key] = tuple(np.empty(shape, order=order) for shape, order in layout)
+        out = tuple(np.empty(shape, order=order) for shape, order in layout())
+        if buffers is not None:
+            buffers[key] = out
     return out
 
 
@@ -227,7 +257,7 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
         if res is not None and res.solved:
             return res.z[:prob.k], {"stage1_status": res.status.value, "pivots": res.pivots,
                                     "regularization": res.regularization}
-    A_in, b_in = _with_bounds(prob.G, prob.g)
+    A_in, b_in = _with_bounds(prob)
     qp = solve_built(prob.H, prob.c, prob.E, -prob.e, A_in, b_in, backend=_backend(qp_backend))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations, "regularization": qp.regularization,
             "stage1_solver": "qp" if method == "qp" or prob.E.shape[0] else "qp (lemke failed)"}
@@ -290,12 +320,14 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     move, mu, info = _NOTHING, _NOTHING, {"stage2_status": "determinate", "nullity": 0}
     if nul:
         rows = k + prob.cone.shape[0]
-        H2, c2, A_in, b_in = arrays(buffers, ("stage two", nul, rows), (((nul, nul), "C"), (nul, "C"),
-                                                                      ((rows, nul), "C"), (rows, "C")))
+        H2, c2, A_in, b_in = arrays(buffers, ("stage two", nul, rows), lambda: (
+            ((nul, nul), "C"), (nul, "C"), ((rows, nul), "C"), (rows, "C")))
         kernel.stage_two_terms(prob.R, W, z0, ridge, prob.cone, step.L, step.v, step.qd, step.dt_h_u, step.B_dva,
                                step.Ma, step.h, step.dt, step.u_index, step.a_index, H2, c2, A_in, b_in)
         level = _level_row(prob, W)
-        qp = solve_built(H2, c2, level, np.zeros(level.shape[0]), A_in, b_in, backend=_backend(qp_backend))
+        # H2 is exactly symmetric and its ridge bounds its condition number by 1 + nul / ridge
+        qp = solve_built(H2, c2, level, _NOTHING if not level.shape[0] else np.zeros(1), A_in, b_in,
+                         backend=_backend(qp_backend), definite=ridge > DEFINITE_RIDGE * nul)
         info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
         if qp.solved:
             move, mu = qp.x, step.jac.mu if prob.cone.shape[0] else _NOTHING
@@ -307,6 +339,13 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     kernel.stage_two_outputs(prob.R, z0, W, move, mu, step.L, step.v, step.qd, step.dt_h_u, step.B_dva, step.Ma,
                              step.h, step.dt, step.u_index, step.a_index, step.impact_rows, z, tau, v_next, forces)
     return z, info
+
+
+#: Stage II's ridge (relative) above which, times the nullity, ``H2`` passes
+#: :func:`idyn.qp.solve_built`'s positive-definiteness test by construction: its eigenvalues lie
+#: in ``[rho, frob + rho]`` with ``rho = ridge frob / nul``, so the ratio of its Cholesky pivots
+#: is at least ``ridge / (nul + ridge)``, here kept 1000 times above :data:`idyn.qp.PD_TOL`
+DEFINITE_RIDGE = 1e3 * PD_TOL
 
 
 def new_outputs(step: Step) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -343,7 +382,7 @@ def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> t
     k = prob.k
     eps = regularization * max(float(np.einsum("ij,ij->j", prob.Y, prob.Y).max(initial=0.0)), 1e-12)
     H = prob.H + eps * np.eye(k)
-    A_in, b_in = _with_bounds(prob.G, prob.g)
+    A_in, b_in = _with_bounds(prob)
     qp = solve_built(H, prob.c, np.zeros((0, k)), np.zeros(0), A_in, b_in, backend=_backend(qp_backend))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations,
             "regularization": eps + qp.regularization}
@@ -352,10 +391,19 @@ def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> t
     return np.maximum(qp.x, 0.0), info
 
 
-def _with_bounds(G: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows ``G z + g >= 0`` and ``z >= 0`` as ``A z >= b``."""
-    k = G.shape[1]
-    return np.concatenate((G, np.eye(k))), np.concatenate((-g, np.zeros(k)))
+def _with_bounds(prob: StageOne) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ``G z + g >= 0`` and ``z >= 0`` of ``prob`` as ``A z >= b`` (in the buffers
+    of :attr:`StageOne.buffers`, whose bound rows are written once)."""
+    G, g = prob.G, prob.g
+    nc, k = G.shape
+    key = ("bounds", nc, k)
+    fresh = prob.buffers is None or key not in prob.buffers
+    A, b = arrays(prob.buffers, key, lambda: (((nc + k, k), "C"), (nc + k, "C")))
+    if fresh:                                         # a new buffer: its bound rows
+        A[nc:], b[nc:] = np.eye(k), 0.0
+    A[:nc], b[:nc] = G, g
+    np.negative(b[:nc], out=b[:nc])
+    return A, b
 
 
 def _backend(name: str) -> str:

@@ -1,12 +1,13 @@
-"""The arithmetic around quadprog's call in :func:`idyn.qp.solve_built`, compiled: preparing the
-Hessian (symmetrised, its ridge scale and positive-definiteness test) and accepting an answer
-(feasibility check and objective).  As numpy calls these were about fifteen calls per QP, 1-3 us
+"""The arithmetic around quadprog's call in :func:`idyn.qp.solve_built`, compiled: the rank
+decision on the equality rows, preparing the Hessian (symmetrised, its ridge scale and
+positive-definiteness test) and accepting an answer (feasibility check and objective).  As numpy calls these were about fifteen calls per QP, 1-3 us
 each in a control loop, around a solve of ~15 us.  Flat loops; cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ._lapack_kernel import pivoted_qr
 from .jit import cached_jit
 
 
@@ -72,3 +73,26 @@ def accepted(H, c, x, Ae, be, Ai, bi, tol):
         total += x[i] * (0.5 * s + c[i])
     return total
 
+
+
+@cached_jit
+def independent_rows(A, tol, keep):
+    """The rank ``r`` of the rows of ``A`` (p x n, p >= 1) by a column-pivoted QR of ``A^T``
+    (LAPACK ``dgeqp3``, :func:`idyn._lapack_kernel.pivoted_qr`): ``|R_jj| > tol max_j |R_jj|``;
+    ``keep[:r]`` (output) the pivot order's first ``r`` rows, ascending.  -1 when LAPACK
+    reports an illegal argument."""
+    qr, piv, _, info = pivoted_qr(A.T)
+    if info < 0:
+        return -1
+    d = min(A.shape[0], A.shape[1])
+    largest = 1e-300
+    for j in range(d):
+        largest = max(largest, abs(qr[j, j]))
+    rank = 0
+    for j in range(d):
+        if abs(qr[j, j]) > tol * largest:
+            rank += 1
+    for j in range(rank):
+        keep[j] = piv[j]
+    keep[:rank].sort()
+    return rank

@@ -44,7 +44,7 @@ import quadprog
 from . import _qp_kernel as kernel
 from . import validation
 from .errors import InvalidInputError
-from .lcp.qr import pivoted_qr_diagonal
+from .lcp.qr import check_info
 from .status import Status
 
 #: Relative ridge values tried, in order, when the backend rejects a singular Hessian.
@@ -59,7 +59,6 @@ BACKENDS = ("quadprog", "cvxopt")
 QPStatus = Status
 
 
-_SCHEDULE = np.array(REGULARIZATION_SCHEDULE)
 #: a Cholesky pivot below this fraction of the largest counts as singular
 PD_TOL = 1e-12
 
@@ -106,14 +105,14 @@ def independent_equalities(A, b, tol: float = EQUALITY_RANK_TOL) -> tuple[np.nda
     If a dropped row is inconsistent with the kept ones the QP becomes infeasible only through
     that row being ignored; :func:`solve_qp` checks the residual of *all* rows afterwards.
     """
-    if A.shape[0] == 0:
-        return A, b
-    d, piv = pivoted_qr_diagonal(A.T)
-    rank = int(np.count_nonzero(d > tol * max(float(d.max()), 1e-300)))      # d: min(p, n) >= 1 entries
+    if A.shape[0] == 0 or A.shape[1] == 0:
+        return (A, b) if A.shape[0] == 0 else (A[:0], b[:0])
+    keep = np.empty(A.shape[0], np.intp)
+    rank = kernel.independent_rows(_c(np.asarray(A, dtype=float)), tol, keep)
+    check_info(rank, "geqp3")
     if rank == A.shape[0]:
         return A, b
-    keep = np.sort(piv[:rank])
-    return A[keep], b[keep]
+    return A[keep[:rank]], b[keep[:rank]]
 
 
 def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str = "quadprog",
@@ -145,12 +144,28 @@ def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str =
 
 
 def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai: np.ndarray, bi: np.ndarray,
-                *, backend: str = "quadprog", regularize: bool = True, feasibility_tol: float = 1e-7) -> QPResult:
+                *, backend: str = "quadprog", regularize: bool = True, feasibility_tol: float = 1e-7,
+                definite: bool = False) -> QPResult:
     """:func:`solve_qp` after its input checks, for float arrays a caller built itself with
     consistent shapes (``H`` (n, n), ``c`` (n,), ``Ae`` (p, n), ``Ai`` (q, n); zero rows for
     none) and a known ``backend``: the same dependent-equality reduction, regularisation
     schedule, feasibility check and result.  A non-finite entry is not reported as bad input
-    but fails the feasibility check (status INFEASIBLE or FAILED)."""
+    but fails the feasibility check (status INFEASIBLE or FAILED).
+
+    ``definite``: the caller guarantees that ``H`` is exactly symmetric and passes the
+    positive-definiteness test by construction (e.g. a ridge bounding its condition number well
+    below ``1 / PD_TOL``) and C-contiguous arrays; with no equality rows and some inequality rows  quadprog's answer is then
+    taken, if the feasibility check accepts it, without the test and the symmetrisation (which
+    would not change ``H``); otherwise the general path runs."""
+    if definite and backend == "quadprog" and not Ae.shape[0] and H.shape[0] and Ai.shape[0]:
+        try:
+            x, _, _, its = quadprog.solve_qp(H, -c, Ai.T, bi, 0)[:4]
+        except ValueError:               # the general path gives the verdict
+            pass
+        else:
+            value = kernel.accepted(H, c, x, Ae, be, Ai, bi, feasibility_tol)
+            if value == value:
+                return QPResult(x, QPStatus.SOLVED, backend, 0.0, value, int(its[0]))
     n = H.shape[0]
     Ae_kept, be_kept = independent_equalities(Ae, be) if Ae.shape[0] else (Ae, be)
     dropped = Ae.shape[0] - Ae_kept.shape[0]
@@ -160,7 +175,7 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     Hs = np.empty((n, n))
     scale, definite = kernel.prepare(H, PD_TOL, Hs)
     H = Hs
-    ridges = (_SCHEDULE * scale).tolist() if regularize else []
+    ridges = [s * scale for s in REGULARIZATION_SCHEDULE] if regularize else []
     verdicts, status, eps, iters = set(), QPStatus.FAILED, 0.0, 0
     if backend == "quadprog":
         if not Ae_kept.shape[0]:
@@ -200,6 +215,13 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
 
 
+def warm_up() -> None:
+    """Load (or compile) the compiled parts of :func:`solve_built`'s general path (the test of
+    ``H`` and the feasibility check) on a 1 x 1 problem, for a caller whose warm-up only meets
+    the ``definite`` path: a later fallback to the general path then loads nothing in its loop."""
+    solve_built(np.eye(1), np.zeros(1), np.zeros((0, 1)), np.zeros(0), np.eye(1), np.zeros(1))
+
+
 def feasible(x: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai: np.ndarray, bi: np.ndarray, tol: float) -> bool:
     """Every equality row ``|a x - b|`` and inequality row ``b - a x`` below ``tol`` times
     ``(1 + max|x|)(1 + max_j |a_ij|) + |b_i|``; False for a non-finite ``x``."""
@@ -235,4 +257,4 @@ def _cvxopt(H, c, Ae, be, Ai, bi):
 
 
 __all__ = ["QPResult", "QPStatus", "BACKENDS", "REGULARIZATION_SCHEDULE", "independent_equalities",
-           "solve_built", "solve_qp"]
+           "solve_built", "solve_qp", "warm_up"]
