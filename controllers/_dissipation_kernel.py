@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from idyn._lapack_kernel import full_svd
+from idyn.kernels import full_svd
 from idyn.jit import cached_jit
 from idyn.separation import separating_into
 
@@ -45,7 +45,7 @@ def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, lwork, R, Y, free, Vt, c,
     """Stage I's data from the contact rows ``[N; S; T]`` (outputs ``R`` ... ``H``): the pyramid
     rows ``R = [N; S; -S; T; -T]`` (Sec. 5.1), ``Y = L^-1 R_u^T`` (``L`` the Cholesky factor of
     ``A = M_uu``), ``free = [N; S; T] v+(0)`` (``v+_u = p``, ``v+_a = qd``), the right singular
-    vectors ``Vt`` (k x k) of ``Y`` (LAPACK ``dgesdd``, :func:`idyn._lapack_kernel.full_svd` with
+    vectors ``Vt`` (k x k) of ``Y`` (LAPACK ``dgesdd``, :func:`idyn.kernels.full_svd` with
     the workspace size ``lwork``) and its rank (singular values above :data:`RANK_TOL` of the
     largest), the linear term ``c`` in pyramid layout ``[x_N; x_S; -x_S; x_T; -x_T]`` of
     ``x = free`` (contact work, projected onto ``range(Y^T) = range(R_u)``) or of ``x3`` when it

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from idyn._contact_kernel import contact_rows
-from idyn._triangular import gram_solve
+from idyn.kernels import contact_rows
+from idyn.kernels import gram_solve
 from idyn.jit import cached_jit
 
 #: [f_N, f_S+, f_S-, f_T+, f_T-] -> [normal, s, t]
@@ -64,7 +64,7 @@ def reduced_step(M, h, v, vdot_a, dt, u, a, L, free):
 def step_arrays(J, support, ja, jb, two_bodies, frames, points, phi, v, dt, recovery, impact_speed, M, h, vdot_a,
                 u, a, rows, gaps, L, free):
     """A control step's arrays (outputs ``rows``, ``gaps``, ``L``, ``free``): the contact rows
-    ``[N; S; T]`` (:func:`idyn._contact_kernel.contact_rows` of the inputs of
+    ``[N; S; T]`` (:func:`idyn.kernels.contact_rows` of the inputs of
     :func:`idyn.contact.contact_inputs`), the gaps with overlaps scaled by ``recovery`` (eq. 35,
     "Gap stabilization" in :mod:`controllers.dynamics`) and :func:`reduced_step`.  Returns
     :func:`reduced_step`'s code, or -1 without running it when a contact closes faster than

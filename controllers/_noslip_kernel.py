@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from idyn._triangular import gram_solve
+from idyn.kernels import gram_solve
 from idyn.jit import cached_jit
 
 

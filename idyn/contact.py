@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import validation
-from ._contact_kernel import contact_rows, framed_rows, tangent_rows
+from .kernels import contact_rows, framed_rows, tangent_rows
 from .errors import InvalidInputError, NonFiniteError, ShapeError
 from .model import RobotModel, Workspace, cross
 
@@ -47,7 +47,7 @@ def tangent_frames(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         t = (-nx ny / (1 + nz), 1 - ny^2 / (1 + nz), -ny),
 
     and s = x, t = -y at n = -z, where the shortest arc is not unique (a rotation about x).
-    Compiled (:func:`idyn._contact_kernel.tangent_rows`): every contact query of a control
+    Compiled (:func:`idyn.kernels.tangent_rows`): every contact query of a control
     step forms them."""
     n = np.ascontiguousarray(normals, dtype=float)
     s, t = np.empty_like(n), np.empty_like(n)
@@ -228,7 +228,7 @@ class ContactSet:
         return Contact._stacked(self.body_a, self.body_b, self.points, frames, self.mu.tolist(), self.phi.tolist())
 
 
-#: the messages of :func:`idyn._contact_kernel.framed_rows`'s failure codes
+#: the messages of :func:`idyn.kernels.framed_rows`'s failure codes
 _ROW_ERRORS = {1: (NonFiniteError, "contact points, normals and gaps must be finite"),
                2: (InvalidInputError, "contact normals must be non-zero"),
                3: (InvalidInputError, "friction coefficients must be >= 0 (inf: no slip)")}
@@ -237,7 +237,7 @@ _ROW_ERRORS = {1: (NonFiniteError, "contact points, normals and gaps must be fin
 def framed_contacts(body_a, body_b, rows, mu) -> tuple[list[Contact], np.ndarray, np.ndarray]:
     """m :class:`Contact` objects from an (m, 7) array of rows [point, normal, gap phi] and the
     friction coefficients ``mu`` (m,), validated and framed by one compiled call
-    (:func:`idyn._contact_kernel.framed_rows`): the checks of :class:`ContactSet` and its unit
+    (:func:`idyn.kernels.framed_rows`): the checks of :class:`ContactSet` and its unit
     normals and tangents to the bit, for a testbed's contact query of every control step.
 
     Returns the contacts with their points (m, 3) and frames (m, 3, 3; rows n, s, t) as two
@@ -346,7 +346,7 @@ def contact_arrays(workspace: Workspace, contacts) -> tuple[np.ndarray, np.ndarr
     """``([N; S; T], phi, mu)`` of :func:`jacobians_at` as fresh arrays (a caller that adjusts the
     gaps builds its :class:`ContactJacobians` once).  A list of :class:`Contact` is read by
     :func:`contact_inputs` and its rows come from the compiled
-    :func:`idyn._contact_kernel.contact_rows` (the rows of :func:`stacked_contact_jacobian`,
+    :func:`idyn.kernels.contact_rows` (the rows of :func:`stacked_contact_jacobian`,
     whose numpy version serves the simulator, to round-off)."""
     model = workspace.model
     if isinstance(contacts, ContactSet):
@@ -364,7 +364,7 @@ def contact_arrays(workspace: Workspace, contacts) -> tuple[np.ndarray, np.ndarr
 
 def contact_inputs(model: RobotModel, contacts: list) -> tuple:
     """``(ja, jb, two_bodies, frames, points, phi, mu)``: what
-    :func:`idyn._contact_kernel.contact_rows` takes for a list of :class:`Contact` (``jb`` is
+    :func:`idyn.kernels.contact_rows` takes for a list of :class:`Contact` (``jb`` is
     ``ja`` when every body B is the world), read straight from the contacts' frames (no
     :class:`ContactSet` built), with their gaps and friction coefficients (fresh arrays)."""
     if not contacts:

@@ -35,13 +35,13 @@ never multiplied (:class:`Pyramid`). The LCP is solved equilibrated, ``z = s z'`
 their couplings E near one. The solutions are unchanged, but Lemke's ratio tests compare like
 with like: unscaled, a degenerate contact (f_N = 0, lambda free) can end Lemke's path on a ray
 and the regularised fallback then returns a huge lambda that passes the scale-relative residual
-check. The arithmetic is compiled (:mod:`idyn._pyramid_kernel`).
+check. The arithmetic is compiled (:mod:`idyn.kernels`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ._pyramid_kernel import equilibrate, pyramid_impulses, pyramid_lcp
+from .kernels import equilibrate, pyramid_impulses, pyramid_lcp
 
 #: no equality rows, no compliance, no factor of W_GG (arguments of :meth:`PyramidLCP.build`)
 NO_ROWS = np.zeros(0, dtype=np.intp)

@@ -30,7 +30,7 @@ semi-definite ``H``).  The adapter adds what a control loop needs around them:
   factorisation whose squared pivots are all above ``1e-12`` of the largest (a semi-definite
   ``H`` often passes a plain Cholesky by rounding, and quadprog then returns a feasible but
   visibly suboptimal point).  This test, the feasibility check and the objective are flat
-  compiled loops (:mod:`idyn._qp_kernel`); quadprog is called through its Python API.
+  compiled loops (:mod:`idyn.kernels`); quadprog is called through its Python API.
 * **Status, not exceptions**: a failed solve returns ``QPResult`` with ``status`` INFEASIBLE or
   FAILED and ``x`` filled with NaN; the caller falls back.
 """
@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 import quadprog
 
-from . import _qp_kernel as kernel
+from . import kernels as kernel
 from . import validation
 from .errors import InvalidInputError
 from .lcp.qr import check_info

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from idyn._contact_kernel import contact_rows
+from idyn.kernels import contact_rows
 from idyn.jit import cached_jit
 
 
@@ -50,7 +50,7 @@ def balance_torque(ws, m, two_bodies, R, q, v, goal, e_r, kp, kv, J):
     e_w = angular - R v_ang; gains act in the goal's heading frame H = R_z(yaw): force = H (kp[:3]
     * H^T e_p + kv[:3] * H^T e_v), torque = H (kp[3:] * H^T e_r + kv[3:] * H^T e_w), wrench =
     [R^T force; R^T torque]. Then the contact rows [N; S; T] of its first ``m`` contacts from
-    the world joint Jacobian ``J`` (:func:`idyn._contact_kernel.contact_rows`, as
+    the world joint Jacobian ``J`` (:func:`idyn.kernels.contact_rows`, as
     :func:`idyn.contact.jacobians_at`), the compressive normal forces c_n = max(0, N_b wrench)
     (N_b: the base columns of N) into ``c_n`` and tau = -(N^T c_n)[actuated] into ``tau``
     (zero without contacts)."""

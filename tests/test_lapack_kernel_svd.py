@@ -1,11 +1,11 @@
-"""The compiled SVD binding (``idyn._lapack_kernel.full_svd``, LAPACK dgesdd) that Stage I of the
+"""The compiled SVD binding (``idyn.kernels.full_svd``, LAPACK dgesdd) that Stage I of the
 dissipation controllers uses: a factorisation, checked by its residual and orthogonality and
 against numpy's singular values."""
 import numpy as np
 import pytest
 from scipy.linalg import lapack
 
-from idyn._lapack_kernel import full_svd
+from idyn.kernels import full_svd
 
 
 @pytest.mark.parametrize("m, n, rank", [(6, 20, 6), (6, 20, 4), (6, 40, 6), (3, 5, 3), (7, 4, 4), (1, 5, 1)])

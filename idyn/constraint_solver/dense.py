@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._lapack_kernel import general_solve
+from ..kernels import general_solve
 from ..jit import cached_jit
 
 #: the largest row count (3 per contact) sent here: a step the dense call hands on pays both

@@ -11,7 +11,7 @@ O(m^3) Cholesky factorization", Sec. 4.4):
   appended) when it is below ``dependence_tol * |g|``;
 * delete the ``p``-th column: the columns after it shift left and Givens rotations return the
   upper Hessenberg part to triangular form;
-* solve ``Q_aa z_a = -r_a``: two triangular solves (:func:`idyn._triangular.gram_solve`).
+* solve ``Q_aa z_a = -r_a``: two triangular solves (:func:`idyn.kernels.gram_solve`).
 
 Storage: ``GT`` is ``G^T`` (row ``i`` is contact ``i``'s whitened column), ``cols[p]`` the
 column of the ``p``-th active contact, ``R`` upper triangular with ``R^T R = G_a^T G_a``.
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._triangular import gram_solve
-from .._lapack_kernel import fortran_copy
+from ..kernels import gram_solve
+from ..kernels import fortran_copy
 from ..jit import cached_jit as _jit
 from .qr import complement_kernel
 from .residuals import residuals_pass

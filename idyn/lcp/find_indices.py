@@ -19,7 +19,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .. import validation
-from .._lapack_kernel import pivoted_qr
+from ..kernels import pivoted_qr
 from ..errors import InvalidInputError
 from ..jit import cached_jit as _jit
 from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor

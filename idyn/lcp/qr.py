@@ -3,7 +3,7 @@
 Algorithm 1's row order, Algorithm 2's constrained inverse inertia (the part of the whitened
 normals outside the span of the whitened equality rows) and the QP adapter's dependent
 equalities factor matrices of a few rows and tens of columns every control step.  The LAPACK
-calls are made from compiled code (:mod:`idyn._lapack_kernel`) and return only what the callers
+calls are made from compiled code (:mod:`idyn.kernels`) and return only what the callers
 use: the pivot order, ``|diag R|`` for a rank decision, and ``Q^T C`` applied reflector by
 reflector (``ormqr``) instead of forming ``Q``.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._lapack_kernel import fortran_copy, pivoted_qr, qt_product
+from ..kernels import fortran_copy, pivoted_qr, qt_product
 from ..jit import cached_jit
 
 

@@ -11,13 +11,13 @@ docs/performance.md, ``idyn bench sim``). These loops do that arithmetic in one 
   W = J M^-1 J^T and u* = J v*, from the Cholesky factor of M,
 * :func:`basis_guess`, :func:`update_sticky`, :func:`pyramid_lcp_try`: the warm start and the
   no-slip active set of ``ap-lcp`` around the friction-pyramid LCP of the shared builder
-  (:mod:`idyn._pyramid_kernel`: the LCP with its no-slip rows eliminated, equilibrated, and its
+  (:mod:`idyn.kernels`: the LCP with its no-slip rows eliminated, equilibrated, and its
   impulses); :func:`pyramid_lcp_try` is the common case (the last basis solves it) in one call,
 * :func:`advance`: v+ = v* + M^-1 J^T f and its finiteness.
 
-The solves use the shared :func:`idyn._triangular.gram_solve`. The results agree with the numpy
+The solves use the shared :func:`idyn.kernels.gram_solve`. The results agree with the numpy
 forms they replace to round-off (sums are accumulated in a different order than BLAS does).
-Into arrays the caller allocates (:mod:`idyn._contact_kernel` says why); cached on disk
+Into arrays the caller allocates (:mod:`idyn.kernels` says why); cached on disk
 (:mod:`idyn.jit`).
 """
 from __future__ import annotations
@@ -26,9 +26,9 @@ import math
 
 import numpy as np
 
-from .._contact_kernel import contact_rows
-from .._pyramid_kernel import equilibrate, gather, pyramid_impulses, pyramid_lcp
-from .._triangular import gram_solve
+from ..kernels import contact_rows
+from ..kernels import equilibrate, gather, pyramid_impulses, pyramid_lcp
+from ..kernels import gram_solve
 from ..jit import cached_jit
 from ..lcp.residuals import residuals_pass
 from ..separation import separating_into
@@ -144,7 +144,7 @@ def step_problem(M, h, tau, actuated, J6, support, ja, jb, two_bodies, frames, p
                  W, u_free):
     """The data of one simulator step in one call: the generalized force ``f = P^T tau - h``
     (``tau`` on the velocities ``actuated``), the contact rows ``J`` (3m x nv,
-    :func:`idyn._contact_kernel.contact_rows`) and :func:`factor_contact_space`. Returns the
+    :func:`idyn.kernels.contact_rows`) and :func:`factor_contact_space`. Returns the
     factor and a code: -2 ``tau`` is not finite (nothing else is computed), else that of
     :func:`factor_contact_space`."""
     for k in range(tau.shape[0]):
@@ -306,7 +306,7 @@ def plane_contacts(poses, owner, local, radii, normal, offset, joints, J, suppor
 
 @cached_jit
 def pyramid_lcp_guess(W, u, R, G, sel, sign, b, C, mu, edged, basis, Q, s, Qs, rs, z, w):
-    """:func:`idyn._pyramid_kernel.pyramid_lcp` (into ``Q``), its ``equilibrate`` (into ``s``,
+    """:func:`idyn.kernels.pyramid_lcp` (into ``Q``), its ``equilibrate`` (into ``s``,
     ``Qs``, ``rs``) and, if ``basis`` is not empty, :func:`basis_guess` (into ``z``, ``w``) in
     one call. Returns the
     Cholesky factor of W_GG, a code (-1: W_GG is not positive definite; 0: no guess, or the
@@ -333,7 +333,7 @@ def pyramid_lcp_try(W, u, R, G, sel, sign, b, C, mu, edged, basis, tol, no_slip,
     """One pass of :class:`idyn.sim.contact_models.AnitescuPotra`'s active set as far as it goes
     without Lemke's method: :func:`pyramid_lcp_guess` and, when the basis guess passes the
     residual check every solver uses (:func:`idyn.lcp.residuals.residuals_pass` at ``tol``), its
-    impulses (:func:`idyn._pyramid_kernel.pyramid_impulses`) and the active-set update (:func:`update_sticky`, w_N of
+    impulses (:func:`idyn.kernels.pyramid_impulses`) and the active-set update (:func:`update_sticky`, w_N of
     the unscaled LCP). Returns the Cholesky factor of W_GG and a code: -1 W_GG is not positive
     definite; 0 the guess is not accepted (``Qs``, ``rs``, ``s`` hold the scaled LCP for Lemke);
     1 solved, ``sticky`` unchanged; 2 solved, ``sticky`` changed."""
@@ -403,7 +403,7 @@ def qp_active_guess(H, c, A, b, eps, active, tol, x):
     ``y_j = ((H + eps I) x + c - A_O^T y_O)_j``. Returns whether (x, y) passes the KKT
     conditions it does not hold by construction: multipliers ``y >= -tol (1 + max|y|)`` and every
     row ``A_i x - b_i >= -tol ((1 + max|x|)(1 + max_j |A_ij|) + |b_i|)`` (the row scale of
-    :func:`idyn._qp_kernel.feasible`). With H + eps I positive definite that x is the QP's
+    :func:`idyn.kernels.feasible`). With H + eps I positive definite that x is the QP's
     unique minimiser, to these tolerances."""
     n = c.shape[0]
     fixed = np.zeros(n, dtype=np.bool_)
@@ -477,7 +477,7 @@ def _max_abs(x):
 @cached_jit
 def _row_slack(A, b, x, row, x_max):
     """``A_row x - b_row`` and the row's scale ``(1 + max|x|)(1 + max_j |A_row,j|) + |b_row|``
-    (that of :func:`idyn._qp_kernel.feasible`), ``x_max = max|x|``."""
+    (that of :func:`idyn.kernels.feasible`), ``x_max = max|x|``."""
     slack = -b[row]
     a_max = 0.0
     for j in range(x.shape[0]):

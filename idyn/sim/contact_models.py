@@ -58,7 +58,7 @@ from ..errors import InvalidInputError, SolverError
 from ..friction_pyramid import NO_COMPLIANCE, NO_FACTOR, NO_ROWS, Layouts, Pyramid, PyramidLCP
 from ..lcp import LCPStatus, find_indices, lemke_regularized
 from ..lcp.residuals import DEFAULT_TOL
-from .._pyramid_kernel import pyramid_impulses
+from ..kernels import pyramid_impulses
 from ..qp import REGULARIZATION_SCHEDULE, solve_built
 from ..separation import closing_speed, price_separation, separating_loads
 from ._step_kernel import (dissipation_try, factor_contact_space, no_slip_rows, pyramid_lcp_try, qp_active_guess,
@@ -105,7 +105,7 @@ class ContactProblem:
     def of_step(cls, M, v, h, tau, actuated, dt: float, rows: tuple, phi, mu) -> "ContactProblem | None":
         """The problem of a simulator step with actuator torques ``tau`` on the velocities
         ``actuated`` (f = P^T tau - h) and the contact rows of ``rows`` (the
-        arguments of :func:`idyn._contact_kernel.contact_rows` but the output), built in one
+        arguments of :func:`idyn.kernels.contact_rows` but the output), built in one
         compiled call (:func:`._step_kernel.step_problem`); None if ``tau`` is not finite."""
         p = cls.__new__(cls)
         nv, k = v.shape[0], 3 * phi.shape[0]

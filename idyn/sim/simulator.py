@@ -152,7 +152,7 @@ class Simulator:
         """The step pass at the current state (M, h, Jacobians, placements), then detection."""
         ws = self._workspace.compute(self._q, self._v)
         self._pending, ja, jb, two_bodies, frames = self.world.detect_joints_at(ws, self.dt)
-        #: the arguments of the contact rows (:func:`idyn._contact_kernel.contact_rows`)
+        #: the arguments of the contact rows (:func:`idyn.kernels.contact_rows`)
         self._pending_rows = (ws.J, self.model.support, ja, jb, two_bodies, frames, self._pending.points)
         self._pending_contacts: list[Contact] | None = None
 

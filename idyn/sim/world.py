@@ -199,7 +199,7 @@ class World:
                          ) -> tuple[ContactSet, np.ndarray, np.ndarray, bool, np.ndarray]:
         """:meth:`detect_at`, the joints carrying each contact's bodies A and B (0: the world),
         whether any B is a body and the contact frames (m, 3, 3), which the contact Jacobian
-        needs (:func:`idyn._contact_kernel.contact_rows`)."""
+        needs (:func:`idyn.kernels.contact_rows`)."""
         poses = np.array([placement.homogeneous for placement in self._placements(ws.data)]).reshape(-1, 4, 4)
         reach = self.margin + dt * self.max_speed if dt is not None else self.margin
         if not self._pairs and len(self.terrain) == 1 and type(self.terrain[0]) is Plane:
