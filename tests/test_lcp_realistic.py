@@ -1,7 +1,7 @@
 """idyn.lcp on LCPs from real robot states (LINKS and a1, standing and mid-trot, 4-64 contacts)."""
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from idyn.lcp import contact_factor, lcp_residuals, lemke, lemke_regularized, ppm, ppm_contact
 from lcp_problems import cached_problem, contact_problems
@@ -24,16 +24,22 @@ def assert_solution(Q, r, res):
 
 @SETTINGS
 @given(contact_problems)
+@example(cached_problem("links", "trot", 57, 0.0, 2, 0.005))   # dense ppm gives up (honestly)
 def test_noslip_lcp_all_solvers(problem):
+    """Algorithm 2 (``ppm_contact``) and Lemke solve every no-slip LCP; the dense principal
+    pivoting method, made for P-matrices, may report a failure on these singular PSD problems
+    (duplicated contacts), never a wrong SOLVED.  Every answer gives the one velocity the
+    impulses produce (unique even when the impulses are not: Q = G G^T)."""
     Q, r = problem.noslip_lcp
     results = {"ppm_contact": ppm_contact(**problem.noslip_algorithm2()), "ppm": ppm(Q, r),
                "lemke": lemke(Q, r)}
+    if not results["ppm"].solved:
+        del results["ppm"]
+    m = problem.M.shape[0]
+    x_ref = problem.noslip_mlcp.unconstrained(results["lemke"].z)
     for name, res in results.items():
         assert_solution(Q, r, res)
-        # the velocity the impulses produce is unique even when the impulses are not
         x = problem.noslip_mlcp.unconstrained(res.z)
-        x_ref = problem.noslip_mlcp.unconstrained(results["ppm"].z)
-        m = problem.M.shape[0]
         assert np.allclose(x[:m], x_ref[:m], atol=1e-7 * max(1.0, np.abs(x_ref[:m]).max())), name
     # Appendix F: at most m impulses are positive
     assert results["ppm_contact"].basis.size <= problem.M.shape[0]
