@@ -1,16 +1,17 @@
-"""``idyn bench-loop``: the profile of a closed-loop step, phase by phase (median, p90, JSON).
+"""``idyn bench-loop``: the profile of a closed-loop step, phase by phase (median, p99, JSON).
 
 Runs LINKS on the waypoint course (``idyn demo``'s scenario by default) and prints, for every
 phase of the step (testbed state, contact query, planner, contact schedule, controller, balance,
-simulator, sensed forces, loop bookkeeping), the median, p90 and mean time and its share, the
-whole step and the real-time factor; writes DIR/bench.json (:mod:`experiments.benchmarks.loop`).
+simulator, sensed forces, loop bookkeeping), the median, p99 and mean time and its share, the
+whole step (also as a multiple of the simulator phase), the kernels first met inside the loop
+and the real-time factor; writes DIR/bench.json (:mod:`experiments.benchmarks.loop`).
 """
 from __future__ import annotations
 
 from . import add_controller, terrain_names
 
 NAME = "bench-loop"
-HELP = "time each phase of the closed-loop step of a trot (median, p90, share; JSON)"
+HELP = "time each phase of the closed-loop step of a trot (median, p99, share; JSON)"
 
 
 def add_arguments(parser) -> None:
@@ -19,8 +20,8 @@ def add_arguments(parser) -> None:
                         help=f"one of {terrain_names()} (default: %(default)s)")
     parser.add_argument("--duration", type=float, default=5.0, help="virtual seconds per run (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=1,
-                        help="timed runs of --duration each, after an untimed 10 ms run that loads the "
-                             "compiled kernels (default: %(default)s)")
+                        help="timed runs of --duration each, each after the controller's warm-up and an "
+                             "untimed 0.5 s dry run (default: %(default)s)")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="process CPU time (insensitive to other load) or wall time (default: %(default)s)")
 
