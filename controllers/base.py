@@ -208,7 +208,7 @@ class Controller(ABC, metaclass=_WarmedUp):
                 impact = split_forces(impact, owner, copies)
         if sol is None or not all_finite(sol.tau, sol.contact_forces.ravel(), _NOTHING, _NOTHING, _NOTHING):
             sol = self._fallback(q, v, vdot, len(contacts))
-            fallback = "no-contact-id"
+            fallback, impact = "no-contact-id", None     # the fallback's forces hold no impact
             if status is Status.SOLVED:
                 status = Status.NON_FINITE
         info = ControlInfo(self.name, status, pivots, fallback, time.perf_counter() - t0, sol.v_next, impact,
@@ -298,10 +298,14 @@ def make(name: str, model: RobotModel, **options) -> Controller:
     """Build the controller ``name`` for ``model``; ``options`` are its keyword arguments."""
     if name not in _REGISTRY:
         raise InvalidInputError(f"unknown controller {name!r}; available: {', '.join(available())}")
+    warm_up = options.pop("warm_up", True)
     try:
-        return _REGISTRY[name](model, **options)
+        controller = _REGISTRY[name](model, warm_up=False, **options)
     except TypeError as exc:  # unknown option
         raise InvalidInputError(f"controller {name!r}: {exc}") from exc
+    if warm_up:     # outside the try: a failure in a step is no unknown option
+        controller.warm_up()
+    return controller
 
 
 __all__ = ["ControlInfo", "Controller", "ControlOutput", "Solution", "available", "make", "register"]

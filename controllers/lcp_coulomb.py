@@ -26,7 +26,7 @@ The reduced LCP is, in exact arithmetic, the friction-pyramid LCP of
 
 Every LCP answer is checked in physical units (non-interpenetration and complementarity at
 the predicted velocity); an answer that fails even after regularisation is replaced by the
-prediction of the one-stage complementarity-free model (``info["fallback"]``).
+prediction of the one-stage complementarity-free model (``out.info.fallback``).
 
 Option ``mindiff=True``: for at most ``mindiff_max_contacts`` contacts (the enumeration is
 ``2^(6m)``, Algorithm 3) every LCP solution is enumerated by :func:`idyn.lcp.mindiff` and the
@@ -63,7 +63,7 @@ Coulomb contact): when Lemke's answer has a loaded contact sliding and at least 
 contacts, ``qd_des`` is moved by the least Euclidean norm (as eq. 46) that lets every loaded
 contact stick and stay (``[N; S; T] v+ = [-phi/dt; 0; 0]`` solvable by some base velocity: the
 combinations of those rows that the base cannot move are zeroed), and the LCP is solved again
-for the moved step (``info["qd_change"]``, rad/s).  The torques then realise the moved velocity,
+for the moved step (``out.info.details["qd_change"]``, rad/s).  The torques then realise the moved velocity,
 at the cost of a second LCP.  The inconsistency comes from the shared error feedback
 (:mod:`controllers.feedback`), where a contact-consistent projection would belong; plain Lemke
 (``tie_break="none"``) trots the paper's course (docs/results.md).
@@ -133,7 +133,7 @@ class LCPCoulomb(Controller):
                 step, z, x, info = self._stance_consistent(step, z, x, info)
             tau, v_next = step.resolve(R.T @ z[:k])
             bad = step.complementarity_violation(z[:step.m], v_next)
-            if bad > CHECK_TOL:
+            if not bad <= CHECK_TOL:      # NaN (a non-finite answer) fails too
                 raise SolverError(f"the LCP answer violates eq. 54 by {bad:.3g} (relative)")
         except SolverError as exc:
             # The paper's implementation regularises (done inside lemke_regularized); when even

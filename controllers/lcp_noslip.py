@@ -47,7 +47,7 @@ feet that Algorithm 2 does not make (its answer then fails the residual check). 
 (symmetric positive semi-definite, so Lemke's method solves it or proves it infeasible) is
 then solved by Lemke's method (:func:`idyn.lcp.lemke`, no regularisation: a compliance added
 to rigid contacts would change the model) before the consistency QP is considered;
-``info["lcp_fallback"]`` says ``"lemke"`` or ``"failed"``.
+``out.info.details["lcp_fallback"]`` says ``"lemke"`` or ``"failed"``.
 
 Near-dependent tangent rows.  Tangent rows of contacts on one plane span only the planar
 motions ``(x, y, yaw)`` of the base: with three feet down, three of the six rows are dependent.
@@ -72,7 +72,7 @@ measure of eq. 46) under which every dropped row is implied by the kept ones
 (:func:`consistent_desired`: one small least-squares solve per LCP), so the kept rows hold the
 held contacts, up to the dependence tolerance.  It is the minimal-deviation step of Sec. 4.5
 restricted to the tangent rows and taken every step instead of after a failed check
-(``consistent_desired=False``: Algorithm 1 as published); ``info["tangent_projection"]`` is the
+(``consistent_desired=False``: Algorithm 1 as published); ``out.info.details["tangent_projection"]`` is the
 change ``|delta qd|``.
 
 Separating contacts.  A contact with ``f_N = 0`` whose gap is open at the end of the step cannot
@@ -137,9 +137,9 @@ Options: ``consistency_tol`` (1e-6 m/s), ``check_tangential`` (False), ``warm_st
 ``qp_backend``, ``tangent_dependence_tol`` (1e-3), ``contact_gap`` (1e-6 m), ``slide_speed``
 (1e-2 m/s; ``inf`` holds every contact), ``release`` (``"force"`` or ``"state"``),
 ``consistent_desired`` (True).
-``info["held"]`` marks the contacts that kept their no-slip rows and ``info["slip_released"]``
-counts the others, ``info["release_cycle"]`` says whether the release iteration ended in a
-cycle, ``info["slide_stopped"]`` counts the contacts the state rule stopped passively.
+``out.info.details["held"]`` marks the contacts that kept their no-slip rows and ``["slip_released"]``
+counts the others, ``["release_cycle"]`` says whether the release iteration ended in a
+cycle, ``["slide_stopped"]`` counts the contacts the state rule stopped passively.
 """
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ class LCPNoSlip(Controller):
         R = step.directions(pyramid=False)
         tau, v_next = step.resolve(R.T.dot(impulses), qd=qd)
         wN = step.normal_speeds(v_next)
-        if step.complementarity_violation(impulses[:m], v_next, wN) > self.consistency_tol:
+        if not step.complementarity_violation(impulses[:m], v_next, wN) <= self.consistency_tol:   # NaN fails
             info["status"] = "numerical_failure"   # whatever the solver's own test said
         sticking = step.jac.phi <= self.contact_gap if held is None else held
         if info.get("status", "solved") != "solved" or not self._consistent(step, v_next, wN, sticking):

@@ -15,7 +15,7 @@ the no-slip equalities together with ``N v+ >= -phi/dt`` and ``f_N >= 0`` can be
 with the desired accelerations (tilted normals, legs splaying).  As for ID_LCP,inf (Sec. 4.5),
 an answer that violates non-penetration by more than ``consistency_tol`` (1e-6 m/s) is replaced
 by the minimal-deviation QP of eqs. 46-51 (:func:`controllers.lcp_noslip.min_deviation`;
-``info["consistency_qp"]``, ``info["desired_deviation"]``).
+``out.info.details["consistency_qp"]``, ``["desired_deviation"]``).
 
 Options (besides those of :mod:`controllers.qp_coulomb`): ``tangent_dependence_tol`` (1e-3), the
 tolerance of Algorithm 1's dependence test (see :mod:`controllers.lcp_noslip`), and

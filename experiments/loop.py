@@ -193,12 +193,14 @@ def run_loop(testbed, model: RobotModel, reference: Reference, controller, durat
                       np.diff(np.array(marks).reshape(-1, len(PHASES) + 1), axis=1))
 
 
-def dry_run(testbed, reference, controller, duration: float) -> None:
+def dry_run(testbed, reference, controller, duration: float, *, limit=None) -> None:
     """``duration`` seconds of :func:`run_loop`'s body, untimed and unrecorded, from and back to
     the reset state: every compiled kernel the run will use is compiled (first run after an
     install) or loaded from numba's cache now, not inside the loop (wrap it in
-    :class:`idyn.jit.preparing` to report it)."""
+    :class:`idyn.jit.preparing` to report it). ``limit``: the torque limits, as for
+    :func:`run_loop`."""
     observe = getattr(controller, "observe_contact_forces", None)
+    lim = torque_limits(controller.model, limit) if limit is not None else None
     steps = int(round(duration / float(testbed.dt)))
     reference.reset()
     controller.reset()
@@ -209,7 +211,8 @@ def dry_run(testbed, reference, controller, duration: float) -> None:
         desired = reference.desired(state, contacts)
         out = controller.compute(state, desired, reference.active_contacts(contacts))
         extra = reference.extra_torque(state, contacts)
-        testbed.apply(out.tau if extra is None else out.tau + extra)
+        tau = out.tau if extra is None else out.tau + extra
+        testbed.apply(tau if lim is None else np.clip(tau, -lim, lim))
         testbed.step()
         sensed = testbed.sensed_contact_forces()
         if observe is not None:

@@ -100,12 +100,13 @@ WARM_UP = 0.5
 def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, plots: bool = False) -> dict:
     """Run one scenario; return its metrics (and write them, the trace and plots to ``out_dir``)."""
     robot = _robot(scenario)
-    testbed = build_testbed(scenario)
-    model = testbed.model   # the model of the testbed's state (the manipulator's includes the box)
-    reference = build_reference(scenario, robot)
     with preparing(f"{scenario.controller} on {scenario.terrain_label}") as prep:
+        testbed = build_testbed(scenario)
+        model = testbed.model   # the model of the testbed's state (the manipulator's includes the box)
+        reference = build_reference(scenario, robot)
         controller = controllers.make(scenario.controller, model, dt=scenario.dt, **scenario.controller_options)
-        dry_run(testbed, reference, controller, min(WARM_UP, scenario.duration))
+        dry_run(testbed, reference, controller, min(WARM_UP, scenario.duration),
+                limit=True if scenario.torque_limits else None)
     if progress:
         print(prep.line(), file=sys.stderr, flush=True)
     nominal = robot.nominal_base_height if scenario.robot == "quadruped" else None

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 from numba import types
-from numba.core.extending import get_cython_function_address
+from numba.extending import get_cython_function_address
 
 from .jit import cached_jit, external
 

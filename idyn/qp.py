@@ -217,9 +217,10 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
 
 def warm_up() -> None:
     """Load (or compile) the compiled parts of :func:`solve_built`'s general path (the test of
-    ``H`` and the feasibility check) on a 1 x 1 problem, for a caller whose warm-up only meets
-    the ``definite`` path: a later fallback to the general path then loads nothing in its loop."""
-    solve_built(np.eye(1), np.zeros(1), np.zeros((0, 1)), np.zeros(0), np.eye(1), np.zeros(1))
+    ``H``, the rank of the equality rows and the feasibility check) on a 2 x 2 problem with an
+    equality row, for a caller whose warm-up only meets the ``definite`` path: a later fallback
+    to the general path then loads nothing in its loop."""
+    solve_built(np.eye(2), np.zeros(2), np.ones((1, 2)), np.ones(1), np.eye(2), np.zeros(2))
 
 
 def feasible(x: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai: np.ndarray, bi: np.ndarray, tol: float) -> bool:

@@ -38,10 +38,11 @@ from idyn import Contact
 
 DATA = Path(__file__).parent / "data" / "controller_reference.npz"
 NAMES = controllers.available()
-#: relative agreement demanded of every recorded output: round-off of a few hundred flops, amplified
-#: by the conditioning of the standing problems (qp-coulomb on frictionless ground moves by up to
-#: 5.2e-8 between two LAPACK builds of the same code, and between the fused and the flat kernels)
-RTOL = 1e-7
+#: relative agreement demanded of every recorded output (round-off of a few hundred flops)
+RTOL = 1e-8
+#: where the conditioning amplifies that: qp-coulomb standing on frictionless ground moves by up to
+#: 5.2e-8 between two LAPACK builds of the same code (b8531d6 here vs where it was recorded)
+RTOL_FOR = {("qp-coulomb", "links_mu_0"): 1e-7}
 #: a step may differ by this many times the change the recorded code showed under perturbation
 ENVELOPE = 100.0
 #: relative size of the perturbations of q and v that measure each step's round-off sensitivity
@@ -170,7 +171,7 @@ def test_outputs_equal_the_recorded_ones(data, key, name):
     seq = Sequence.unpack(data, key)
     got = replay(name, seq.model(), seq)
     want = {f: data[f"out/{key}/{name}/{f}"] for f in FIELDS + ("status", "fallback")}
-    allowed = np.maximum(RTOL, ENVELOPE * data[f"out/{key}/{name}/roundoff"])
+    allowed = np.maximum(RTOL_FOR.get((name, key), RTOL), ENVELOPE * data[f"out/{key}/{name}/roundoff"])
     err = deviation(got, want, data[f"{key}/active_count"])
     bad = np.flatnonzero(err > allowed)
     assert bad.size == 0, (f"{name} {key}: steps {bad[:10]} differ by {err[bad[:10]]} "

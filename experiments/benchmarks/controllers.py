@@ -125,7 +125,7 @@ def summary(times: np.ndarray) -> dict:
 
 
 def time_controllers(problems: list[StandingProblem], names, repeats: int) -> dict:
-    """Median/p90 of the floor and of each controller over ``problems`` x ``repeats`` steps.
+    """Median, p90 and p99 of the floor and of each controller over ``problems`` x ``repeats`` steps.
 
     ``names`` lists controller names, or maps a label to ``(name, options)`` of
     :func:`controllers.make` to time variants of one controller side by side; results are keyed
