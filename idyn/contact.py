@@ -238,7 +238,7 @@ def framed_contacts(body_a, body_b, rows, mu) -> tuple[list[Contact], np.ndarray
     """m :class:`Contact` objects from an (m, 7) array of rows [point, normal, gap phi] and the
     friction coefficients ``mu`` (m,), validated and framed by one compiled call
     (:func:`idyn.kernels.framed_rows`): the checks of :class:`ContactSet` and its unit
-    normals and tangents to the bit, for a testbed's contact query of every control step.
+    normals and tangents, for a testbed's contact query of every control step.
 
     Returns the contacts with their points (m, 3) and frames (m, 3, 3; rows n, s, t) as two
     read-only stacks, of which each contact's point, normal, tangents and frame are views (one

@@ -54,10 +54,9 @@ def contact_rows(J, support, ja, jb, two_bodies, frames, points, rows):
 
 @cached_jit
 def tangent_rows(normals, s, t):
-    """The tangents of :func:`idyn.contact.tangent_frames` (its formula, operation for
-    operation, so the same numbers) into ``s`` and ``t`` (m, 3), which the caller allocates.
-    As numpy column expressions they are a dozen calls, ~14 us for the four feet of a control
-    step; here one call."""
+    """The tangents of :func:`idyn.contact.tangent_frames` (the shortest-arc rotation taking z to
+    each unit normal applied to x and y) into ``s`` and ``t`` (m, 3), which the caller
+    allocates."""
     for i in range(normals.shape[0]):
         nx, ny, c = normals[i, 0], normals[i, 1], normals[i, 2]
         if c < -1.0 + 1e-12:           # n = -z: the shortest arc is not unique; rotate about x
@@ -80,11 +79,7 @@ def framed_rows(rows, mu, frames, points):
     t (n the unit normal, s and t from :func:`tangent_rows`), ``points`` (m, 3) the points.
     Returns 0, or ``4 i + code`` for the first bad row i with code 1 for a non-finite number, 2
     for a zero normal, 3 for a friction coefficient that is NaN or negative (the checks of
-    :class:`idyn.ContactSet`).
-
-    The normal's squared length is summed as ``(n0^2 + n2^2) + n1^2``: the pairing numpy's
-    ``einsum("ij,ij->i")`` uses for rows of three (two-wide vectors), so these are the unit
-    normals of :class:`idyn.ContactSet` to the bit."""
+    :class:`idyn.ContactSet`)."""
     m = rows.shape[0]
     for i in range(m):
         for k in range(7):
@@ -93,7 +88,7 @@ def framed_rows(rows, mu, frames, points):
         if np.isnan(mu[i]) or mu[i] < 0.0:
             return 4 * i + 3
         n0, n1, n2 = rows[i, 3], rows[i, 4], rows[i, 5]
-        norm = np.sqrt((n0 * n0 + n2 * n2) + n1 * n1)
+        norm = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         if norm < 1e-12:
             return 4 * i + 2
         frames[i, 0, 0], frames[i, 0, 1], frames[i, 0, 2] = n0 / norm, n1 / norm, n2 / norm

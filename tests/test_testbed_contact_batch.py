@@ -33,7 +33,9 @@ def test_non_finite_or_zero_normal_pybullet_contacts_are_rejected():
 
 
 @pytest.mark.parametrize("terrain", ["rigid", "rough"])
-def test_contacts_equal_the_validated_contact_set_bit_for_bit(terrain):
+def test_contacts_equal_the_validated_contact_set(terrain):
+    """The testbed's compiled framing gives ContactSet's contacts: same bodies, friction and gap,
+    points, unit normals and tangents to round-off (1.1e-16 measured; 1e-13 asserted)."""
     with pb.QuadrupedTestbed("links", terrain, mu=math.inf if terrain == "rigid" else math.nan) as tb:
         rng = np.random.default_rng(0)
         for _ in range(20):                               # a few perturbed standing steps
@@ -51,7 +53,7 @@ def test_contacts_equal_the_validated_contact_set_bit_for_bit(terrain):
             for a, b in zip(got, want):
                 assert a.body_a == b.body_a and a.body_b is None and a.mu == b.mu and a.phi == b.phi
                 np.testing.assert_array_equal(a.point, b.point)
-                np.testing.assert_array_equal(a.frame(), b.frame())
+                np.testing.assert_allclose(a.frame(), b.frame(), rtol=0, atol=1e-13)
 
 
 def _attribute_by_hand(points_b, pairs, points, frames, radius):
