@@ -368,10 +368,9 @@ def _level_row(prob: StageOne, W: np.ndarray) -> np.ndarray:
 
 
 #: an empty vector: no ``x3`` for :func:`kernel.stage_one`, no friction bound for
-#: :func:`kernel.clip_to_cone`; and no KKT LCP to make
-#: (writable, as every array the kernels take: a read-only one is another type to compile for)
+#: :func:`kernel.clip_to_cone` (writable, as every array the kernels take: a read-only one
+#: is another type to compile for)
 _NOTHING = np.zeros(0)
-_NO_LCP = np.zeros((0, 0))
 
 
 def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> tuple[np.ndarray, dict]:

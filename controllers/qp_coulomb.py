@@ -25,7 +25,6 @@ from typing import ClassVar
 import numpy as np
 
 from idyn.errors import InvalidInputError
-from idyn.qp import warm_up as qp_warm_up
 
 from .base import Controller, Solution, register
 from .dissipation import OBJECTIVES, build_stage_one, new_outputs, solve_one_stage, solve_priced, solve_stage_two
@@ -64,12 +63,6 @@ class DissipationController(Controller):
         self.stage2, self.stage1_solver, self.ridge, self.qp_backend = stage2, stage1_solver, ridge, qp_backend
         #: the work arrays of Stage I and II, made once per problem size
         self._buffers: dict = {}
-
-    def warm_up(self) -> None:
-        """:meth:`controllers.Controller.warm_up`, then the QP adapter's general path
-        (:func:`idyn.qp.warm_up`): Stage II's ridge-definite QP skips it, its rare fallbacks do not."""
-        super().warm_up()
-        qp_warm_up()
 
     def _solve(self, q, v, vdot, contacts) -> Solution:
         """One step: the reduced dynamics (:meth:`controllers.dynamics.StepDynamics.update`),

@@ -5,8 +5,10 @@ kernel on its first call with new argument types; inside a 1 kHz loop either is 
 milliseconds to seconds.  :func:`warm_up` runs the controller on synthetic states of its own
 model so that its loop never meets a kernel for the first time: no contacts; contacts at the
 leaf bodies with finite and with infinite friction, all of them or two, one duplicated; closing
-velocities (the touchdown impact); the contact-free fallback.  The argument types, not the values, decide
-what numba compiles, so any model and any contact set exercise the same machine code.
+velocities (the touchdown impact); the contact-free fallback; for the controllers that predict
+contact forces, the general path of :func:`idyn.qp.solve_built`, which the data decide on.  The
+argument types, not the values, decide what numba compiles, so any model and any contact set
+exercise the same machine code.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import numpy as np
 import pinocchio as pin
 
 from idyn.contact import Contact
+from idyn.qp import warm_up as qp_warm_up
 from idyn.state import Desired, RobotState
 
 
@@ -68,4 +71,8 @@ def warm_up(controller) -> None:
             observe(list(contacts), np.zeros((len(contacts), 3)))
         controller.compute(state, desired, list(contacts))
     controller._fallback(q, v_rest, desired.vdot, len(bodies))
+    if controller.predicts_contact_forces:
+        # the QP adapter's general path: the contact models reach it only on rare fallbacks
+        # (Stage II's ridge-definite QP skips it; lcp-coulomb's and lcp-noslip's QPs take it)
+        qp_warm_up()
     controller.reset()
