@@ -154,9 +154,9 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
 
     ``definite``: the caller guarantees that ``H`` is exactly symmetric and passes the
     positive-definiteness test by construction (e.g. a ridge bounding its condition number well
-    below ``1 / PD_TOL``) and C-contiguous arrays; with no equality rows and some inequality rows  quadprog's answer is then
-    taken, if the feasibility check accepts it, without the test and the symmetrisation (which
-    would not change ``H``); otherwise the general path runs."""
+    below ``1 / PD_TOL``) and C-contiguous arrays; with no equality rows and some inequality
+    rows, quadprog's answer is then taken, if the feasibility check accepts it, without the test
+    and the symmetrisation (which would not change ``H``); otherwise the general path runs."""
     if definite and backend == "quadprog" and not Ae.shape[0] and H.shape[0] and Ai.shape[0]:
         try:
             x, _, _, its = quadprog.solve_qp(H, -c, Ai.T, bi, 0)[:4]
