@@ -1,0 +1,9 @@
+"""MuJoCo testbeds (``--backend mujoco``): the quadruped on a rigid plane.
+
+The interface and conventions are those of :class:`robots.testbed.Testbed`, as for
+:mod:`robots.pybullet` and :mod:`robots.sim`. Importing this package imports MuJoCo (PyPI
+``mujoco``, in the ``mujoco`` and ``test`` extras); ``robots`` itself does not.
+"""
+from .quadruped import QuadrupedTestbed
+
+__all__ = ["QuadrupedTestbed"]
