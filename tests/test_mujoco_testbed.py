@@ -92,3 +92,21 @@ def test_unsupported_options_raise():
 def test_friction_is_the_grounds():
     tb = QuadrupedTestbed(robots.quadruped("links"), mu=0.4)
     assert all(c.mu == pytest.approx(0.4) for c in tb.contacts())
+
+
+def test_cli_runs_on_mujoco(tmp_path, capsys):
+    """``--backend mujoco`` reaches the MuJoCo testbed through ``idyn run`` and ``idyn demo``;
+    terrains MuJoCo does not model are refused in one line."""
+    import json
+
+    from experiments.cli import main
+
+    assert main(["run", "--backend", "mujoco", "--quadruped", "a1", "--duration", "0.03",
+                 "--out", str(tmp_path / "run")]) == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["steps"] == 30 and not metrics["fell"]
+    assert main(["demo", "--backend", "mujoco", "--duration", "0.02", "--out", str(tmp_path / "demo")]) == 0
+    assert "(quadruped, mujoco)" in capsys.readouterr().out
+    assert main(["run", "--backend", "mujoco", "--terrain", "rough", "--duration", "0.01",
+                 "--out", str(tmp_path / "rough")]) == 2
+    assert "only the rigid terrain" in capsys.readouterr().err

@@ -13,7 +13,7 @@ import pytest
 
 import robots
 from idyn.errors import InvalidInputError
-from robots.testbed import Testbed as TestbedProtocol
+from robots import testbed as protocol
 
 GRAVITY = 9.81
 
@@ -86,7 +86,7 @@ def _hold_torques(model, q) -> np.ndarray:
 
 
 def test_is_a_testbed(testbed):
-    assert isinstance(testbed, TestbedProtocol)
+    assert isinstance(testbed, protocol.Testbed)
     assert 0 < testbed.dt <= 0.01 and testbed.contact_margin >= 0
 
 
