@@ -13,8 +13,8 @@ from __future__ import annotations
 from . import add_controller, add_friction_limit, add_seed, terrain_names
 
 NAME = "demo"
-HELP = ("LINKS trotting the waypoint course in PyBullet (or --backend idyn, mujoco) under an ID controller (headless; "
-        "qp-coulomb by default)")
+HELP = ("LINKS trotting the waypoint course in PyBullet (or --backend idyn, mujoco) under an ID "
+        "controller (headless; qp-coulomb by default)")
 
 
 def add_arguments(parser) -> None:
