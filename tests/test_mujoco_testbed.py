@@ -110,3 +110,45 @@ def test_cli_runs_on_mujoco(tmp_path, capsys):
     assert main(["run", "--backend", "mujoco", "--terrain", "rough", "--duration", "0.01",
                  "--out", str(tmp_path / "rough")]) == 2
     assert "only the rigid terrain" in capsys.readouterr().err
+
+
+def test_manipulator_box_and_cli(tmp_path):
+    """The box MuJoCo simulates is the combined model's (mass, pose read back), and
+    ``idyn run --robot manipulator --backend mujoco`` runs."""
+    from experiments.cli import main
+    from robots.mujoco import ManipulatorTestbed
+
+    tb = ManipulatorTestbed()
+    d = tb.description
+    box = tb.robot.body_id("box")
+    assert tb.robot.mj.body_mass[box] == pytest.approx(d.box_mass, rel=1e-12)
+    np.testing.assert_allclose(tb.robot.mj.body_inertia[box], np.diag(d.box_inertia), rtol=1e-9)
+    mujoco.mj_kinematics(tb.robot.mj, tb.robot.data)
+    q = tb.state().q
+    np.testing.assert_allclose(tb.robot.data.xpos[box], q[d.model.nq:d.model.nq + 3], atol=1e-12)
+    np.testing.assert_allclose(tb.robot.data.xpos[box], d.box_placement(d.q0).translation, atol=1e-12)
+    assert main(["run", "--robot", "manipulator", "--backend", "mujoco", "--controller", "pid",
+                 "--duration", "0.02", "--out", str(tmp_path)]) == 0
+
+
+def test_normal_totals_are_the_sensed_normals():
+    """``sensed_normal_total`` (paper Table 5's quantity) is the sum of the reported contacts'
+    sensed normal forces while every loaded contact is reported (0.05 s: the quadruped sags on
+    its feet without torque; the fingers squeeze the box with 1 N m each)."""
+    from robots.mujoco import ManipulatorTestbed
+
+    arm = ManipulatorTestbed()
+    squeeze = np.zeros(arm.model.na)
+    names = arm.model.actuated_joint_names
+    for joint, sign in zip(arm.description.finger_joints, arm.description.finger_close_sign):
+        squeeze[names.index(joint)] = sign
+    for tb, tau in ((QuadrupedTestbed("links"), np.zeros(12)), (arm, squeeze)):
+        loaded = 0
+        for _ in range(50):
+            tb.contacts()
+            tb.apply(tau)
+            tb.step()
+            total = tb.sensed_normal_total()
+            assert total == pytest.approx(tb.sensed_contact_forces()[:, 0].sum(), rel=1e-9, abs=1e-12)
+            loaded += total > 0.1
+        assert loaded >= 10, type(tb)

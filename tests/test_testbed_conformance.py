@@ -235,3 +235,88 @@ def test_apply_rejects_bad_torques(testbed):
         testbed.apply(np.zeros(testbed.model.na + 1))
     with pytest.raises(InvalidInputError):
         testbed.apply(np.full(testbed.model.na, np.nan))
+
+
+# ---------------------------------------------------------------- the manipulator and its box
+def _pybullet_arm():
+    from robots.pybullet import ManipulatorTestbed
+    return ManipulatorTestbed()
+
+
+def _idyn_arm():
+    from robots.sim import ManipulatorTestbed
+    return ManipulatorTestbed()
+
+
+def _mujoco_arm():
+    from robots.mujoco import ManipulatorTestbed
+    return ManipulatorTestbed()
+
+
+ARM_FACTORIES = {"pybullet": _pybullet_arm, "idyn": _idyn_arm, "mujoco": _mujoco_arm}
+
+
+@pytest.fixture(scope="module", params=sorted(ARM_FACTORIES))
+def arm(request):
+    tb = ARM_FACTORIES[request.param]()
+    yield tb
+    tb.close()
+
+
+def _box_q(arm, position, rotation=np.eye(3)) -> np.ndarray:
+    d = arm.description
+    return d.combined_q(d.q0, pin.SE3(rotation, np.asarray(position, dtype=float)))
+
+
+def test_arm_is_a_testbed_holding_the_box(arm):
+    """At the reference grasp every fingertip touches the box: body B the box, the point on the
+    box's surface, the normal from the box's face towards the fingertip's centre."""
+    assert isinstance(arm, protocol.Testbed)
+    d = arm.description
+    state = arm.reset()
+    contacts = arm.contacts()
+    tips = {t.link: t for t in d.fingertips.values()}
+    assert sorted(c.body_a for c in contacts) == sorted(tips)
+    box = pin.XYZQUATToSE3(state.q[d.model.nq:])
+    for c in contacts:
+        assert c.body_b == "box" and abs(c.phi) <= 1e-6
+        tip = tips[c.body_a]
+        centre = d.model.frame_placement(state.q[:d.model.nq], tip.link).act(tip.offset)
+        np.testing.assert_allclose(centre - c.point, (tip.radius + c.phi) * c.normal, atol=1e-6)
+        local = box.actInv(c.point)
+        assert abs(np.abs(local).max() - d.box_side / 2) <= 1e-6      # on a face
+
+
+def test_arm_state_round_trip(arm):
+    rng = np.random.default_rng(3)
+    q = _box_q(arm, [1.5, 1.5, 0.5], pin.exp3(rng.uniform(-1, 1, 3)))
+    q[:arm.description.model.nq] += rng.uniform(-0.2, 0.2, arm.description.model.nq)
+    v = rng.normal(0.0, 1.0, arm.model.nv)
+    state = arm.reset(q, v)
+    assert np.abs(pin.difference(arm.model.pinocchio_model, q, state.q)).max() <= 1e-9
+    np.testing.assert_allclose(state.v, v, atol=1e-9)
+
+
+def test_box_on_the_ground_carries_its_weight(arm):
+    """The box set down far from the arm: its four bottom corners are reported (normal +z, gap
+    0) and, over 0.2 s at rest, the sensed forces on them sum to the box's weight; no fingertip
+    is reported."""
+    d = arm.description
+    half = d.box_side / 2
+    q = _box_q(arm, [1.5, 1.5, half])
+    arm.reset(q)
+    hold = np.zeros(arm.model.na)
+    totals = []
+    for k in range(200):
+        contacts = arm.contacts()
+        arm.apply(hold)
+        arm.step()
+        forces = arm.sensed_contact_forces()
+        box = [(c, f) for c, f in zip(contacts, forces) if c.body_a == "box" and c.body_b is None]
+        assert len(box) == 4 and all(c.body_b is None for c in contacts)
+        if k == 0:
+            assert all(abs(c.phi) <= 1e-6 and c.normal[2] == pytest.approx(1.0) for c, _ in box)
+        if k >= 100:
+            totals.append(sum(c.frame().T @ f for c, f in box))
+    weight = d.box_mass * GRAVITY
+    np.testing.assert_allclose(np.mean(totals, axis=0), [0.0, 0.0, weight], atol=1e-3 * weight)

@@ -44,6 +44,8 @@ except ImportError as exc:      # pragma: no cover - the dependency is declared 
 
 #: standard gravity (m/s^2), pinocchio's default, also given to MuJoCo
 GRAVITY = 9.81
+#: pinocchio's name of a floating base's free-flyer joint, given to MuJoCo's free joint too
+ROOT_JOINT = "root_joint"
 
 
 def check_dt(dt) -> float:
@@ -97,7 +99,7 @@ def urdf_spec(urdf, floating_base: bool) -> "mujoco.MjSpec":
         base = spec.worldbody.first_body()
         if base is None:
             raise ModelLoadError(f"{urdf} has no link")
-        base.add_freejoint()
+        base.add_freejoint().name = ROOT_JOINT
     return spec
 
 
@@ -106,7 +108,8 @@ class MjRobot:
 
     ``spec``: the spec of :func:`urdf_spec` with the environment added (its geoms with
     ``conaffinity`` 1 and a higher ``priority`` than the robot's), compiled here with time step
-    ``dt``.
+    ``dt``. Every free-flyer joint of the pinocchio model (a floating base, a free body such as
+    the manipulator's box) is MuJoCo's free joint of the same name.
     """
 
     def __init__(self, model: RobotModel, spec, dt: float):
@@ -139,10 +142,16 @@ class MjRobot:
         #: pinocchio v index and MuJoCo dof address of each actuated joint (tau's order)
         self._iv = np.array([j.idx_v for j in joints], dtype=int)
         self._dof = np.asarray(dadr, dtype=int)
-        self.floating = model.floating_base
-        if self.floating:
-            free = [j for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
-            self._free = (int(m.jnt_qposadr[free[0]]), int(m.jnt_dofadr[free[0]]))
+        #: (pinocchio q index, v index, MuJoCo qpos address, dof address) of each free flyer
+        self._free = []
+        for jid in range(1, pm.njoints):
+            if pm.joints[jid].shortname() != "JointModelFreeFlyer":
+                continue
+            mj_id = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, pm.names[jid])
+            if mj_id < 0 or m.jnt_type[mj_id] != mujoco.mjtJoint.mjJNT_FREE:
+                raise ModelLoadError(f"MuJoCo's model has no free joint {pm.names[jid]!r}")
+            self._free.append((pm.joints[jid].idx_q, pm.joints[jid].idx_v,
+                               int(m.jnt_qposadr[mj_id]), int(m.jnt_dofadr[mj_id])))
         self.mass = float(m.body_mass.sum())
         self.na = len(names)
 
@@ -162,14 +171,13 @@ class MjRobot:
         iq, adr = self._q2
         q[iq], q[iq + 1] = np.cos(qpos[adr]), np.sin(qpos[adr])
         v[self._iv] = qvel[self._dof]
-        if self.floating:
-            a, b = self._free
-            q[:3] = qpos[a:a + 3]
-            q[3:6] = qpos[a + 4:a + 7]
-            q[6] = qpos[a + 3]
-            R = pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix()
-            v[:3] = R.T @ qvel[b:b + 3]
-            v[3:6] = qvel[b + 3:b + 6]
+        for i, j, a, b in self._free:
+            q[i:i + 3] = qpos[a:a + 3]
+            q[i + 3:i + 6] = qpos[a + 4:a + 7]
+            q[i + 6] = qpos[a + 3]
+            R = pin.Quaternion(q[i + 6], q[i + 3], q[i + 4], q[i + 5]).toRotationMatrix()
+            v[j:j + 3] = R.T @ qvel[b:b + 3]
+            v[j + 3:j + 6] = qvel[b + 3:b + 6]
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             raise validation.NonFiniteError("MuJoCo's state contains NaN or infinite values")
         return q, v
@@ -182,17 +190,19 @@ class MjRobot:
         iq, adr = self._q2
         qpos[adr] = np.arctan2(q[iq + 1], q[iq])
         qvel[self._dof] = v[self._iv]
-        if self.floating:
-            a, b = self._free
-            quat = pin.Quaternion(q[6], q[3], q[4], q[5])
-            qpos[a:a + 3] = q[:3]
-            qpos[a + 3], qpos[a + 4:a + 7] = q[6], q[3:6]
-            qvel[b:b + 3] = quat.toRotationMatrix() @ v[:3]
-            qvel[b + 3:b + 6] = v[3:6]
+        for i, j, a, b in self._free:
+            quat = pin.Quaternion(q[i + 6], q[i + 3], q[i + 4], q[i + 5])
+            qpos[a:a + 3] = q[i:i + 3]
+            qpos[a + 3], qpos[a + 4:a + 7] = q[i + 6], q[i + 3:i + 6]
+            qvel[b:b + 3] = quat.toRotationMatrix() @ v[j:j + 3]
+            qvel[b + 3:b + 6] = v[j + 3:j + 6]
 
     def set_torques(self, tau: np.ndarray) -> None:
         self.data.qfrc_applied[:] = 0.0
         self.data.qfrc_applied[self._dof] = tau
+
+
+_NO_FORCES = (np.zeros((0, 2), dtype=int), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
 
 
 class Testbed:
@@ -210,7 +220,8 @@ class Testbed:
         self._contacts: list = []
         self._owners = np.zeros((0, 2), dtype=int)   # per reported contact: MuJoCo geom A, geom B
         self._frames = np.zeros((0, 3, 3))
-        self._sensed: dict = {}
+        self._sensed = _NO_FORCES
+        self._points = np.zeros((0, 3))
 
     def _start(self, robot: MjRobot) -> None:
         self.robot = robot
@@ -255,39 +266,58 @@ class Testbed:
         d.qfrc_applied[:] = 0.0
         d.time = 0.0
         mujoco.mj_step1(self.robot.mj, d)
-        self._sensed = {}
-        self._remember([], np.zeros((0, 2), dtype=int), np.zeros((0, 3, 3)))
+        self._sensed = _NO_FORCES
+        self._remember([], np.zeros((0, 2), dtype=int), np.zeros((0, 3)), np.zeros((0, 3, 3)))
 
-    def _remember(self, contacts: list, owners: np.ndarray, frames: np.ndarray) -> None:
-        """Keep the reported ``contacts``, their MuJoCo geom pairs (A, B) and frames (rows n, s, t)."""
-        self._contacts, self._owners, self._frames = contacts, owners, frames
+    def _remember(self, contacts: list, owners: np.ndarray, points: np.ndarray, frames: np.ndarray) -> None:
+        """Keep the reported ``contacts``, their MuJoCo geom pairs (A, B), points and frames
+        (rows n, s, t)."""
+        self._contacts, self._owners, self._points, self._frames = contacts, owners, points, frames
 
-    def _contact_forces(self) -> dict:
-        """The step's force on geom A of every (A, B) geom pair that had a MuJoCo contact with a
-        force, in the world frame: ``mj_contactForce`` (MuJoCo's contact frame, the force on
-        geom2) rotated to the world and summed per pair, both orders of the pair."""
+    def _contact_forces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The step's MuJoCo contacts that carried a force: their geom pairs (k, 2), points (k, 3),
+        the force on the pair's first geom in the world frame (k, 3) and the normal force (k,),
+        from ``mj_contactForce`` (MuJoCo's contact frame, the force on geom2)."""
         d = self.robot.data
         con = d.contact
-        out: dict = {}
+        active = np.flatnonzero(con.efc_address[:d.ncon] >= 0)
+        forces, normal = np.empty((active.size, 3)), np.empty(active.size)
         f6 = np.zeros(6)
-        for k in np.flatnonzero(con.efc_address[:d.ncon] >= 0):
+        for row, k in enumerate(active):
             mujoco.mj_contactForce(self.robot.mj, d, int(k), f6)
-            f = con.frame[k].reshape(3, 3).T @ f6[:3]
-            a, b = int(con.geom1[k]), int(con.geom2[k])
-            out[b, a] = out.get((b, a), 0.0) + f
-            out[a, b] = out.get((a, b), 0.0) - f
-        return out
+            forces[row] = -(con.frame[k].reshape(3, 3).T @ f6[:3])
+            normal[row] = f6[0]
+        pairs = np.stack((con.geom1[active], con.geom2[active]), axis=1).reshape(-1, 2)
+        return pairs, con.pos[active].reshape(-1, 3), forces, normal
+
+    def _normal_total(self, geoms_a, geoms_b) -> float:
+        """Sum of the last step's MuJoCo normal forces between any geom of ``geoms_a`` and any of
+        ``geoms_b`` (N)."""
+        pairs, _, _, normal = self._sensed
+        a, b = np.isin(pairs, list(geoms_a)), np.isin(pairs, list(geoms_b))
+        return float(normal[(a[:, 0] & b[:, 1]) | (a[:, 1] & b[:, 0])].sum())
 
     def sensed_contact_forces(self) -> np.ndarray:
         """(n, 3) forces [normal, s, t] (N) on body A of each contact last returned by
-        ``contacts()``, over the last step: every MuJoCo contact of the step between the
-        contact's two geoms, summed and projected on its frame (zero rows where there was none,
+        ``contacts()``, over the last step: each MuJoCo contact of the step goes to the nearest
+        reported contact between the same two geoms (as robots.pybullet attributes its
+        points); the sum is projected on the contact's frame (zero rows where there was none,
         and before the first step)."""
         out = np.zeros((len(self._contacts), 3))
-        for i, (a, b) in enumerate(self._owners.tolist()):
-            f = self._sensed.get((a, b))
-            if f is not None:
-                out[i] = self._frames[i] @ f
+        pairs, points, forces, _ = self._sensed
+        if not len(out) or not len(pairs):
+            return out
+        owners = self._owners
+        for (g1, g2), p, f in zip(pairs.tolist(), points, forces):
+            same = np.flatnonzero((owners[:, 0] == g1) & (owners[:, 1] == g2))
+            sign = 1.0
+            if not same.size:
+                same = np.flatnonzero((owners[:, 0] == g2) & (owners[:, 1] == g1))
+                sign = -1.0
+            if not same.size:
+                continue
+            i = same[np.argmin(np.linalg.norm(self._points[same] - p, axis=1))] if same.size > 1 else same[0]
+            out[i] += sign * (self._frames[i] @ f)
         return out
 
     def close(self) -> None:

@@ -157,12 +157,11 @@ class QuadrupedTestbed(Testbed):
             found.append(self._foot_names[i])
             owners.append((geom, self._ground))
         rows = np.array(rows, dtype=float).reshape(-1, 7)
-        out, _, frames = framed_contacts_prechecked(found, (None,) * len(found), rows,
+        out, points, frames = framed_contacts_prechecked(found, (None,) * len(found), rows,
                                                     np.array(mus, dtype=float))
-        self._remember(out, np.array(owners, dtype=int).reshape(-1, 2), frames)
+        self._remember(out, np.array(owners, dtype=int).reshape(-1, 2), points, frames)
         return list(out)
 
     def sensed_normal_total(self) -> float:
         """Sum of MuJoCo's normal forces between the robot and the ground in the last step (N)."""
-        ground = self._ground
-        return float(sum(f[2] for (a, b), f in self._sensed.items() if b == ground))
+        return self._normal_total(range(self.robot.mj.ngeom), [self._ground])
