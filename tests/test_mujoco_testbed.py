@@ -152,3 +152,18 @@ def test_normal_totals_are_the_sensed_normals():
             assert total == pytest.approx(tb.sensed_contact_forces()[:, 0].sum(), rel=1e-9, abs=1e-12)
             loaded += total > 0.1
         assert loaded >= 10, type(tb)
+
+
+def test_readme_loop_runs_and_trots():
+    """The README's "Use it in your own loop" runs as printed: 2 s of trot, standing at the end."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## Use it in your own loop", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(code.splitlines()) <= 40
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    quad, state = scope["quad"], scope["state"]
+    assert state.t == pytest.approx(1.999) and state.q[2] > 0.8 * quad.nominal_base_height
+    assert abs(scope["sensed"][:, 0].sum() - quad.model.total_mass * 9.81) < 0.5 * quad.model.total_mass * 9.81
