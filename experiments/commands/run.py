@@ -26,7 +26,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--duration", type=float, default=30.0, help="virtual seconds (default: %(default)s)")
     add_seed(parser)
     parser.add_argument("--backend", choices=("pybullet", "idyn", "mujoco"), default="pybullet",
-                        help="physics: PyBullet, idyn.sim or MuJoCo (rigid terrain only; "
+                        help="physics: PyBullet, idyn.sim or MuJoCo (no compliant terrain; "
                              "the 'mujoco' extra) (default: %(default)s)")
     parser.add_argument("--contact-model", default=None,
                         choices=("ap-lcp", "noslip", "qp", "compliant", "penalty"),

@@ -1,4 +1,4 @@
-"""MuJoCo testbeds (``--backend mujoco``): the quadruped on a rigid plane and the grasping manipulator.
+"""MuJoCo testbeds (``--backend mujoco``): the quadruped (rigid plane, rough heightfield) and the manipulator.
 
 The interface and conventions are those of :class:`robots.testbed.Testbed`, as for
 :mod:`robots.pybullet` and :mod:`robots.sim`. Importing this package imports MuJoCo (PyPI

@@ -182,9 +182,11 @@ class MjRobot:
             raise validation.NonFiniteError("MuJoCo's state contains NaN or infinite values")
         return q, v
 
-    def write(self, q, v) -> None:
-        """Set MuJoCo's state from pinocchio (q, v) (q, v checked by the caller)."""
-        qpos, qvel = self.data.qpos, self.data.qvel
+    def write(self, q, v, data=None) -> None:
+        """Set MuJoCo's state (of ``data``, default the testbed's) from pinocchio (q, v) (q, v
+        checked by the caller)."""
+        data = self.data if data is None else data
+        qpos, qvel = data.qpos, data.qvel
         iq, adr = self._q1
         qpos[adr] = q[iq]
         iq, adr = self._q2
@@ -243,9 +245,13 @@ class Testbed:
         self.robot.set_torques(self._tau)
         mujoco.mj_step2(m, d)
         self._sensed = self._contact_forces()
+        self._before_collision()
         mujoco.mj_step1(m, d)
         self._state = None
         self.t += self.dt
+
+    def _before_collision(self) -> None:
+        """Hook run at each new state before MuJoCo's collision (per-state contact parameters)."""
 
     def state(self) -> RobotState:
         """The measured state (q, v) in pinocchio conventions at the current time (cached per step)."""
@@ -265,6 +271,7 @@ class Testbed:
         d.qacc_warmstart[:] = 0.0
         d.qfrc_applied[:] = 0.0
         d.time = 0.0
+        self._before_collision()
         mujoco.mj_step1(self.robot.mj, d)
         self._sensed = _NO_FORCES
         self._remember([], np.zeros((0, 2), dtype=int), np.zeros((0, 3)), np.zeros((0, 3, 3)))
