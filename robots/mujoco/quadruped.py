@@ -57,7 +57,7 @@ SOLVER_ITERATIONS, SOLVER_TOLERANCE = 100, 1e-10
 
 
 class QuadrupedTestbed(Testbed):
-    """A quadruped in MuJoCo, torque controlled, on a rigid plane.
+    """A quadruped in MuJoCo, torque controlled, on a rigid plane or the rough heightfield.
 
     Parameters
     ----------
