@@ -73,8 +73,8 @@ from .scenario import LOCOMOTION_FRICTION_LIMIT
 MATCHED = {"lcp-coulomb": ("ap-lcp", 0.5), "lcp-noslip": ("noslip", math.inf), "qp-coulomb": ("qp", 0.5)}
 #: the controllers that predict contact forces (paper Table 5)
 PREDICTING = ("lcp-noslip", "lcp-coulomb", "qp-coulomb", "qp-noslip")
-#: the idyn.sim contact models and PyBullet, the columns of the table
-BACKENDS = ("ap-lcp", "noslip", "qp", "compliant", "penalty", "pybullet")
+#: the idyn.sim contact models, PyBullet and MuJoCo, the columns of the table
+BACKENDS = ("ap-lcp", "noslip", "qp", "compliant", "penalty", "pybullet", "mujoco")
 #: the rigid idyn.sim models, which resolve touchdowns as passive impacts like the controllers
 RIGID_MODELS = ("ap-lcp", "noslip", "qp")
 #: ground friction of the Coulomb cells (no-slip controllers and models get mu = inf)
@@ -136,7 +136,7 @@ def is_matched(controller: str, backend: str) -> bool:
 
 
 def build_testbed(robot, backend: str, mu: float, model_options: dict | None = None):
-    """The trot's testbed for a column of the table: PyBullet rigid ground, the penalty model on
+    """The trot's testbed for a column of the table: PyBullet and MuJoCo rigid ground, the penalty model on
     compliant ground, the other idyn.sim models on rigid ground (passive impacts for rigid ones),
     built with ``model_options`` (constructor options of the rigid idyn.sim models only)."""
     if model_options and backend not in RIGID_MODELS:
@@ -144,6 +144,9 @@ def build_testbed(robot, backend: str, mu: float, model_options: dict | None = N
     if backend == "pybullet":
         from robots import pybullet as pybullet_testbeds
         return pybullet_testbeds.QuadrupedTestbed(robot, "rigid", mu)
+    if backend == "mujoco":
+        from robots import mujoco as mujoco_testbeds
+        return mujoco_testbeds.QuadrupedTestbed(robot, "rigid", mu)
     from robots import sim as sim_testbeds
     if backend == "penalty":
         return sim_testbeds.QuadrupedTestbed(robot, "compliant", mu)

@@ -46,6 +46,8 @@ def build_testbed(scenario: Scenario):
     mu = scenario.mu            # the testbeds simulate mu = inf as no slip (robots.terrain.simulated_mu)
     if scenario.backend == "pybullet":
         from robots import pybullet as backend
+    elif scenario.backend == "mujoco":
+        from robots import mujoco as backend
     else:
         from robots import sim as backend
     extra = {} if scenario.contact_model is None else {"contact_model": scenario.contact_model}

@@ -35,7 +35,7 @@ def check_friction_limit(value: float | None) -> float | None:
     if value is not None and not (math.isfinite(value) and value >= 0):
         raise InvalidInputError(f"friction_limit must be finite and >= 0 (or None), got {value}")
     return value
-BACKENDS = ("pybullet", "idyn")
+BACKENDS = ("pybullet", "idyn", "mujoco")
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from . import add_controller, add_friction_limit, add_seed, terrain_names
 
 NAME = "demo"
-HELP = ("LINKS trotting the waypoint course in PyBullet under an ID controller (headless; "
-        "qp-coulomb by default)")
+HELP = ("LINKS trotting the waypoint course in PyBullet (or --backend idyn, mujoco) under an ID "
+        "controller (headless; qp-coulomb by default)")
 
 
 def add_arguments(parser) -> None:
@@ -24,6 +24,9 @@ def add_arguments(parser) -> None:
                         help=f"one of {terrain_names()} (default: %(default)s)")
     add_seed(parser)
     add_friction_limit(parser)
+    parser.add_argument("--backend", choices=("pybullet", "idyn", "mujoco"), default="pybullet",
+                        help="physics: PyBullet, idyn.sim or MuJoCo (no compliant terrain; the 'mujoco' "
+                             "extra) (default: %(default)s)")
 
 
 def run(args) -> int:
@@ -32,7 +35,7 @@ def run(args) -> int:
     from ..scenario import terrain_scenario
 
     scenario = terrain_scenario(args.terrain, controller=args.controller, duration=args.duration,
-                                seed=args.seed, friction_limit=args.friction_limit)
+                                seed=args.seed, friction_limit=args.friction_limit, backend=args.backend)
     result = run_scenario(scenario, out_dir=args.out, progress=True, plots=True)
     print_run_summary(scenario, result)
     return 0

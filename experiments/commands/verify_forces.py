@@ -1,5 +1,5 @@
 """``idyn verify-forces``: every predicting controller against every contact model (paper
-Sec. 8.2, Table 5 and its footnote), PyBullet included.
+Sec. 8.2, Table 5 and its footnote), PyBullet and MuJoCo included.
 
 Runs the trot once per (controller, model) cell, prints the table of mean relative errors of the
 predicted summed normal force (matched models marked ``*``) and writes ``DIR/verify_forces.json``
@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 NAME = "verify-forces"
-HELP = ("verify contact-force predictions: every controller against every contact model (idyn.sim "
-        "and PyBullet) on the trot, as a table")
+HELP = ("verify contact-force predictions: every controller against every contact model (idyn.sim, "
+        "PyBullet and MuJoCo) on the trot, as a table")
 
 CSV_KEYS = ("controller", "backend", "mu", "matched", "balance", "friction_limit", "trotted_s", "fell", "mean_abs_N", "mean_rel",
             "median_rel", "max_rel", "steps", "wall_s", "error")

@@ -40,6 +40,9 @@ class QuadrupedTestbed(Testbed):
     seed: seed of the rough terrain (heights and frictions).
     """
 
+    #: (m) :meth:`contacts` reports the feet within this gap (:class:`robots.testbed.Testbed`)
+    contact_margin = CONTACT_MARGIN
+
     def __init__(self, robot="links", terrain: str = "rigid", mu=math.inf, seed: int = 0,
                  dt: float = 0.001, gui: bool = False):
         self.quadruped = resolve_quadruped(robot)

@@ -39,6 +39,12 @@ class SimTestbed:
     def na(self) -> int:
         return self.model.na
 
+    @property
+    def contact_margin(self) -> float:
+        """(m) the simulator's detection margin (:class:`idyn.sim.World`; it also reports pairs
+        closing to within it in the coming step, :class:`robots.testbed.Testbed`)."""
+        return self.sim.world.margin
+
     def apply(self, tau) -> None:
         """Set the actuated joint torques (pinocchio actuated order), held until changed."""
         tau = np.asarray(tau, dtype=float)

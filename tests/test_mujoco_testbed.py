@@ -1,0 +1,206 @@
+"""The MuJoCo quadruped testbed beyond the protocol (tests/test_testbed_conformance.py): the model
+MuJoCo compiles from the URDF is pinocchio's (masses, forward kinematics of every foot under the
+state mapping), and rigid ground stays rigid while standing (penetration, sliding)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+mujoco = pytest.importorskip("mujoco")
+
+import robots                                                    # noqa: E402
+from idyn.errors import InvalidInputError                        # noqa: E402
+from robots.mujoco import QuadrupedTestbed                       # noqa: E402
+
+ROBOTS = ("links", "a1")
+#: joint PD gains (N m/rad, N m s/rad) that keep each robot's stance
+GAINS = {"links": (2.0, 0.01), "a1": (50.0, 0.5)}
+
+
+@pytest.fixture(scope="module", params=ROBOTS)
+def testbed(request):
+    return QuadrupedTestbed(request.param)
+
+
+def test_masses_match_pinocchio(testbed):
+    assert abs(testbed.robot.mass - testbed.model.total_mass) <= 1e-9 * testbed.model.total_mass
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_foot_kinematics_match_pinocchio(testbed, seed):
+    """After reset(q) at a random pose (orientation, joints) MuJoCo's own forward kinematics puts
+    every foot body where pinocchio puts the foot frame: the state mapping (quaternion order,
+    joint order) and the compiled URDF agree."""
+    rng = np.random.default_rng(seed)
+    quad = testbed.quadruped
+    q = quad.q_stand.copy()
+    q[:3] = rng.uniform(-1.0, 1.0, 3) + [0, 0, 1.5]
+    q[3:7] = pin.Quaternion(pin.exp3(rng.uniform(-1.0, 1.0, 3))).coeffs()
+    q[7:] += rng.uniform(-0.5, 0.5, q.size - 7)
+    testbed.reset(q)
+    m, d = testbed.robot.mj, testbed.robot.data
+    mujoco.mj_kinematics(m, d)
+    for foot in quad.feet.values():
+        M = testbed.model.frame_placement(q, foot.link)
+        body = testbed.robot.body_id(foot.link)
+        np.testing.assert_allclose(d.xpos[body], M.translation, atol=1e-9)
+        np.testing.assert_allclose(d.xmat[body].reshape(3, 3), M.rotation, atol=1e-9)
+
+
+def test_rigid_ground_standing(testbed):
+    """Held in its stance for 1 s by quasi-static torques: the feet penetrate at most 20 um
+    (measured: LINKS 7.6 um, a1 4.3 um) and the material point of each foot at its contact
+    slides at most 1 um/s (measured: LINKS 5e-8, a1 4e-9 m/s, in the first step), from
+    pinocchio's foot velocity at the reported point."""
+    quad = testbed.quadruped
+    testbed.reset()
+    q0 = testbed.state().q.copy()
+    pm = testbed.model.pinocchio_model
+    data = pm.createData()
+    g = pin.computeGeneralizedGravity(pm, data, q0)
+    pin.computeJointJacobians(pm, data, q0)
+    pin.updateFramePlacements(pm, data)
+    J = np.vstack([pin.getFrameJacobian(pm, data, pm.getFrameId(f.link), pin.LOCAL_WORLD_ALIGNED)[:3]
+                   for f in quad.feet.values()])
+    hold = (g - J.T @ np.linalg.lstsq(J[:, :6].T, g[:6], rcond=None)[0])[6:]
+    # light PD on top (explicit PD on LINKS's 0.1 kg links needs small gains)
+    kp, kd = GAINS[quad.name]
+    deepest, slip = 0.0, 0.0
+    for _ in range(1000):
+        s = testbed.state()
+        contacts = testbed.contacts()
+        assert len(contacts) == 4
+        deepest = min(deepest, min(c.phi for c in contacts))
+        pin.forwardKinematics(pm, data, s.q, s.v)
+        pin.updateFramePlacements(pm, data)
+        for c in contacts:
+            fid = pm.getFrameId(c.body_a)
+            vel = pin.getFrameVelocity(pm, data, fid, pin.LOCAL_WORLD_ALIGNED)
+            at = vel.linear + np.cross(vel.angular, c.point - data.oMf[fid].translation)
+            slip = max(slip, np.linalg.norm(at - (at @ c.normal) * c.normal))
+        testbed.apply(hold + kp * (q0[7:] - s.q[7:]) - kd * s.v[6:])
+        testbed.step()
+    assert -deepest <= 2e-5
+    assert slip <= 1e-6
+
+
+def test_unsupported_options_raise():
+    with pytest.raises(InvalidInputError):
+        QuadrupedTestbed("links", terrain="compliant")
+    with pytest.raises(InvalidInputError):
+        QuadrupedTestbed("links", gui=True)
+    with pytest.raises(InvalidInputError):
+        QuadrupedTestbed("links", contact_margin=math.nan)
+
+
+def test_friction_is_the_grounds():
+    tb = QuadrupedTestbed(robots.quadruped("links"), mu=0.4)
+    assert all(c.mu == pytest.approx(0.4) for c in tb.contacts())
+
+
+def test_cli_runs_on_mujoco(tmp_path, capsys):
+    """``--backend mujoco`` reaches the MuJoCo testbed through ``idyn run`` and ``idyn demo``;
+    terrains MuJoCo does not model are refused in one line."""
+    import json
+
+    from experiments.cli import main
+
+    assert main(["run", "--backend", "mujoco", "--quadruped", "a1", "--duration", "0.03",
+                 "--out", str(tmp_path / "run")]) == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["steps"] == 30 and not metrics["fell"]
+    assert main(["demo", "--backend", "mujoco", "--duration", "0.02", "--out", str(tmp_path / "demo")]) == 0
+    assert "(quadruped, mujoco)" in capsys.readouterr().out
+    assert main(["run", "--backend", "mujoco", "--terrain", "compliant", "--duration", "0.01",
+                 "--out", str(tmp_path / "compliant")]) == 2
+    assert "rigid and rough terrains" in capsys.readouterr().err
+
+
+def test_manipulator_box_and_cli(tmp_path):
+    """The box MuJoCo simulates is the combined model's (mass, pose read back), and
+    ``idyn run --robot manipulator --backend mujoco`` runs."""
+    from experiments.cli import main
+    from robots.mujoco import ManipulatorTestbed
+
+    tb = ManipulatorTestbed()
+    d = tb.description
+    box = tb.robot.body_id("box")
+    assert tb.robot.mj.body_mass[box] == pytest.approx(d.box_mass, rel=1e-12)
+    np.testing.assert_allclose(tb.robot.mj.body_inertia[box], np.diag(d.box_inertia), rtol=1e-9)
+    mujoco.mj_kinematics(tb.robot.mj, tb.robot.data)
+    q = tb.state().q
+    np.testing.assert_allclose(tb.robot.data.xpos[box], q[d.model.nq:d.model.nq + 3], atol=1e-12)
+    np.testing.assert_allclose(tb.robot.data.xpos[box], d.box_placement(d.q0).translation, atol=1e-12)
+    assert main(["run", "--robot", "manipulator", "--backend", "mujoco", "--controller", "pid",
+                 "--duration", "0.02", "--out", str(tmp_path)]) == 0
+
+
+def test_normal_totals_are_the_sensed_normals():
+    """``sensed_normal_total`` (paper Table 5's quantity) is the sum of the reported contacts'
+    sensed normal forces while every loaded contact is reported (0.05 s: the quadruped sags on
+    its feet without torque; the fingers squeeze the box with 1 N m each)."""
+    from robots.mujoco import ManipulatorTestbed
+
+    arm = ManipulatorTestbed()
+    squeeze = np.zeros(arm.model.na)
+    names = arm.model.actuated_joint_names
+    for joint, sign in zip(arm.description.finger_joints, arm.description.finger_close_sign):
+        squeeze[names.index(joint)] = sign
+    for tb, tau in ((QuadrupedTestbed("links"), np.zeros(12)), (arm, squeeze)):
+        loaded = 0
+        for _ in range(50):
+            tb.contacts()
+            tb.apply(tau)
+            tb.step()
+            total = tb.sensed_normal_total()
+            assert total == pytest.approx(tb.sensed_contact_forces()[:, 0].sum(), rel=1e-9, abs=1e-12)
+            loaded += total > 0.1
+        assert loaded >= 10, type(tb)
+
+
+def test_readme_loop_runs_and_trots():
+    """The README's "Use it in your own loop" runs as printed: 2 s of trot, standing at the end."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## Use it in your own loop", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(code.splitlines()) <= 40
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    quad, state = scope["quad"], scope["state"]
+    assert state.t == pytest.approx(1.999) and state.q[2] > 0.8 * quad.nominal_base_height
+    assert abs(scope["sensed"][:, 0].sum() - quad.model.total_mass * 9.81) < 0.5 * quad.model.total_mass * 9.81
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_rough_terrain_heights_and_cell_friction(seed):
+    """The rough heightfield is the seeded heights (MuJoCo's gaps within 0.5 mm of idyn.sim's
+    bilinear ones: measured 0.4 mm, triangles against bilinear patches), and every touching foot
+    has the friction of the cell under it, wherever the robot stands."""
+    from idyn.sim.geometry import sphere_heightmap
+
+    tb = QuadrupedTestbed("links", terrain="rough", seed=seed)
+    quad = tb.quadruped
+    rng = np.random.default_rng(seed)
+    for trial in range(3):
+        if trial:
+            q = quad.q_stand.copy()
+            q[:2] = rng.uniform(-1.0, 1.0, 2)
+            q[2] += tb.heightmap.heights.max() + 0.01
+            for _ in range(20):             # on a slope, lowering closes only the vertical part
+                q[2] -= tb.foot_gaps(q).min()
+            tb.reset(q)
+        q = tb.state().q
+        centres = quad.foot_centres(q)
+        bilinear = [sphere_heightmap(c, f.radius, tb.heightmap).phi for c, f in zip(centres, quad.feet.values())]
+        np.testing.assert_allclose(tb.foot_gaps(q), bilinear, atol=5e-4)
+        contacts = tb.contacts()
+        assert contacts and all(abs(c.phi) <= 1e-6 for c in contacts)
+        for c in contacts:
+            i = quad.foot_frames.index(c.body_a)
+            assert c.mu == pytest.approx(tb.heightmap.frictions_at(centres[i:i + 1])[0], rel=1e-12)
+            assert c.normal[2] > 0.9
