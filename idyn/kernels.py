@@ -223,23 +223,12 @@ def prepare(H, pd_tol, Hs):
         for j in range(n):
             Hs[i, j] = 0.5 * (H[i, j] + H[j, i])
         scale = max(scale, abs(Hs[i, i]))
-    L = np.zeros((n, n))
-    dmin, dmax = np.inf, 0.0
-    for j in range(n):
-        s = Hs[j, j]
-        for t in range(j):
-            s -= L[j, t] * L[j, t]
-        if not s > 0.0:
-            return scale, False
-        d = np.sqrt(s)
-        L[j, j] = d
-        dmin, dmax = min(dmin, s), max(dmax, s)
-        for i in range(j + 1, n):
-            s = Hs[i, j]
-            for t in range(j):
-                s -= L[i, t] * L[j, t]
-            L[i, j] = s / d
-    return scale, dmin > pd_tol * max(dmax, 1e-300)
+    try:
+        L = np.linalg.cholesky(Hs)
+    except Exception:       # numpy's LinAlgError: not positive definite, or not finite
+        return scale, False
+    pivots = np.diag(L) ** 2
+    return scale, n == 0 or pivots.min() > pd_tol * max(pivots.max(), 1e-300)
 
 
 @cached_jit
