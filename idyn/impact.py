@@ -22,22 +22,15 @@ identities::
 
 an LCP over ``z = [f_N; f_F; lambda]`` whose matrix is built from the Delassus matrix
 ``W = J M^-1 J^T`` and whose constant is ``J v``: :class:`idyn.friction_pyramid.PyramidLCP` with
-every contact edged and no equalities, the builder idyn.sim's ``ap-lcp`` uses too. A contact whose gap stays
-open through the step (``w_N > 0``) takes no impulse; a contact that takes one ends the impact
-touching (``w_N = 0``), sticking, or sliding with its friction at the pyramid's edge against the
-slide. A negative gap counts as zero: the impact stops the approach, it does not remove overlap
-(that is the step's gap stabilisation).
+every contact edged and no equalities, the builder idyn.sim's ``ap-lcp`` uses too. A contact
+whose gap stays open through the step (``w_N > 0``) takes no impulse; a contact that takes one
+ends the impact touching (``w_N = 0``), sticking, or sliding with its friction at the pyramid's
+edge against the slide. A negative gap counts as zero: the impact stops the approach, it does
+not remove overlap (that is the step's gap stabilisation).
 
-Why this LCP and not the maximal-dissipation program. Both sides used to resolve the impact
-with the complementarity-free, maximally dissipative program of Drumwright & Shell (paper Sec.
-2.3.4; Stage I of Sec. 6 without the inverse-dynamics rows, eq. 74): minimise the kinetic energy
-after the impact subject to ``w_N >= 0`` and the pyramid. Without ``f_N w_N = 0`` that program
-buys friction impulse with normal impulse, so a foot that lands while sliding leaves the ground
-at about ``mu |v_T|``. Measured on the 30 s trot, LINKS on mu = 0.5 in idyn.sim (``ap-lcp``
-model, ``lcp-coulomb`` controller): feet landing at 0.08-0.14 m/s while sliding at 0.3-0.4 m/s
-left at 0.14-0.2 m/s; the landing feet chattered (1091 impacts in 11.4 s), each impact turning a
-light leg's knee by 4-6 rad/s, until the legs folded and LINKS fell at 11.4 s (balance term off;
-25.8 s with it). With this LCP on both sides it trots the 30 s.
+Why this LCP and not the maximal-dissipation program of Sec. 2.3.4 (eq. 74): without
+``f_N w_N = 0`` that program buys friction impulse with normal impulse, so a foot landing while
+sliding leaves the ground at about ``mu |v_T|`` (measurements: docs/design.md, "idyn/impact.py").
 
 Infinite friction. ``mu = inf`` enters the pyramid as :data:`NO_SLIP_MU` = 100, as the paper's
 and our simulators simulate it (Sec. 7.5, docs/conventions.md). The pyramid keeps the limit's meaning
