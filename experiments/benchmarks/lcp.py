@@ -17,16 +17,14 @@ control loop runs (:func:`experiments.benchmarks.controllers.single_threaded_bla
 """
 from __future__ import annotations
 
-import json
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
 from idyn.lcp import lcp_residuals, lemke, lemke_regularized, ppm, ppm_contact
 
-from .controllers import single_threaded_blas
+from .controllers import single_threaded_blas, write_report
 from .lcp_problems import build_problem
 
 CONTACT_COUNTS = (4, 8, 16, 32, 48, 64)
@@ -54,9 +52,9 @@ def run(out="results/bench", *, counts=CONTACT_COUNTS, seeds: int = 2, repeats: 
 
     Each (solver, problem) pair is timed ``repeats`` times or until ``budget_s`` seconds.
     """
-    if single_threaded_blas(__name__, out, counts=list(counts), seeds=seeds, repeats=repeats, budget_s=budget_s,
-                            mu=mu):
-        return json.loads((Path(out) / "bench.json").read_text())
+    if (child := single_threaded_blas(__name__, out, counts=list(counts), seeds=seeds, repeats=repeats,
+                                      budget_s=budget_s, mu=mu)) is not None:
+        return child
     rows = []
     for n in counts:
         problems = [build_problem(robot, state, n, mu=mu, seed=seed)
@@ -93,7 +91,4 @@ def run(out="results/bench", *, counts=CONTACT_COUNTS, seeds: int = 2, repeats: 
     result = {"suite": "lcp", "mu": mu, "seeds": seeds, "repeats": repeats,
               "blas_threads": 1, "machine": platform.platform(),
               "processor": platform.processor(), "rows": rows}
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_text(json.dumps(result, indent=2))
-    return result
+    return write_report(out, result)

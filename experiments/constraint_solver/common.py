@@ -95,5 +95,18 @@ def figure(path: str, draw) -> str:
     return path
 
 
+def curves(path: str, series, **axes) -> str:
+    """:func:`figure` of one axes with the ``(x, y, label)`` ``series`` (a legend when labelled)
+    and the properties ``axes`` (xlabel, ylabel, title, ...)."""
+    def draw(fig):
+        ax = fig.add_subplot(111)
+        for x, y, label in series:
+            ax.plot(x, y, label=label)
+        ax.set(**axes)
+        if any(label for *_, label in series):
+            ax.legend(fontsize=7)
+    return figure(path, draw)
+
+
 def tolist(x):
     return np.asarray(x, dtype=float).tolist()
