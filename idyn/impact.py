@@ -81,18 +81,6 @@ def closing(N: np.ndarray, v: np.ndarray, phi: np.ndarray, dt: float, speed_tol:
     return phi.shape[0] > 0 and bool((N @ v + np.maximum(phi, 0.0) / dt < -speed_tol).any())
 
 
-def impact_impulses(W, u, phi, mu, dt: float) -> ImpactSolution:
-    """The impact of the module docstring in contact space: ``W = J M^-1 J^T`` (3m x 3m) and
-    ``u = J v`` (3m) for the rows ``J = [N; S; T]`` of m contacts with gaps ``phi`` (m) and
-    friction ``mu`` (m, >= 0, inf allowed). The post-impact velocity is
-    ``v + M^-1 J^T impulses.T.ravel()``."""
-    phi = validation.vector(phi, None, "phi")
-    m = phi.shape[0]
-    W = validation.matrix(W, (3 * m, 3 * m), "W")
-    u = validation.vector(u, 3 * m, "u")
-    return checked_impulses(W, u, phi, *_friction_and_period(mu, m, dt))
-
-
 def _friction_and_period(mu, m: int, dt) -> tuple[np.ndarray, float]:
     """``(mu, dt)`` checked: m friction coefficients >= 0 (inf allowed), a positive finite period."""
     mu = np.asarray(mu, dtype=float)
@@ -106,11 +94,14 @@ def _friction_and_period(mu, m: int, dt) -> tuple[np.ndarray, float]:
     return mu, dt
 
 
-def checked_impulses(W: np.ndarray, u: np.ndarray, phi: np.ndarray, mu: np.ndarray, dt: float) -> ImpactSolution:
-    """:func:`impact_impulses` for arguments the caller has validated (float arrays of its
-    shapes, finite but ``mu``, which is >= 0; ``dt > 0``): the LCP built on a per-size
+def impact_impulses(W: np.ndarray, u: np.ndarray, phi: np.ndarray, mu: np.ndarray, dt: float) -> ImpactSolution:
+    """The impact of the module docstring in contact space: ``W = J M^-1 J^T`` (3m x 3m) and
+    ``u = J v`` (3m) for the rows ``J = [N; S; T]`` of m contacts with gaps ``phi`` (m) and
+    friction ``mu`` (m, >= 0, inf allowed), ``dt > 0``, validated by the caller (a simulator's
+    checked step; :func:`inelastic_impact` checks its inputs). The LCP is built on a per-size
     :class:`PyramidLCP` and solved by :func:`idyn.lcp.lemke_regularized` (which raises
-    :class:`idyn.errors.NonFiniteError` for a non-finite LCP)."""
+    :class:`idyn.errors.NonFiniteError` for a non-finite LCP). The post-impact velocity is
+    ``v + M^-1 J^T impulses.T.ravel()``."""
     m = phi.shape[0]
     lcp = _EDGED[(m,)]
     lcp.build(W, u, np.maximum(phi, 0.0) / dt, np.where(np.isinf(mu), NO_SLIP_MU, mu))
@@ -139,7 +130,7 @@ def checked_impact(M: np.ndarray, v: np.ndarray, J: np.ndarray, phi: np.ndarray,
         Minv_JT = np.linalg.solve(M, J.T) if J.shape[0] else np.zeros((M.shape[0], 0))
     except np.linalg.LinAlgError as exc:
         raise InvalidInputError("the mass matrix is singular") from exc
-    sol = checked_impulses(J @ Minv_JT, J @ v, phi, mu, dt)
+    sol = impact_impulses(J @ Minv_JT, J @ v, phi, mu, dt)
     return v + Minv_JT @ sol.impulses.T.reshape(-1), sol
 
 
