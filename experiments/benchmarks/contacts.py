@@ -25,7 +25,7 @@ import numpy as np
 import controllers
 from idyn.errors import InvalidInputError
 
-from .controllers import single_threaded_blas, write_report, standing_problem, time_controllers
+from .controllers import single_threaded_blas, standing_problem, time_controllers, write_report
 
 #: contact counts of the default sweep (multiples of four: every foot duplicated alike)
 COUNTS = (4, 8, 12, 16, 24, 32, 40, 48)
@@ -74,10 +74,7 @@ def run(out="results/bench", *, counts=None, seeds: int = 2, repeats: int = 15, 
 def plot(report: dict, path: Path) -> None:
     """Fig. 19 style: median step time (ms) against contact count, one colour per controller,
     solid merging off (the paper's experiment), dashed merging on."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..plots import plt, save
 
     counts = report["counts"]
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -94,6 +91,4 @@ def plot(report: dict, path: Path) -> None:
     ax.set_title(f"Controller step time vs contacts ({report['robot']}); solid: merging off (paper), "
                  "dashed: merging on", fontsize=9)
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)

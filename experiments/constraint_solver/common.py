@@ -82,16 +82,12 @@ def solver_stats(infos) -> dict:
 
 def figure(path: str, draw) -> str:
     """Draw into a fresh matplotlib figure (Agg) and save it as PNG at ``path``."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..plots import plt, save
 
     fig = plt.figure(figsize=(7, 4.5))
     draw(fig)
-    fig.tight_layout()
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
     return path
 
 
