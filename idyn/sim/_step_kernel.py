@@ -26,7 +26,7 @@ import numpy as np
 
 from ..kernels import contact_rows
 from ..kernels import equilibrate, gather, pyramid_impulses, pyramid_lcp
-from ..kernels import gram_solve
+from ..kernels import gram_solve, max_abs, row_slack
 from ..jit import cached_jit
 from ..lcp.residuals import residuals_pass
 from ..separation import separating_into
@@ -354,7 +354,7 @@ def qp_active_guess(H, c, A, b, eps, active, tol, x):
     ``y_j = ((H + eps I) x + c - A_O^T y_O)_j``. Returns whether (x, y) passes the KKT
     conditions it does not hold by construction: multipliers ``y >= -tol (1 + max|y|)`` and every
     row ``A_i x - b_i >= -tol ((1 + max|x|)(1 + max_j |A_ij|) + |b_i|)`` (the row scale of
-    :func:`idyn.kernels.feasible`). With H + eps I positive definite that x is the QP's
+    :func:`idyn.kernels.row_slack`). With H + eps I positive definite that x is the QP's
     unique minimiser, to these tolerances."""
     n = c.shape[0]
     fixed = np.zeros(n, dtype=np.bool_)
@@ -404,37 +404,16 @@ def qp_active_guess(H, c, A, b, eps, active, tol, x):
             for o in range(ko):
                 g -= A[other[o], j] * y[n + o]
             y[j] = g
-    y_max = _max_abs(y)
+    y_max = max_abs(y)
     for i in range(y.shape[0]):
         if not y[i] >= -tol * (1.0 + y_max):      # also rejects NaN
             return False
-    x_max = _max_abs(x)
+    x_max = max_abs(x)
     for row in range(A.shape[0]):
-        slack, scale = _row_slack(A, b, x, row, x_max)
+        slack, scale = row_slack(A, b, x, row, x_max)
         if not slack >= -tol * scale:
             return False
     return True
-
-
-@cached_jit
-def _max_abs(x):
-    """``max |x_i|`` (0 for no entries)."""
-    largest = 0.0
-    for i in range(x.shape[0]):
-        largest = max(largest, abs(x[i]))
-    return largest
-
-
-@cached_jit
-def _row_slack(A, b, x, row, x_max):
-    """``A_row x - b_row`` and the row's scale ``(1 + max|x|)(1 + max_j |A_row,j|) + |b_row|``
-    (that of :func:`idyn.kernels.feasible`), ``x_max = max|x|``."""
-    slack = -b[row]
-    a_max = 0.0
-    for j in range(x.shape[0]):
-        slack += A[row, j] * x[j]
-        a_max = max(a_max, abs(A[row, j]))
-    return slack, (1.0 + x_max) * (1.0 + a_max) + abs(b[row])
 
 
 @cached_jit
@@ -444,11 +423,11 @@ def tight_rows(A, b, x, tol, out):
     (Gram-Schmidt; a residual norm above 1e-9 of the row's): their indices into ``out``, their
     count returned. The active set :func:`qp_active_guess` tries on the next step."""
     n = x.shape[0]
-    x_max = _max_abs(x)
+    x_max = max_abs(x)
     basis = np.empty((min(A.shape[0], n), n))
     count = 0
     for row in range(A.shape[0]):
-        slack, scale = _row_slack(A, b, x, row, x_max)
+        slack, scale = row_slack(A, b, x, row, x_max)
         if abs(slack) > tol * scale or count == basis.shape[0]:
             continue
         v = A[row].copy()
