@@ -21,38 +21,21 @@ import numpy as np
 from .trace import Trace
 
 
-def _roll_pitch(quat_xyzw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Roll and pitch of unit quaternions (x, y, z, w) along the last axis: one (4,) or (n, 4).
-    (``np.minimum``/``np.maximum`` rather than ``np.clip``, whose Python wrapper costs more than
-    the whole single-row test the closed loop runs every step.)"""
-    x, y, z, w = quat_xyzw.T
-    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
-    pitch = np.arcsin(np.minimum(np.maximum(2 * (w * y - z * x), -1.0), 1.0))
-    return roll, pitch
-
-
-def fallen(q: np.ndarray, nominal_height: float, max_tilt: float = 1.0) -> np.ndarray | bool:
-    """Has the robot fallen, per floating-base configuration: ``q`` is one (nq,) (a bool) or
-    (n, nq) (n bools), so the closed loop tests its state without building a one-row array.
-
-    docs/experiments.md: base height below half its nominal value, or |roll| or |pitch| above
-    ``max_tilt`` (rad)."""
-    if q.ndim == 1:         # the loop's test of every step: the same formulas on Python floats
-        z, x, y, qz, w = q[2:7].tolist()
-        roll = math.atan2(2 * (w * x + y * qz), 1 - 2 * (x * x + y * y))
-        pitch = math.asin(min(max(2 * (w * y - qz * x), -1.0), 1.0))
-        return z < 0.5 * nominal_height or abs(roll) > max_tilt or abs(pitch) > max_tilt
-    roll, pitch = _roll_pitch(q[..., 3:7])
-    return (q[..., 2] < 0.5 * nominal_height) | (np.abs(roll) > max_tilt) | (np.abs(pitch) > max_tilt)
+def fallen(q: np.ndarray, nominal_height: float, max_tilt: float = 1.0) -> bool:
+    """Has the robot fallen at the floating-base configuration ``q`` (nq,)? docs/experiments.md:
+    base height below half its nominal value, or |roll| or |pitch| above ``max_tilt`` (rad).
+    On Python floats: the closed loop tests its state every step."""
+    z, x, y, qz, w = q[2:7].tolist()
+    roll = math.atan2(2 * (w * x + y * qz), 1 - 2 * (x * x + y * y))
+    pitch = math.asin(min(max(2 * (w * y - qz * x), -1.0), 1.0))
+    return z < 0.5 * nominal_height or abs(roll) > max_tilt or abs(pitch) > max_tilt
 
 
 def fall_index(trace: Trace, nominal_height: float, max_tilt: float = 1.0) -> int | None:
     """First step at which a floating-base robot has fallen, or None."""
-    q = trace.q
-    if q.shape[1] < 7 or q.shape[0] == 0:
+    if trace.q.ndim != 2 or trace.q.shape[1] < 7:
         return None
-    idx = np.flatnonzero(fallen(q, nominal_height, max_tilt))
-    return int(idx[0]) if idx.size else None
+    return next((i for i, q in enumerate(trace.q) if fallen(q, nominal_height, max_tilt)), None)
 
 
 def grasp_lost_index(box_positions: np.ndarray, held_positions: np.ndarray, tolerance: float) -> int | None:

@@ -63,11 +63,15 @@ def plot_run(trace, scenario, out_dir, model) -> list[Path]:
     ax.set(xlabel="time (s)", ylabel="|d tau / dt| (N m / s)", title="torque rate (Fig. 15)")
     ax.legend(loc="best", fontsize=8)
     fig.suptitle(f"{scenario.controller} on {scenario.terrain_label}, {scenario.robot}")
+    return [save(fig, out / "run.png")]
+
+
+def save(fig, path) -> Path:
+    """``fig`` laid out, written to ``path`` (PNG) and closed."""
     fig.tight_layout()
-    path = out / "run.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return [path]
+    return Path(path)
 
 
 def run_label(scenario) -> str:
@@ -94,11 +98,7 @@ def plot_runs(runs, out_dir) -> list[Path]:
         _waypoint_axes(axes[2], "centre-of-mass paths (Fig. 17)")
     for ax in axes:
         ax.legend(loc="best", fontsize=7)
-    fig.tight_layout()
-    path = Path(out_dir) / "runs.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [save(fig, Path(out_dir) / "runs.png")]
 
 
 def plot_comparison(rows: list[dict], paper: dict, out_dir) -> list[Path]:
@@ -132,8 +132,4 @@ def plot_comparison(rows: list[dict], paper: dict, out_dir) -> list[Path]:
     axes[1].set_ylabel("E|d tau/dt| (N m/s)")
     axes[1].set_title("torque smoothness (Table 4)")
     axes[1].legend(fontsize=8)
-    fig.tight_layout()
-    path = out / "comparison.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [save(fig, out / "comparison.png")]

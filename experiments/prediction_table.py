@@ -196,7 +196,7 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
     t0 = time.perf_counter()
     try:
         result = run_loop(testbed, robot.model, reference, ctrl, duration, progress=count,
-                          stop=lambda state: bool(fallen(state.q[None], robot.nominal_base_height)[0]))
+                          stop=lambda state: fallen(state.q, robot.nominal_base_height))
         trace = result.trace
     except IdynError as exc:   # a simulator that diverged behind a lost robot: a result to report
         trace, row["error"] = None, f"{type(exc).__name__}: {exc}"

@@ -72,7 +72,7 @@ def build_reference(scenario: Scenario, robot):
 def _fallen(nominal_height: float):
     """Stop a run at the first fallen state (the criterion of :func:`experiments.metrics.fallen`)."""
     def stop(state) -> bool:
-        return fallen(state.q, nominal_height)          # a bool for one configuration
+        return fallen(state.q, nominal_height)
     return stop
 
 

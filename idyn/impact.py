@@ -22,22 +22,15 @@ identities::
 
 an LCP over ``z = [f_N; f_F; lambda]`` whose matrix is built from the Delassus matrix
 ``W = J M^-1 J^T`` and whose constant is ``J v``: :class:`idyn.friction_pyramid.PyramidLCP` with
-every contact edged and no equalities, the builder idyn.sim's ``ap-lcp`` uses too. A contact whose gap stays
-open through the step (``w_N > 0``) takes no impulse; a contact that takes one ends the impact
-touching (``w_N = 0``), sticking, or sliding with its friction at the pyramid's edge against the
-slide. A negative gap counts as zero: the impact stops the approach, it does not remove overlap
-(that is the step's gap stabilisation).
+every contact edged and no equalities, the builder idyn.sim's ``ap-lcp`` uses too. A contact
+whose gap stays open through the step (``w_N > 0``) takes no impulse; a contact that takes one
+ends the impact touching (``w_N = 0``), sticking, or sliding with its friction at the pyramid's
+edge against the slide. A negative gap counts as zero: the impact stops the approach, it does
+not remove overlap (that is the step's gap stabilisation).
 
-Why this LCP and not the maximal-dissipation program. Both sides used to resolve the impact
-with the complementarity-free, maximally dissipative program of Drumwright & Shell (paper Sec.
-2.3.4; Stage I of Sec. 6 without the inverse-dynamics rows, eq. 74): minimise the kinetic energy
-after the impact subject to ``w_N >= 0`` and the pyramid. Without ``f_N w_N = 0`` that program
-buys friction impulse with normal impulse, so a foot that lands while sliding leaves the ground
-at about ``mu |v_T|``. Measured on the 30 s trot, LINKS on mu = 0.5 in idyn.sim (``ap-lcp``
-model, ``lcp-coulomb`` controller): feet landing at 0.08-0.14 m/s while sliding at 0.3-0.4 m/s
-left at 0.14-0.2 m/s; the landing feet chattered (1091 impacts in 11.4 s), each impact turning a
-light leg's knee by 4-6 rad/s, until the legs folded and LINKS fell at 11.4 s (balance term off;
-25.8 s with it). With this LCP on both sides it trots the 30 s.
+Why this LCP and not the maximal-dissipation program of Sec. 2.3.4 (eq. 74): without
+``f_N w_N = 0`` that program buys friction impulse with normal impulse, so a foot landing while
+sliding leaves the ground at about ``mu |v_T|`` (measurements: docs/design.md, "idyn/impact.py").
 
 Infinite friction. ``mu = inf`` enters the pyramid as :data:`NO_SLIP_MU` = 100, as the paper's
 and our simulators simulate it (Sec. 7.5, docs/conventions.md). The pyramid keeps the limit's meaning
@@ -88,18 +81,6 @@ def closing(N: np.ndarray, v: np.ndarray, phi: np.ndarray, dt: float, speed_tol:
     return phi.shape[0] > 0 and bool((N @ v + np.maximum(phi, 0.0) / dt < -speed_tol).any())
 
 
-def impact_impulses(W, u, phi, mu, dt: float) -> ImpactSolution:
-    """The impact of the module docstring in contact space: ``W = J M^-1 J^T`` (3m x 3m) and
-    ``u = J v`` (3m) for the rows ``J = [N; S; T]`` of m contacts with gaps ``phi`` (m) and
-    friction ``mu`` (m, >= 0, inf allowed). The post-impact velocity is
-    ``v + M^-1 J^T impulses.T.ravel()``."""
-    phi = validation.vector(phi, None, "phi")
-    m = phi.shape[0]
-    W = validation.matrix(W, (3 * m, 3 * m), "W")
-    u = validation.vector(u, 3 * m, "u")
-    return checked_impulses(W, u, phi, *_friction_and_period(mu, m, dt))
-
-
 def _friction_and_period(mu, m: int, dt) -> tuple[np.ndarray, float]:
     """``(mu, dt)`` checked: m friction coefficients >= 0 (inf allowed), a positive finite period."""
     mu = np.asarray(mu, dtype=float)
@@ -113,11 +94,14 @@ def _friction_and_period(mu, m: int, dt) -> tuple[np.ndarray, float]:
     return mu, dt
 
 
-def checked_impulses(W: np.ndarray, u: np.ndarray, phi: np.ndarray, mu: np.ndarray, dt: float) -> ImpactSolution:
-    """:func:`impact_impulses` for arguments the caller has validated (float arrays of its
-    shapes, finite but ``mu``, which is >= 0; ``dt > 0``): the LCP built on a per-size
+def impact_impulses(W: np.ndarray, u: np.ndarray, phi: np.ndarray, mu: np.ndarray, dt: float) -> ImpactSolution:
+    """The impact of the module docstring in contact space: ``W = J M^-1 J^T`` (3m x 3m) and
+    ``u = J v`` (3m) for the rows ``J = [N; S; T]`` of m contacts with gaps ``phi`` (m) and
+    friction ``mu`` (m, >= 0, inf allowed), ``dt > 0``, validated by the caller (a simulator's
+    checked step; :func:`inelastic_impact` checks its inputs). The LCP is built on a per-size
     :class:`PyramidLCP` and solved by :func:`idyn.lcp.lemke_regularized` (which raises
-    :class:`idyn.errors.NonFiniteError` for a non-finite LCP)."""
+    :class:`idyn.errors.NonFiniteError` for a non-finite LCP). The post-impact velocity is
+    ``v + M^-1 J^T impulses.T.ravel()``."""
     m = phi.shape[0]
     lcp = _EDGED[(m,)]
     lcp.build(W, u, np.maximum(phi, 0.0) / dt, np.where(np.isinf(mu), NO_SLIP_MU, mu))
@@ -146,7 +130,7 @@ def checked_impact(M: np.ndarray, v: np.ndarray, J: np.ndarray, phi: np.ndarray,
         Minv_JT = np.linalg.solve(M, J.T) if J.shape[0] else np.zeros((M.shape[0], 0))
     except np.linalg.LinAlgError as exc:
         raise InvalidInputError("the mass matrix is singular") from exc
-    sol = checked_impulses(J @ Minv_JT, J @ v, phi, mu, dt)
+    sol = impact_impulses(J @ Minv_JT, J @ v, phi, mu, dt)
     return v + Minv_JT @ sol.impulses.T.reshape(-1), sol
 
 

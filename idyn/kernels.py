@@ -223,46 +223,51 @@ def prepare(H, pd_tol, Hs):
         for j in range(n):
             Hs[i, j] = 0.5 * (H[i, j] + H[j, i])
         scale = max(scale, abs(Hs[i, i]))
-    L = np.zeros((n, n))
-    dmin, dmax = np.inf, 0.0
-    for j in range(n):
-        s = Hs[j, j]
-        for t in range(j):
-            s -= L[j, t] * L[j, t]
-        if not s > 0.0:
-            return scale, False
-        d = np.sqrt(s)
-        L[j, j] = d
-        dmin, dmax = min(dmin, s), max(dmax, s)
-        for i in range(j + 1, n):
-            s = Hs[i, j]
-            for t in range(j):
-                s -= L[i, t] * L[j, t]
-            L[i, j] = s / d
-    return scale, dmin > pd_tol * max(dmax, 1e-300)
+    try:
+        L = np.linalg.cholesky(Hs)
+    except Exception:       # numpy's LinAlgError: not positive definite, or not finite
+        return scale, False
+    pivots = np.diag(L) ** 2
+    return scale, n == 0 or pivots.min() > pd_tol * max(pivots.max(), 1e-300)
+
+
+@cached_jit
+def max_abs(x):
+    """``max |x_i|`` (0 for no entries)."""
+    largest = 0.0
+    for i in range(x.shape[0]):
+        largest = max(largest, abs(x[i]))
+    return largest
+
+
+@cached_jit
+def row_slack(A, b, x, row, x_max):
+    """``A_row x - b_row`` and the row's scale ``(1 + max|x|)(1 + max_j |A_row,j|) + |b_row|``,
+    ``x_max = max|x|``: a row holds to ``tol`` if its slack is above ``-tol`` times its scale."""
+    slack = -b[row]
+    a_max = 0.0
+    for j in range(x.shape[0]):
+        slack += A[row, j] * x[j]
+        a_max = max(a_max, abs(A[row, j]))
+    return slack, (1.0 + x_max) * (1.0 + a_max) + abs(b[row])
 
 
 @cached_jit
 def accepted(H, c, x, Ae, be, Ai, bi, tol):
     """``1/2 x^T H x + c^T x`` if ``x`` is finite and every equality row ``|a x - b|`` and
-    inequality row ``b - a x`` is below ``tol`` times ``(1 + max|x|)(1 + max_j |a_ij|) + |b_i|``;
-    NaN otherwise."""
+    inequality row ``b - a x`` holds to ``tol`` (:func:`row_slack`); NaN otherwise."""
     n = x.shape[0]
-    xmax = 0.0
     for j in range(n):
         if not np.isfinite(x[j]):
             return np.nan
-        xmax = max(xmax, abs(x[j]))
-    scale = 1.0 + xmax
-    for i in range(Ae.shape[0] + Ai.shape[0]):
-        s, amax = 0.0, 0.0
-        for j in range(n):
-            aij = Ae[i, j] if i < Ae.shape[0] else Ai[i - Ae.shape[0], j]
-            s += aij * x[j]
-            amax = max(amax, abs(aij))
-        b = be[i] if i < Ae.shape[0] else bi[i - Ae.shape[0]]
-        slack = -abs(s - b) if i < Ae.shape[0] else s - b
-        if not slack >= -tol * (scale * (1.0 + amax) + abs(b)):
+    x_max = max_abs(x)
+    for i in range(Ae.shape[0]):
+        slack, scale = row_slack(Ae, be, x, i, x_max)
+        if not -abs(slack) >= -tol * scale:
+            return np.nan
+    for i in range(Ai.shape[0]):
+        slack, scale = row_slack(Ai, bi, x, i, x_max)
+        if not slack >= -tol * scale:
             return np.nan
     total = 0.0
     for i in range(n):
@@ -271,7 +276,6 @@ def accepted(H, c, x, Ae, be, Ai, bi, tol):
             s += H[i, j] * x[j]
         total += x[i] * (0.5 * s + c[i])
     return total
-
 
 
 @cached_jit

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from experiments.metrics import fall_index, fallen, force_prediction_error, summarize, torque_statistics
+from experiments.metrics import fall_index, force_prediction_error, summarize, torque_statistics
 from experiments.trace import Trace
 
 
@@ -41,17 +41,6 @@ def test_fall_detected_by_height_and_by_tilt():
     roll = 1.2
     tr.arrays["q"][30:, 3:7] = [np.sin(roll / 2), 0, 0, np.cos(roll / 2)]
     assert fall_index(tr, 0.16) == 30
-
-
-def test_fall_test_of_one_configuration_is_that_row_of_the_batch():
-    rng = np.random.default_rng(5)
-    q = np.zeros((200, 9))
-    q[:, 2] = rng.uniform(0.0, 0.2, 200)
-    quat = rng.normal(size=(200, 4))
-    q[:, 3:7] = quat / np.linalg.norm(quat, axis=1)[:, None]
-    batch = fallen(q, 0.16)
-    assert 0 < batch.sum() < 200
-    assert [bool(fallen(row, 0.16)) for row in q] == batch.tolist()
 
 
 def test_trace_roundtrip(tmp_path):

@@ -95,44 +95,6 @@ def test_bad_terrain_input_is_rejected():
         StaticBox(np.array([0.1, -0.1, 0.1]))
 
 
-def test_plane_world_contacts_equal_the_general_path_and_share_read_only_data():
-    """The plane-only world's detection (one compiled call, per-pattern data shared) gives the
-    contacts, joints and frames of the general path, for every pattern of feet on the ground."""
-    from robots import sim as sim_testbeds
-
-    class AnyPlane(Plane):          # not exactly a Plane: the general path
-        pass
-
-    tb = sim_testbeds.QuadrupedTestbed("links", "rigid", 0.5)
-    sim, world = tb.sim, tb.sim.world
-    general = type(world)(world.model, world.shapes, [AnyPlane(mu=0.5)], self_collision=False)
-    rng = np.random.default_rng(7)
-    patterns = set()
-    for k in range(60):
-        q = tb.quadruped.q_stand.copy()
-        q[2] += rng.uniform(-0.01, 0.03)
-        q[7:] += rng.normal(scale=0.2, size=q.size - 7)
-        sim.q = q
-        ws = sim._workspace
-        fast = world.detect_joints_at(ws, sim.dt)
-        slow = general.detect_joints_at(ws, sim.dt)
-        cs, ref = fast[0], slow[0]
-        patterns.add(cs.body_a)
-        assert cs.body_a == ref.body_a and cs.body_b == ref.body_b
-        np.testing.assert_array_equal(cs.mu, ref.mu)                    # data, not arithmetic
-        for key in ("points", "normals", "phi"):                        # geometry: to round-off
-            np.testing.assert_allclose(getattr(cs, key), getattr(ref, key), rtol=0, atol=ROUND, err_msg=key)
-        for a, b in zip(cs.tangents, ref.tangents):
-            np.testing.assert_allclose(a, b, rtol=0, atol=ROUND)
-        np.testing.assert_array_equal(fast[1], slow[1])                 # joints of bodies A, B
-        np.testing.assert_array_equal(fast[2], slow[2])
-        assert fast[3] == slow[3]
-        np.testing.assert_allclose(fast[4], slow[4], rtol=0, atol=ROUND)  # frames
-        if cs.m:
-            assert not (cs.normals.flags.writeable or cs.mu.flags.writeable or fast[4].flags.writeable)
-    assert len(patterns) > 3
-
-
 def test_detection_does_not_reuse_a_pass_without_frame_placements():
     """A controller's pinocchio pass skips the frame placements (Workspace.compute_checked with
     placements=False): handed to World.detect at that same q it must not be read as placed, or the

@@ -28,16 +28,14 @@ Bench options: ``--contacts`` selects the sphere counts, ``--repeats`` the runs 
 """
 from __future__ import annotations
 
-import json
 import platform
-from pathlib import Path
 
 import numpy as np
 
 from experiments.constraint_solver import foundation, sphere_stack
 from idyn.errors import InvalidInputError
 
-from .controllers import single_threaded_blas
+from .controllers import single_threaded_blas, write_report
 
 #: runs per model by default (one foundation run takes ~0.4 s, one 100-sphere stack ~3 s)
 REPEATS = 3
@@ -151,8 +149,8 @@ def run(out="results/bench", *, counts=None, seeds: int = 1, repeats: int = REPE
     kwargs = {"counts": list(counts), "repeats": repeats, "elements": elements,
               "foundation_cases": [list(c) for c in foundation_cases], "steps": steps,
               "foundation_budget": foundation_budget, "stack_budget": stack_budget}
-    if single_threaded_blas(__name__, out, **kwargs):
-        return json.loads((Path(out) / "bench.json").read_text())
+    if (child := single_threaded_blas(__name__, out, **kwargs)) is not None:
+        return child
     report = {"benchmark": "constraint-solver", **kwargs, "python": platform.python_version(),
               "machine": platform.machine(), "blas_threads": 1,
               "scipy_tolerances": foundation.SCIPY_TOLERANCES}
@@ -160,10 +158,7 @@ def run(out="results/bench", *, counts=None, seeds: int = 1, repeats: int = REPE
     print(foundation_table(report))
     report["sphere_stack"] = bench_stack(counts, steps, repeats, stack_budget)
     print(stack_table(report))
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_text(json.dumps(report, indent=2))
-    return report
+    return write_report(out, report)
 
 
 # ------------------------------------------------------------------------------ the table

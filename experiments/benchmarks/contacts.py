@@ -18,7 +18,6 @@ off, dashed merging on).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,7 @@ import numpy as np
 import controllers
 from idyn.errors import InvalidInputError
 
-from .controllers import single_threaded_blas, standing_problem, time_controllers
+from .controllers import single_threaded_blas, standing_problem, time_controllers, write_report
 
 #: contact counts of the default sweep (multiples of four: every foot duplicated alike)
 COUNTS = (4, 8, 12, 16, 24, 32, 40, 48)
@@ -38,14 +37,13 @@ SERIES = {"merging_off": ({"merge_duplicates": False}, "off (paper)"),
 def run(out="results/bench", *, counts=None, seeds: int = 2, repeats: int = 15, robot: str = "links") -> dict:
     """Time every controller for each contact count in ``counts`` (multiples of 4), merging off
     and (for the controllers that merge) on."""
-    if single_threaded_blas(__name__, out, counts=counts, seeds=seeds, repeats=repeats, robot=robot):
-        return json.loads((Path(out) / "bench.json").read_text())
+    if (child := single_threaded_blas(__name__, out, counts=counts, seeds=seeds, repeats=repeats,
+                                      robot=robot)) is not None:
+        return child
     counts = tuple(COUNTS if counts is None else counts)
     bad = [c for c in counts if c < 4 or c % 4]
     if bad:
         raise InvalidInputError(f"contact counts must be positive multiples of 4, got {bad}")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     names = controllers.available()
     model = standing_problem(robot, 4).model
     members = {"merging_off": names,
@@ -68,18 +66,15 @@ def run(out="results/bench", *, counts=None, seeds: int = 2, repeats: int = 15, 
             cells = (f"{report[series][m][str(n)]['median_us']:{widths[m]}.1f}" if m in ns
                      else f"{'-':>{widths[m]}s}" for m in names)
             print(f"{n:8d} {SERIES[series][1]:11s} {res['floor']['median_us']:9.1f} " + " ".join(cells))
-    (out / "bench.json").write_text(json.dumps(report, indent=2))
-    plot(report, out / "contacts.png")
+    write_report(out, report)
+    plot(report, Path(out) / "contacts.png")
     return report
 
 
 def plot(report: dict, path: Path) -> None:
     """Fig. 19 style: median step time (ms) against contact count, one colour per controller,
     solid merging off (the paper's experiment), dashed merging on."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..plots import plt, save
 
     counts = report["counts"]
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -96,6 +91,4 @@ def plot(report: dict, path: Path) -> None:
     ax.set_title(f"Controller step time vs contacts ({report['robot']}); solid: merging off (paper), "
                  "dashed: merging on", fontsize=9)
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)

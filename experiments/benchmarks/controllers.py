@@ -180,28 +180,35 @@ def time_controllers(problems: list[StandingProblem], names, repeats: int) -> di
     return result
 
 
-def single_threaded_blas(module: str, out, **kwargs) -> bool:
-    """Re-run ``module.run(out, **kwargs)`` in a child process with one BLAS thread, unless this
-    process already has one; True if the child ran.
+def single_threaded_blas(module: str, out, **kwargs) -> dict | None:
+    """The report of ``module.run(out, **kwargs)`` re-run in a child process with one BLAS thread
+    (read back from DIR/bench.json), or None if this process already has one thread.
 
     A control step works on matrices of tens of rows, where multi-threaded BLAS only adds
     synchronisation (on a loaded 2-core machine it multiplied step times by 10-100); the
     environment variable must be set before numpy loads BLAS, hence the child process.
     """
     if os.environ.get("OPENBLAS_NUM_THREADS") == "1":
-        return False
+        return None
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     code = f"import json, sys; from {module} import run; run(sys.argv[1], **json.loads(sys.argv[2]))"
     subprocess.run([sys.executable, "-c", code, str(out), json.dumps(kwargs)], env=env, check=True)
-    return True
+    return json.loads((Path(out) / "bench.json").read_text())
+
+
+def write_report(out, report: dict) -> dict:
+    """``report`` written to DIR/bench.json (DIR created if missing); returns it."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(report, indent=2, default=str))
+    return report
 
 
 def run(out="results/bench", *, counts=None, seeds: int = 2, repeats: int = 15, robots_=ROBOTS) -> dict:
     """Time every controller with 4 contacts (``counts`` ignored: see ``idyn bench contacts``)."""
-    if single_threaded_blas(__name__, out, seeds=seeds, repeats=repeats, robots_=list(robots_)):
-        return json.loads((Path(out) / "bench.json").read_text())
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if (child := single_threaded_blas(__name__, out, seeds=seeds, repeats=repeats,
+                                      robots_=list(robots_))) is not None:
+        return child
     names = controllers.available()
     report = {"benchmark": "controllers", "contacts": 4, "seeds": seeds, "repeats": repeats,
               "python": platform.python_version(), "machine": platform.machine(),
@@ -216,5 +223,4 @@ def run(out="results/bench", *, counts=None, seeds: int = 2, repeats: int = 15, 
         print(f"  {'controller':20s} {'median us':>10s} {'p99 us':>10s} {'x floor':>8s}")
         for name, e in res["controllers"].items():
             print(f"  {name:20s} {e['median_us']:10.1f} {e['p99_us']:10.1f} {e['ratio_to_floor']:8.2f}")
-    (out / "bench.json").write_text(json.dumps(report, indent=2))
-    return report
+    return write_report(out, report)

@@ -12,45 +12,24 @@ jitter of duplicated foot contacts) and times each solver on them:
 
 Each row reports the median and p90 wall time in microseconds over all problems and repeats,
 the median pivot count and the fraction of problems solved (status SOLVED *and* the residual
-check of :func:`idyn.lcp.lcp_residuals` on the dense problem).  BLAS is switched to one thread
-first: on a 2-core machine a multi-threaded OpenBLAS turns microsecond rank-1 updates into
-milliseconds whenever another process holds a core, and a 1 kHz control loop runs single
-threaded anyway.
+check of :func:`idyn.lcp.lcp_residuals` on the dense problem).  Run with one BLAS thread, as a
+control loop runs (:func:`experiments.benchmarks.controllers.single_threaded_blas`).
 """
 from __future__ import annotations
 
-import ctypes
-import json
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
 from idyn.lcp import lcp_residuals, lemke, lemke_regularized, ppm, ppm_contact
 
+from .controllers import single_threaded_blas, write_report
 from .lcp_problems import build_problem
 
 CONTACT_COUNTS = (4, 8, 16, 32, 48, 64)
 ROBOTS = ("links", "a1")
 STATES = ("standing", "trot")
-
-
-def single_threaded_blas() -> int:
-    """Set every loaded OpenBLAS to one thread; return how many libraries were set."""
-    count = 0
-    with open("/proc/self/maps", encoding="utf-8") as fh:
-        paths = {line.split()[-1] for line in fh if "openblas" in line.lower()}
-    for path in sorted(paths):
-        lib = ctypes.CDLL(path)
-        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                     "openblas_set_num_threads"):
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                fn(1)
-                count += 1
-                break
-    return count
 
 
 def _solvers(problem):
@@ -67,13 +46,15 @@ def _solvers(problem):
     ]
 
 
-def run(counts=CONTACT_COUNTS, seeds: int = 2, repeats: int = 15, budget_s: float = 0.3,
-        mu: float = 0.5, out: Path | None = None, echo=print) -> dict:
-    """Run the suite; return the results dict and write ``out/bench.json`` if ``out`` is set.
+def run(out="results/bench", *, counts=CONTACT_COUNTS, seeds: int = 2, repeats: int = 15,
+        budget_s: float = 0.3, mu: float = 0.5) -> dict:
+    """Run the suite; return the results dict, also written to ``out/bench.json``.
 
     Each (solver, problem) pair is timed ``repeats`` times or until ``budget_s`` seconds.
     """
-    threads_set = single_threaded_blas()
+    if (child := single_threaded_blas(__name__, out, counts=list(counts), seeds=seeds, repeats=repeats,
+                                      budget_s=budget_s, mu=mu)) is not None:
+        return child
     rows = []
     for n in counts:
         problems = [build_problem(robot, state, n, mu=mu, seed=seed)
@@ -104,14 +85,10 @@ def run(counts=CONTACT_COUNTS, seeds: int = 2, repeats: int = 15, budget_s: floa
                    "solved_fraction": entry["solved"] / len(problems),
                    "failures": entry["failures"]}
             rows.append(row)
-            echo(f"{name:28s} n={n:3d}  median {row['median_us']:9.1f} us  p90 "
-                 f"{row['p90_us']:9.1f} us  pivots {row['pivots_median']:6.1f}  solved "
-                 f"{row['solved_fraction']:.2f}")
+            print(f"{name:28s} n={n:3d}  median {row['median_us']:9.1f} us  p90 "
+                  f"{row['p90_us']:9.1f} us  pivots {row['pivots_median']:6.1f}  solved "
+                  f"{row['solved_fraction']:.2f}")
     result = {"suite": "lcp", "mu": mu, "seeds": seeds, "repeats": repeats,
-              "blas_single_threaded": threads_set > 0, "machine": platform.platform(),
+              "blas_threads": 1, "machine": platform.platform(),
               "processor": platform.processor(), "rows": rows}
-    if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "bench.json").write_text(json.dumps(result, indent=2))
-    return result
+    return write_report(out, result)

@@ -14,11 +14,9 @@ factor is reported both ways: simulated seconds per wall second and per CPU seco
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -28,7 +26,7 @@ from experiments.loop import PHASES, dry_run, run_loop
 from experiments.runner import WARM_UP, _fallen, build_reference, build_testbed
 from experiments.scenario import Scenario, terrain_scenario
 
-from .controllers import single_threaded_blas
+from .controllers import single_threaded_blas, write_report
 
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
@@ -72,8 +70,8 @@ def run(out="results/bench-loop", *, controller: str = "qp-coulomb", terrain: st
     print the per-phase table; write DIR/bench.json."""
     options = dict(controller=controller, terrain=terrain, duration=duration, repeats=repeats,
                    clock=clock)
-    if single_threaded_blas(__name__, out, **options):
-        return json.loads((Path(out) / "bench.json").read_text())
+    if (child := single_threaded_blas(__name__, out, **options)) is not None:
+        return child
     scenario = terrain_scenario(terrain, controller=controller, duration=duration)
     runs = [time_loop(scenario, clock) for _ in range(repeats)]
     report = {"benchmark": "loop", "scenario": scenario.to_dict(), "clock": clock,
@@ -92,7 +90,4 @@ def run(out="results/bench-loop", *, controller: str = "qp-coulomb", terrain: st
               f"(medians); kernels first met in the loop: {r['kernels_compiled_in_loop']}")
         print(f"  real-time factor {r['realtime_factor_wall']:.2f} (wall), "
               f"{r['realtime_factor_cpu']:.2f} (CPU)")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_text(json.dumps(report, indent=2, default=str))
-    return report
+    return write_report(out, report)

@@ -19,15 +19,13 @@ Run with ``--repeats 2000`` for stable percentiles.
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .controllers import single_threaded_blas
+from .controllers import single_threaded_blas, write_report
 
 #: (label, terrain, mu, contact model) of the idyn.sim runs
 CASES = (("ap-lcp mu=0.5", "rigid", 0.5, "ap-lcp"), ("ap-lcp mu=inf (no-slip)", "rigid", np.inf, "ap-lcp"),
@@ -67,13 +65,11 @@ def _summary(times: np.ndarray, cpu: np.ndarray) -> dict:
 
 def run(out="results/bench", *, counts=None, seeds: int = 1, repeats: int = 2000, robot: str = "links") -> dict:
     """Time ``repeats`` steps per backend (``counts`` and ``seeds`` are ignored)."""
-    if single_threaded_blas(__name__, out, repeats=repeats, robot=robot):
-        return json.loads((Path(out) / "bench.json").read_text())
+    if (child := single_threaded_blas(__name__, out, repeats=repeats, robot=robot)) is not None:
+        return child
     from robots import pybullet as pb_testbeds
     from robots import sim as sim_testbeds
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     report = {"benchmark": "sim", "robot": robot, "python": platform.python_version(),
               "machine": platform.machine(), "blas_threads": 1, "pybullet": {}, "idyn": {}}
     load_before = os.getloadavg()[0]
@@ -97,5 +93,4 @@ def run(out="results/bench", *, counts=None, seeds: int = 1, repeats: int = 2000
               f"{entry['ratio_to_pybullet']:11.2f} {entry['p90_ratio_to_pybullet']:9.2f} "
               f"{entry['cpu_p90_ratio_to_pybullet']:13.2f}")
     print(f"load average (1 min) {load_before:.2f} at the start, {report['load_average'][1]:.2f} at the end")
-    (out / "bench.json").write_text(json.dumps(report, indent=2))
-    return report
+    return write_report(out, report)

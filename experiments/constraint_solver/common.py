@@ -82,17 +82,26 @@ def solver_stats(infos) -> dict:
 
 def figure(path: str, draw) -> str:
     """Draw into a fresh matplotlib figure (Agg) and save it as PNG at ``path``."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..plots import plt, save
 
     fig = plt.figure(figsize=(7, 4.5))
     draw(fig)
-    fig.tight_layout()
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
     return path
+
+
+def curves(path: str, series, **axes) -> str:
+    """:func:`figure` of one axes with the ``(x, y, label)`` ``series`` (a legend when labelled)
+    and the properties ``axes`` (xlabel, ylabel, title, ...)."""
+    def draw(fig):
+        ax = fig.add_subplot(111)
+        for x, y, label in series:
+            ax.plot(x, y, label=label)
+        ax.set(**axes)
+        if any(label for *_, label in series):
+            ax.legend(fontsize=7)
+    return figure(path, draw)
 
 
 def tolist(x):

@@ -32,7 +32,7 @@ from idyn.constraint_solver.bodies import WORLD, RigidBodies
 from idyn.constraint_solver.models import winkler
 from idyn.errors import InvalidInputError
 
-from .common import (Stopwatch, figure, integrate_with_budget, make_solver, solver_stats,
+from .common import (Stopwatch, curves, integrate_with_budget, make_solver, solver_stats,
                      step_times, tolist)
 
 SIDE, DENSITY, DEPTH, DAMPING, H, DURATION = 1.0, 8.0, 1.0, 1.0, 0.01, 1.0
@@ -272,14 +272,10 @@ def table(results: dict) -> str:
 
 
 def plot(results: dict, out_dir: str) -> list[str]:
-    def draw(fig):
-        ax = fig.add_subplot(111)
-        for c in results["cases"]:
-            z = np.array(c["constraint_solver"]["com_height"])
-            ax.plot(np.arange(z.size) * results["h"], (z - 0.5) * 1e6,
-                    label=f"{c['elements']} el, E={c['youngs_modulus']:.0e}, {c['load']:.0f} N")
-        ax.set_xlabel("t [s]")
-        ax.set_ylabel("centre height - 0.5 m [um]")
-        ax.set_title("Cube on elastic foundation (h = 0.01 s)")
-        ax.legend(fontsize=7)
-    return [figure(f"{out_dir}/elastic_foundation.png", draw)]
+    series = []
+    for c in results["cases"]:
+        z = np.array(c["constraint_solver"]["com_height"])
+        series.append((np.arange(z.size) * results["h"], (z - 0.5) * 1e6,
+                       f"{c['elements']} el, E={c['youngs_modulus']:.0e}, {c['load']:.0f} N"))
+    return [curves(f"{out_dir}/elastic_foundation.png", series, xlabel="t [s]",
+                   ylabel="centre height - 0.5 m [um]", title="Cube on elastic foundation (h = 0.01 s)")]

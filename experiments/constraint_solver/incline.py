@@ -18,7 +18,7 @@ from idyn.constraint_solver.geometry import sphere_plane
 from idyn.constraint_solver.models import hertz, hertz_force
 from idyn.constraint_solver.point_contacts import contact_rows
 
-from .common import Stopwatch, figure, make_solver, solver_stats
+from .common import Stopwatch, curves, make_solver, solver_stats
 
 MASS, DIMS, FOOT_R, E_STAR, B_N, H, DURATION = 1.0, (0.2, 0.1, 0.05), 0.01, 1e11, 1.0, 0.01, 1.0
 ANGLE = np.deg2rad(15.0)
@@ -111,12 +111,7 @@ def table(results: dict) -> str:
 
 
 def plot(results: dict, out_dir: str) -> list[str]:
-    def draw(fig):
-        ax = fig.add_subplot(111)
-        for r in results["runs"]:
-            ax.plot(np.arange(len(r["distance"])) * results["h"], r["distance"],
-                    label=f"mu = {r['mu']}")
-        ax.set(xlabel="t [s]", ylabel="distance down the slope [m]",
-               title="Box on a 15 deg incline (Hertzian feet, friction cone)")
-        ax.legend()
-    return [figure(f"{out_dir}/incline.png", draw)]
+    series = [(np.arange(len(r["distance"])) * results["h"], r["distance"], f"mu = {r['mu']}")
+              for r in results["runs"]]
+    return [curves(f"{out_dir}/incline.png", series, xlabel="t [s]", ylabel="distance down the slope [m]",
+                   title="Box on a 15 deg incline (Hertzian feet, friction cone)")]

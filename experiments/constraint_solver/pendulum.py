@@ -28,7 +28,7 @@ from scipy.special import ellipk
 
 from idyn.constraint_solver import ConstraintProblem, ConstraintRows, MassMatrix
 
-from .common import Stopwatch, figure, make_solver, solver_stats, tolist
+from .common import Stopwatch, curves, figure, make_solver, solver_stats, tolist
 
 MASS, INERTIA, LENGTH, GRAVITY, K, B = 1.0, 1e-3, 1.0, 9.81, 1e15, 1.0
 U = np.array([-LENGTH, 0.0])           # bob -> joint, bob frame
@@ -151,11 +151,8 @@ def plot(results: dict, out_dir: str) -> list[str]:
                 ylim=(-0.03, 0.03))
         ax1.legend(fontsize=7)
 
-    def draw_long(fig):
-        lr = results["long_run"]
-        ax = fig.add_subplot(111)
-        ax.plot(np.arange(len(lr["energy_error"])) * lr["trace_every"], lr["energy_error"])
-        ax.set(xlabel="t [s]", ylabel="E - E0 [J]",
-               title=f"{lr['duration']:.0f} s at h={lr['h']:g}")
+    lr = results["long_run"]
     return [figure(f"{out_dir}/pendulum.png", draw),
-            figure(f"{out_dir}/pendulum_long.png", draw_long)]
+            curves(f"{out_dir}/pendulum_long.png",
+                   [(np.arange(len(lr["energy_error"])) * lr["trace_every"], lr["energy_error"], None)],
+                   xlabel="t [s]", ylabel="E - E0 [J]", title=f"{lr['duration']:.0f} s at h={lr['h']:g}")]

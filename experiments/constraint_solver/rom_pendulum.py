@@ -18,7 +18,7 @@ import numpy as np
 from idyn.constraint_solver import ConstraintProblem, MassMatrix
 from idyn.constraint_solver.models import range_of_motion
 
-from .common import Stopwatch, figure, make_solver, solver_stats
+from .common import Stopwatch, curves, figure, make_solver, solver_stats
 
 MASS, LENGTH, GRAVITY, K, B = 1.0, 1.0, 9.81, 1e12, 0.0
 THETA_WINDOW = 5e-5
@@ -91,11 +91,7 @@ def plot(results: dict, out_dir: str) -> list[str]:
                title="Range-of-motion limit, k=1e12, b=0")
         ax.legend(fontsize=7)
 
-    def draw_stab(fig):
-        ax = fig.add_subplot(111)
-        for r in results["stability"]:
-            ax.plot(r["t"], r["theta"], label=f"h={r['h']:g}")
-        ax.set(xlabel="t [s]", ylabel="theta [rad]", title="1 s from pi/2: stable for every h")
-        ax.legend(fontsize=7)
     return [figure(f"{out_dir}/rom_pendulum_impact.png", draw_impact),
-            figure(f"{out_dir}/rom_pendulum_stability.png", draw_stab)]
+            curves(f"{out_dir}/rom_pendulum_stability.png",
+                   [(r["t"], r["theta"], f"h={r['h']:g}") for r in results["stability"]],
+                   xlabel="t [s]", ylabel="theta [rad]", title="1 s from pi/2: stable for every h")]

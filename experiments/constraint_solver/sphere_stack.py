@@ -20,8 +20,8 @@ step), whether the stack stands (lateral drift, top height against the undeforme
 against Hertz statics, which it reaches to round-off), the largest step-to-step energy change,
 the re-solves the chord references needed, and scipy's BDF and Radau on the same model as an
 ODE within a budget, on the smallest and the largest stack (the short run: the smallest
-only), vertical motion only: in the aligned stack every lateral quantity is exactly zero. With B_n = 1 the contacts are nearly elastic, so the ODE's
-spheres are still bouncing after 5 s; the stack settles under the first-order scheme because
+only), vertical motion only: in the aligned stack every lateral quantity is exactly zero.
+With B_n = 1 the contacts are nearly elastic, so the ODE's spheres are still bouncing after 5 s; the stack settles under the first-order scheme because
 implicit Euler damps the contact vibrations it cannot resolve (L-stability, Sec. 3).
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from idyn.constraint_solver.models import HertzLaw, SpringLaw
 from idyn.constraint_solver.nonlinear import solve_with_chords
 from idyn.constraint_solver.point_contacts import contact_rows
 
-from .common import (Stopwatch, figure, integrate_with_budget, make_solver, solver_stats,
+from .common import (Stopwatch, curves, figure, integrate_with_budget, make_solver, solver_stats,
                      step_times)
 
 RADIUS, DENSITY, E_STAR, B_N, MU, GAP, H, STEPS = 0.1, 7800.0, 1e11, 1.0, 0.5, 1e-3, 0.01, 500
@@ -295,13 +295,8 @@ def plot(results: dict, out_dir: str) -> list[str]:
                title="Sphere stack: time vs. size (h = 10 ms)")
         ax.legend()
 
-    def draw_top(fig):
-        ax = fig.add_subplot(111)
-        for r in results["runs"]:
-            ax.plot(np.arange(len(r["top_height"])) * results["h"],
-                    np.array(r["top_height"]) - r["ideal_top_height"], label=f"n={r['n']}")
-        ax.set(xlabel="t [s]", ylabel="top sphere height - undeformed ideal [m]",
-               title="Stack stays standing")
-        ax.legend(fontsize=7)
+    heights = [(np.arange(len(r["top_height"])) * results["h"], np.array(r["top_height"]) - r["ideal_top_height"],
+                f"n={r['n']}") for r in results["runs"]]
     return [figure(f"{out_dir}/sphere_stack_time.png", draw_time),
-            figure(f"{out_dir}/sphere_stack_height.png", draw_top)]
+            curves(f"{out_dir}/sphere_stack_height.png", heights, xlabel="t [s]",
+                   ylabel="top sphere height - undeformed ideal [m]", title="Stack stays standing")]

@@ -21,16 +21,6 @@ from .mass import MassMatrix
 WORLD = -1
 
 
-def _quat_to_rot(quat: np.ndarray) -> np.ndarray:
-    """(k, 4) unit quaternions x y z w -> (k, 3, 3) rotation matrices (body -> world)."""
-    x, y, z, w = quat.T
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)
-
-
 class RigidBodies:
     """n free rigid bodies under uniform gravity (immutable; state is passed in)."""
 
@@ -75,7 +65,9 @@ class RigidBodies:
         return np.asarray(q).reshape(self.n, 7)[:, :3]
 
     def rotations(self, q) -> np.ndarray:
-        return _quat_to_rot(np.asarray(q).reshape(self.n, 7)[:, 3:])
+        """(n, 3, 3) body-to-world rotations of the unit quaternions in q (pinocchio's)."""
+        quaternions = np.asarray(q, dtype=float).reshape(self.n, 7)[:, 3:]
+        return np.array([pin.Quaternion(x).toRotationMatrix() for x in quaternions])
 
     def integrate(self, q, v, dt: float) -> np.ndarray:
         """q (+) v dt (eq. 36), pinocchio's integrate on SE(3)^n."""

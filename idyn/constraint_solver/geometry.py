@@ -31,15 +31,6 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def tangent_basis(normal: np.ndarray):
-    """Two unit tangents r, s with (r, s, n) right-handed, for (k, 3) unit normals."""
-    n = np.atleast_2d(normal)
-    helper = np.where(np.abs(n[:, [0]]) < 0.9, [[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
-    r = cross(helper, n)
-    r /= np.linalg.norm(r, axis=1, keepdims=True)
-    return r, cross(n, r)
-
-
 def sphere_plane(centers, radii, plane_point, plane_normal) -> ContactGeometry:
     """Spheres (B) against a fixed plane (A = world) through ``plane_point``."""
     c = np.atleast_2d(np.asarray(centers, dtype=float))

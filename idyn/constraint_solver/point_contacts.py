@@ -8,7 +8,8 @@ import numpy as np
 
 from .bodies import WORLD, RigidBodies
 from .constraints import ConstraintRows, ContactRows
-from .geometry import ContactGeometry, tangent_basis
+from ..contact import tangent_frames
+from .geometry import ContactGeometry
 from .models import SpringLaw, coulomb_tangents
 
 
@@ -33,7 +34,7 @@ def contact_rows(bodies: RigidBodies, q, geom: ContactGeometry, body_a, body_b,
     R = bodies.rotations(q)
     pa = body_frame_points(bodies, q, body_a, geom.point_a, R)
     pb = body_frame_points(bodies, q, body_b, geom.point_b, R)
-    r, s = tangent_basis(geom.normal)
+    r, s = tangent_frames(geom.normal)     # (r, s, n) right-handed
     Gn, Gr, Gs = bodies.relative_rows(q, body_a, pa, body_b, pb, np.stack([geom.normal, r, s]),
                                       R)
     tan = coulomb_tangents(k, h, tangent_damping)

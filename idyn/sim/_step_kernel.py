@@ -1,6 +1,6 @@
 """The arithmetic of one idyn.sim step on its small arrays, compiled.
 
-A step of the LINKS quadruped works on a dozen probe points, 18 velocities and 3m <= 12 contact
+A quadruped's step works on a dozen probe points, 18 velocities and 3m <= 12 contact
 rows: as numpy calls (gathers, masks, stacking, small matrix products, LAPACK solves through
 scipy's wrappers) each piece costs more in call overhead than in arithmetic (timings:
 docs/performance.md, ``idyn bench sim``). These loops do that arithmetic in one call each:
@@ -15,10 +15,8 @@ docs/performance.md, ``idyn bench sim``). These loops do that arithmetic in one 
   impulses); :func:`pyramid_lcp_try` is the common case (the last basis solves it) in one call,
 * :func:`advance`: v+ = v* + M^-1 J^T f and its finiteness.
 
-The solves use the shared :func:`idyn.kernels.gram_solve`. The results agree with the numpy
-forms they replace to round-off (sums are accumulated in a different order than BLAS does).
-Into arrays the caller allocates (:mod:`idyn.kernels` says why); cached on disk
-(:mod:`idyn.jit`).
+The solves use the shared :func:`idyn.kernels.gram_solve`. Into arrays the caller allocates
+(:mod:`idyn.kernels` says why); cached on disk (:mod:`idyn.jit`).
 """
 from __future__ import annotations
 
@@ -28,7 +26,7 @@ import numpy as np
 
 from ..kernels import contact_rows
 from ..kernels import equilibrate, gather, pyramid_impulses, pyramid_lcp
-from ..kernels import gram_solve
+from ..kernels import gram_solve, max_abs, row_slack
 from ..jit import cached_jit
 from ..lcp.residuals import residuals_pass
 from ..separation import separating_into
@@ -49,11 +47,12 @@ def _twist_point_velocity(J, support, v, joint, p, out):
 
 
 @cached_jit
-def speculative_keep(phi, a, b, joints, points, normals, J, support, v, margin, reach, dt, keep):
-    """Indices (into ``keep``; their count is returned) of the candidate pairs that are contacts:
-    gap ``phi <= margin``, or apart by at most ``reach`` and closing within the step at their
-    normal speed (``phi + dt min(0, n . (v_A(p) - v_B(p))) <= margin``). Shapes ``a``, ``b``
-    (-1: the static world) ride on the joints ``joints[a]``, ``joints[b]``."""
+def speculative_keep(phi, a, b, joints, points, normals, mu, J, support, v, margin, reach, dt):
+    """Keep the candidate pairs that are contacts: gap ``phi <= margin``, or apart by at most
+    ``reach`` and closing within the step at their normal speed
+    (``phi + dt min(0, n . (v_A(p) - v_B(p))) <= margin``). Shapes ``a``, ``b`` (-1: the static
+    world) ride on the joints ``joints[a]``, ``joints[b]``. The kept pairs are moved, in order,
+    to the front of ``phi``, ``a``, ``b``, ``points``, ``normals`` and ``mu``; returns their count."""
     count = 0
     rel = np.zeros(3)
     for i in range(phi.shape[0]):
@@ -68,35 +67,20 @@ def speculative_keep(phi, a, b, joints, points, normals, J, support, v, margin, 
             speed = normals[i, 0] * rel[0] + normals[i, 1] * rel[1] + normals[i, 2] * rel[2]
             gap += dt * min(0.0, speed)
         if gap <= margin:
-            keep[count] = i
+            phi[count], a[count], b[count], mu[count] = phi[i], a[i], b[i], mu[i]
+            for r in range(3):
+                points[count, r] = points[i, r]
+                normals[count, r] = normals[i, r]
             count += 1
     return count
 
 
 @cached_jit
-def _substitute(X, rhs, row, p, coef, lo, hi, d):
-    """Row ``p`` of a triangular solve for all columns of ``X`` at once:
-    ``X[p] = (rhs - sum_q coef[q] X[q]) / d`` over q = lo, ..., hi - 1 in that order (``row``:
-    work space of the row's length; ``rhs`` may be ``X[p]``)."""
-    for c in range(row.shape[0]):
-        row[c] = rhs[c]
-    for q in range(lo, hi):
-        r = coef[q]
-        for c in range(row.shape[0]):
-            row[c] -= r * X[q, c]
-    for c in range(row.shape[0]):
-        X[p, c] = row[c] / d
-
-
-@cached_jit
 def contact_space(U, J, v, f, dt, v_free, Minv_JT, W, u_free):
     """The contact-space data of a step (paper eq. 37) into the output arrays, with M = U^T U:
-    ``v_free = v + dt M^-1 f``, ``Minv_JT = M^-1 J^T``, ``W = J M^-1 J^T`` (symmetrized as
-    (W + W^T) / 2) and ``u_free = J v_free``. Returns whether v_free and u_free are finite.
-
-    The k right-hand sides of M^-1 J^T are substituted together and J M^-1 J^T is accumulated
-    row by row, so the innermost loops run across independent entries instead of one
-    latency-bound chain per column or product."""
+    ``v_free = v + dt M^-1 f``, ``Minv_JT = M^-1 J^T``, ``W = J M^-1 J^T`` (its lower triangle
+    mirrored: exactly symmetric) and ``u_free = J v_free``. Returns whether v_free and u_free
+    are finite."""
     nv, k = v.shape[0], J.shape[0]
     x = np.empty(nv)
     gram_solve(U, nv, f, x)
@@ -104,33 +88,28 @@ def contact_space(U, J, v, f, dt, v_free, Minv_JT, W, u_free):
     for i in range(nv):
         v_free[i] = v[i] + dt * x[i]
         finite &= math.isfinite(v_free[i])
-    X, row = Minv_JT, np.empty(k)
-    for p in range(nv):         # U^T Y = J^T, all columns at once
-        _substitute(X, J[:, p], row, p, U[:, p], 0, p, U[p, p])
-    for p in range(nv - 1, -1, -1):     # U X = Y
-        _substitute(X, X[p], row, p, U[p], p + 1, nv, U[p, p])
-    P = np.zeros((k, k))            # J M^-1 J^T, unsymmetrized
+    for i in range(k):
+        gram_solve(U, nv, J[i], x)
+        Minv_JT[:, i] = x
     for i in range(k):
         s = 0.0
         for p in range(nv):
             s += J[i, p] * v_free[p]
-            a = J[i, p]
-            for j in range(k):
-                P[i, j] += a * X[p, j]
         u_free[i] = s
         finite &= math.isfinite(s)
-    for i in range(k):
         for j in range(i + 1):
-            W[i, j] = W[j, i] = (P[i, j] + P[j, i]) * 0.5
+            s = 0.0
+            for p in range(nv):
+                s += J[i, p] * Minv_JT[p, j]
+            W[i, j] = W[j, i] = s
     return finite
 
 
 @cached_jit
 def factor_contact_space(M, J, v, f, dt, v_free, Minv_JT, W, u_free):
-    """:func:`contact_space` with the factorisation of M: returns ``U`` (upper, M = U^T U, an
-    F-ordered view of numpy's lower factor: LAPACK potrf 'U' on the symmetric M, the very call
-    and numbers of scipy's ``dpotrf(M, lower=0)``) and a code: -1 M is not positive definite,
-    0 v_free or u_free is not finite, 1 they are."""
+    """:func:`contact_space` with the Cholesky factorisation of M: returns ``U`` (upper,
+    M = U^T U) and a code: -1 M is not positive definite, 0 v_free or u_free is not finite,
+    1 they are."""
     try:
         L = np.linalg.cholesky(M)
     except Exception:       # numpy's LinAlgError: not positive definite
@@ -181,9 +160,8 @@ def rows_independent(W, rows):
     (LAPACK syevd) above 1e-9 times its largest (else Algorithm 1 picks the rows).
 
     Settled first without the eigenvalues when a bound proves it (the common, well-conditioned
-    case, sparing the eigensolver): with A = L L^T, lambda_min >= 1 / trace(A^-1) =
-    1 / ||L^-1||_F^2 and lambda_max <= ||A||_inf, so a bound ratio above 2e-9 makes the
-    eigenvalue test true (the factor 2 covers the rounding of both computations, relative
+    case, sparing the eigensolver): lambda_min >= 1 / trace(A^-1) and lambda_max <= ||A||_inf,
+    so a bound ratio above 2e-9 makes the eigenvalue test true (the factor 2 covers the rounding of both computations, relative
     1e-11 at most at the conditioning where the bound can pass). Otherwise the eigenvalues decide."""
     A = gather(W, rows, rows)
     n = A.shape[0]
@@ -198,16 +176,13 @@ def rows_independent(W, rows):
             for j in range(n):
                 row += abs(A[i, j])
             norm_inf = max(norm_inf, row)
-        inv_fro2 = 0.0
-        x = np.empty(n)
-        for c in range(n):          # column c of L^-1 by forward substitution
-            for i in range(n):
-                t = 1.0 if i == c else 0.0
-                for k in range(c, i):
-                    t -= L[i, k] * x[k]
-                x[i] = t / L[i, i] if i >= c else 0.0
-                inv_fro2 += x[i] * x[i]
-        if inv_fro2 * 2e-9 * norm_inf < 1.0:
+        inv_trace, e, x = 0.0, np.zeros(n), np.empty(n)
+        for c in range(n):          # trace(A^-1) = sum_c (A^-1 e_c)_c
+            e[:] = 0.0
+            e[c] = 1.0
+            gram_solve(L.T, n, e, x)
+            inv_trace += x[c]
+        if inv_trace * 2e-9 * norm_inf < 1.0:
             return True
     d = np.linalg.eigvalsh(A)
     return d[0] > 1e-9 * d[-1]
@@ -278,30 +253,6 @@ def plane_features(centres, radii, normal, offset, points, normals, phi):
         for r in range(3):
             points[i, r] = (centres[i, r] - (phi[i] + radii[i]) * normal[r]) + (0.5 * phi[i]) * normal[r]
             normals[i, r] = normal[r]
-
-
-@cached_jit
-def plane_contacts(poses, owner, local, radii, normal, offset, joints, J, support, v, margin, reach, dt,
-                   points, normals, phi, shape):
-    """Detection in a world of probes (sphere centres, box corners) on the multibody against one
-    plane: :func:`place_points`, :func:`plane_features` and :func:`speculative_keep` in one call,
-    the kept pairs compacted in order to the front of ``points``, ``normals``, ``phi`` and
-    ``shape`` (the probe's shape, ``owner``). Returns their count."""
-    k = owner.shape[0]
-    centres = np.empty((k, 3))
-    place_points(poses, owner, local, centres)
-    plane_features(centres, radii, normal, offset, points, normals, phi)
-    keep = np.empty(k, dtype=np.intp)
-    count = speculative_keep(phi, owner, np.full(k, -1), joints, points, normals, J, support, v, margin, reach,
-                             dt, keep)
-    for i in range(count):          # keep is increasing: compaction in place
-        src = keep[i]
-        phi[i] = phi[src]
-        shape[i] = owner[src]
-        for r in range(3):
-            points[i, r] = points[src, r]
-            normals[i, r] = normals[src, r]
-    return count
 
 
 @cached_jit
@@ -403,7 +354,7 @@ def qp_active_guess(H, c, A, b, eps, active, tol, x):
     ``y_j = ((H + eps I) x + c - A_O^T y_O)_j``. Returns whether (x, y) passes the KKT
     conditions it does not hold by construction: multipliers ``y >= -tol (1 + max|y|)`` and every
     row ``A_i x - b_i >= -tol ((1 + max|x|)(1 + max_j |A_ij|) + |b_i|)`` (the row scale of
-    :func:`idyn.kernels.feasible`). With H + eps I positive definite that x is the QP's
+    :func:`idyn.kernels.row_slack`). With H + eps I positive definite that x is the QP's
     unique minimiser, to these tolerances."""
     n = c.shape[0]
     fixed = np.zeros(n, dtype=np.bool_)
@@ -453,37 +404,16 @@ def qp_active_guess(H, c, A, b, eps, active, tol, x):
             for o in range(ko):
                 g -= A[other[o], j] * y[n + o]
             y[j] = g
-    y_max = _max_abs(y)
+    y_max = max_abs(y)
     for i in range(y.shape[0]):
         if not y[i] >= -tol * (1.0 + y_max):      # also rejects NaN
             return False
-    x_max = _max_abs(x)
+    x_max = max_abs(x)
     for row in range(A.shape[0]):
-        slack, scale = _row_slack(A, b, x, row, x_max)
+        slack, scale = row_slack(A, b, x, row, x_max)
         if not slack >= -tol * scale:
             return False
     return True
-
-
-@cached_jit
-def _max_abs(x):
-    """``max |x_i|`` (0 for no entries)."""
-    largest = 0.0
-    for i in range(x.shape[0]):
-        largest = max(largest, abs(x[i]))
-    return largest
-
-
-@cached_jit
-def _row_slack(A, b, x, row, x_max):
-    """``A_row x - b_row`` and the row's scale ``(1 + max|x|)(1 + max_j |A_row,j|) + |b_row|``
-    (that of :func:`idyn.kernels.feasible`), ``x_max = max|x|``."""
-    slack = -b[row]
-    a_max = 0.0
-    for j in range(x.shape[0]):
-        slack += A[row, j] * x[j]
-        a_max = max(a_max, abs(A[row, j]))
-    return slack, (1.0 + x_max) * (1.0 + a_max) + abs(b[row])
 
 
 @cached_jit
@@ -493,11 +423,11 @@ def tight_rows(A, b, x, tol, out):
     (Gram-Schmidt; a residual norm above 1e-9 of the row's): their indices into ``out``, their
     count returned. The active set :func:`qp_active_guess` tries on the next step."""
     n = x.shape[0]
-    x_max = _max_abs(x)
+    x_max = max_abs(x)
     basis = np.empty((min(A.shape[0], n), n))
     count = 0
     for row in range(A.shape[0]):
-        slack, scale = _row_slack(A, b, x, row, x_max)
+        slack, scale = row_slack(A, b, x, row, x_max)
         if abs(slack) > tol * scale or count == basis.shape[0]:
             continue
         v = A[row].copy()

@@ -25,7 +25,7 @@ from .. import validation
 from ..contact import ContactSet, tangent_frames
 from ..errors import InvalidInputError
 from ..model import RobotModel, Workspace
-from ._step_kernel import place_points, plane_contacts, speculative_keep
+from ._step_kernel import place_points, speculative_keep
 from .geometry import (BOX_CORNERS, Features, Heightmap, Plane, StaticBox, checked_box, spheres_box,
                        spheres_heightmap, spheres_plane, spheres_spheres)
 
@@ -64,19 +64,8 @@ Terrain = Plane | Heightmap | StaticBox
 
 #: the velocity of :meth:`World.detect_at` without speculative pairs (never read)
 _NO_V = np.zeros(0)
-#: contact patterns remembered by a plane-only world (a quadruped's feet: 16)
+#: contact patterns a world remembers (a quadruped's feet on a plane: 16)
 _PATTERNS = 64
-
-
-def _contact_frames(normals: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
-    """The tangents (:func:`idyn.contact.tangent_frames`) and contact frames (m, 3, 3; rows n,
-    s, t; :meth:`ContactSet.frames`) of unit ``normals``, read-only (they are shared)."""
-    tangents = tangent_frames(normals)
-    for f in tangents:
-        f.flags.writeable = False
-    frames = np.stack((normals,) + tuple(tangents), axis=1)
-    frames.flags.writeable = False
-    return tangents, frames
 
 
 def _against_terrain(centres: np.ndarray, radii: np.ndarray, t) -> Features:
@@ -167,9 +156,8 @@ class World:
         self._box_pairs = [(j, np.flatnonzero(~on_sphere & (self._pair_b == j)))
                            for j in np.unique(self._pair_b[~on_sphere])]
         self._placements_of, self._placement_refs = None, []
-        self._last_normals = (np.zeros((0, 3)), (np.zeros((0, 3)), np.zeros((0, 3))), np.zeros((0, 3, 3)))
-        #: the plane-only world's per-pattern contact data (:meth:`_plane_contacts`)
-        self._plane_patterns = {}
+        #: contact data by pattern of shapes in contact (:meth:`_pattern`)
+        self._patterns = {}
         #: joint of each shape, and (index -1) the static world's joint 0
         self._body_joints = np.append(self._joints, 0).astype(np.intp)
 
@@ -202,8 +190,6 @@ class World:
         needs (:func:`idyn.kernels.contact_rows`)."""
         poses = np.array([placement.homogeneous for placement in self._placements(ws.data)]).reshape(-1, 4, 4)
         reach = self.margin + dt * self.max_speed if dt is not None else self.margin
-        if not self._pairs and len(self.terrain) == 1 and type(self.terrain[0]) is Plane:
-            return self._plane_contacts(ws, poses, reach, dt)
         parts = []         # (shape a, shape b or -1, features, mu)
         if self.terrain:
             parts.append(self._terrain_features(poses))
@@ -215,69 +201,40 @@ class World:
                 empty, empty, False, np.zeros((0, 3, 3))
         if len(parts) == 1:
             (a, b, (points, normals, phi), mu), = parts
+            a, b, mu = a.copy(), b.copy(), mu.copy()       # compacted in place below
         else:
             a, b, mu = (np.concatenate(x) for x in ([p[0] for p in parts], [p[1] for p in parts],
                                                      [p[3] for p in parts]))
             points, normals, phi = (np.concatenate(x) for x in zip(*[p[2] for p in parts]))
-        keep = np.empty(phi.shape[0], dtype=np.intp)
         # speculative (dt given): a pair apart by at most margin + dt max_speed is kept if it
         # would close within the step
-        keep = keep[:speculative_keep(phi, a, b, self._joints, points, normals, ws.J, self.model.support,
-                                      ws.v if dt is not None else _NO_V, self.margin, reach,
-                                      0.0 if dt is None else dt, keep)]
-        frames = self._frames
-        normals = normals[keep]
-        a, b = a[keep], b[keep]
-        cs = ContactSet.__new__(ContactSet)    # ContactSet._trusted with the frames memoised
-        cs.body_a, cs.body_b = tuple(frames[i] for i in a), tuple(frames[j] for j in b)
-        cs.points, cs.normals, cs.mu, cs.phi = points[keep], normals, mu[keep], phi[keep]
-        jb = self._body_joints[b]
-        return cs, self._joints[a], jb, bool(jb.any()), self._frames_of(cs)
-
-    def _plane_contacts(self, ws: Workspace, poses: np.ndarray, reach: float, dt: float | None):
-        """:meth:`detect_joints_at` of a world whose only pairs are the probes against one plane,
-        in one compiled call (:func:`._step_kernel.plane_contacts`; the same numbers as the
-        general path). Everything but the points and gaps depends only on which probes touch
-        (the pattern), so it is built once per pattern and shared, read-only."""
-        k, plane = self._probe_shape.size, self.terrain[0]
-        points, normals, phi, shape = np.empty((k, 3)), np.empty((k, 3)), np.empty(k), np.empty(k, dtype=np.intp)
-        m = plane_contacts(poses, self._probe_shape, self._probe_local, self._probe_radius, plane.normal,
-                           plane.offset, self._joints, ws.J, self.model.support, ws.v if dt is not None else _NO_V,
-                           self.margin, reach, 0.0 if dt is None else dt, points, normals, phi, shape)
-        key = shape[:m].tobytes()
-        pattern = self._plane_patterns.get(key)
+        m = speculative_keep(phi, a, b, self._joints, points, normals, mu, ws.J, self.model.support,
+                             ws.v if dt is not None else _NO_V, self.margin, reach, 0.0 if dt is None else dt)
+        a, b, normals, mu = a[:m], b[:m], normals[:m], mu[:m]
+        key = a.tobytes() + b.tobytes() + normals.tobytes() + mu.tobytes()
+        pattern = self._patterns.get(key)
         if pattern is None:
-            if len(self._plane_patterns) >= _PATTERNS:
-                self._plane_patterns.clear()
-            pattern = self._plane_patterns[key] = self._plane_pattern(shape[:m], normals[:m], plane.mu)
-        cs = ContactSet.__new__(ContactSet)
-        cs.body_a, cs.body_b, cs.normals, cs.mu, cs.tangents, ja, jb, frames = pattern
+            if len(self._patterns) >= _PATTERNS:
+                self._patterns.clear()
+            pattern = self._patterns[key] = self._pattern(a, b, normals, mu)
+        cs = ContactSet.__new__(ContactSet)    # ContactSet._trusted with the pattern's data shared
+        cs.body_a, cs.body_b, cs.normals, cs.mu, cs.tangents, ja, jb, two_bodies, frames = pattern
         cs.points, cs.phi = points[:m], phi[:m]
-        return cs, ja, jb, False, frames
+        return cs, ja, jb, two_bodies, frames
 
-    def _plane_pattern(self, shape: np.ndarray, normals: np.ndarray, mu: float) -> tuple:
-        """The data of :meth:`_plane_contacts` shared by every contact set with probes of the
-        shapes ``shape`` in contact (read-only): body names, normals, mu, tangents, joints of
-        bodies A and B, contact frames."""
-        m = shape.size
-        normals, mu, ja, jb = normals.copy(), np.full(m, mu), self._joints[shape], np.zeros(m, dtype=np.intp)
-        tangents, frames = _contact_frames(normals)
-        for a in (normals, mu, ja, jb):
-            a.flags.writeable = False
-        frames_of = self._frames
-        return tuple(frames_of[i] for i in shape), (None,) * m, normals, mu, tangents, ja, jb, frames
-
-    def _frames_of(self, cs: ContactSet) -> np.ndarray:
-        """Set the tangents of ``cs`` (:func:`idyn.contact.tangent_frames` of its normals) and
-        return its contact frames (m, 3, 3; :meth:`ContactSet.frames`), both reused (read-only)
-        while the normals repeat exactly, as they do on planes from step to step."""
-        normals = cs.normals
-        last, tangents, frames = self._last_normals
-        if last.shape != normals.shape or not (last == normals).all():
-            tangents, frames = _contact_frames(normals)
-            self._last_normals = (normals.copy(), tangents, frames)
-        cs.tangents = tangents
-        return frames
+    def _pattern(self, a: np.ndarray, b: np.ndarray, normals: np.ndarray, mu: np.ndarray) -> tuple:
+        """The data of a contact set with shapes ``a`` against ``b``, ``normals`` and ``mu``, shared
+        (read-only) by every contact set with the same ones, as on planes from step to step:
+        body names, normals, mu, tangents, joints of bodies A and B, whether any B is a body, the
+        contact frames (m, 3, 3; :meth:`ContactSet.frames`)."""
+        normals, mu, ja, jb = normals.copy(), mu.copy(), self._joints[a], self._body_joints[b]
+        tangents = tangent_frames(normals)
+        frames = np.stack((normals,) + tuple(tangents), axis=1)
+        for x in (normals, mu, ja, jb, frames) + tuple(tangents):
+            x.flags.writeable = False
+        names = self._frames
+        return (tuple(names[i] for i in a), tuple(names[j] for j in b), normals, mu, tangents, ja, jb,
+                bool(jb.any()), frames)
 
     def _placements(self, data) -> list:
         """The shapes' frame placements in ``data.oMf``, as live references: pinocchio updates
