@@ -93,6 +93,31 @@ def as_slice(index: np.ndarray) -> slice | np.ndarray:
     return index
 
 
+_UNBOUNDED = {"JointModelRUBX": pin.JointModelRX, "JointModelRUBY": pin.JointModelRY,
+              "JointModelRUBZ": pin.JointModelRZ}
+
+
+def revolute_chart(model: pin.Model) -> pin.Model:
+    """The same mechanism with every continuous joint (nq = 2: cos, sin) as a revolute joint
+    whose one coordinate is its angle: same joints, placements, inertias and frames (in the same
+    order), so kinematics agree at matching configurations. For code that works on joint angles,
+    such as a planner's Newton iterations on leg angles (planners.leg_kinematics)."""
+    out = pin.Model()
+    out.name, out.gravity = model.name, model.gravity
+    for j in range(1, model.njoints):
+        jm = model.joints[j]
+        kind = jm.shortname()
+        if kind in _UNBOUNDED:
+            jm = _UNBOUNDED[kind]()
+        elif kind == "JointModelRevoluteUnboundedUnaligned":
+            jm = pin.JointModelRevoluteUnaligned(jm.extract().axis)
+        jid = out.addJoint(model.parents[j], jm, model.jointPlacements[j], model.names[j])
+        out.appendBodyToJoint(jid, model.inertias[j], pin.SE3.Identity())
+    for f in list(model.frames)[1:]:
+        out.addFrame(pin.Frame(f), False)
+    return out
+
+
 class RobotModel:
     """An immutable multibody model with one reusable pinocchio workspace.
 

@@ -5,7 +5,9 @@ another known quadruped by name); the PyBullet testbeds live in :mod:`robots.pyb
 imported only when used so that planners and controllers never pull in a simulator.
 """
 from .manipulator import Manipulator, manipulator, manipulator_urdf
-from .quadruped import KNOWN as QUADRUPEDS, Quadruped, QuadrupedFacts, build, quadruped, quadruped_urdf
+from .quadruped import (KNOWN as QUADRUPEDS, PUBLIC as PUBLIC_QUADRUPEDS, Quadruped, QuadrupedFacts, build,
+                        from_urdf, quadruped, quadruped_urdf)
 
-__all__ = ["QUADRUPEDS", "Quadruped", "QuadrupedFacts", "build", "quadruped", "quadruped_urdf",
+__all__ = ["QUADRUPEDS", "PUBLIC_QUADRUPEDS", "Quadruped", "QuadrupedFacts", "build", "from_urdf", "quadruped",
+           "quadruped_urdf",
            "Manipulator", "manipulator", "manipulator_urdf"]
