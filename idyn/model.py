@@ -29,6 +29,7 @@ import numpy as np
 import pinocchio as pin
 
 from . import validation
+from .jit import cached_jit
 from .errors import InvalidInputError, ModelLoadError, QuaternionError, UnknownFrameError
 from .state import RobotState
 
@@ -78,6 +79,17 @@ _JOINT_ARRAYS = 256
 _NEXT, _PREV = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 
+@cached_jit
+def _unit_quaternions(q, starts, tol):
+    """Whether the quaternion q[i:i + 4] of every i in ``starts`` has a norm within ``tol`` of 1
+    (one compiled pass: a control step checks its state's base quaternion)."""
+    for i in starts:
+        norm = math.sqrt(q[i] * q[i] + q[i + 1] * q[i + 1] + q[i + 2] * q[i + 2] + q[i + 3] * q[i + 3])
+        if not abs(norm - 1.0) <= tol:
+            return False
+    return True
+
+
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cross products of two (k, 3) arrays (np.cross costs 20 us on small arrays)."""
     return a.take(_NEXT, axis=1) * b.take(_PREV, axis=1) - a.take(_PREV, axis=1) * b.take(_NEXT, axis=1)
@@ -104,13 +116,15 @@ def revolute_chart(model: pin.Model) -> pin.Model:
     such as a planner's Newton iterations on leg angles (planners.leg_kinematics)."""
     out = pin.Model()
     out.name, out.gravity = model.name, model.gravity
+    data = model.createData()
+    pin.forwardKinematics(model, data, pin.neutral(model))   # motion subspaces: the joints' axes
     for j in range(1, model.njoints):
         jm = model.joints[j]
         kind = jm.shortname()
         if kind in _UNBOUNDED:
             jm = _UNBOUNDED[kind]()
         elif kind == "JointModelRevoluteUnboundedUnaligned":
-            jm = pin.JointModelRevoluteUnaligned(jm.extract().axis)
+            jm = pin.JointModelRevoluteUnaligned(np.asarray(data.joints[j].S).ravel()[3:])
         jid = out.addJoint(model.parents[j], jm, model.jointPlacements[j], model.names[j])
         out.appendBodyToJoint(jid, model.inertias[j], pin.SE3.Identity())
     for f in list(model.frames)[1:]:
@@ -171,6 +185,7 @@ class RobotModel:
         #: index in q of the quaternion (x y z w) of every free-flyer joint (the floating base,
         #: appended free bodies)
         self.quaternion_q = tuple(jm.idx_q + 3 for jm in self._model.joints[1:] if jm.shortname() == "JointModelFreeFlyer")
+        self._quaternion_starts = np.array(self.quaternion_q, dtype=np.intp)
         self._P = np.zeros((self.actuated_v.size, self._model.nv))
         self._P[np.arange(self.actuated_v.size), self.actuated_v] = 1.0
         self._P.setflags(write=False)
@@ -343,8 +358,10 @@ class RobotModel:
         :class:`idyn.errors.QuaternionError`. Not normalised silently: an unnormalised
         quaternion scales the rotation pinocchio builds from it (the torques were 85-635 %
         off), and a w-x-y-z quaternion passed as x-y-z-w is a caller's bug the norm cannot see."""
+        if self._quaternion_starts.size == 0 or _unit_quaternions(q, self._quaternion_starts, QUATERNION_TOL):
+            return q
         for i in self.quaternion_q:
-            x, y, z, w = q[i], q[i + 1], q[i + 2], q[i + 3]
+            x, y, z, w = q[i:i + 4].tolist()
             norm = math.sqrt(x * x + y * y + z * z + w * w)
             if not abs(norm - 1.0) <= QUATERNION_TOL:
                 raise QuaternionError(

@@ -65,13 +65,17 @@ def _example_robot_data(*parts) -> str:
 
 
 #: Public quadruped URDFs, loaded unedited by :func:`from_urdf` (feet, body axes, leg order and
-#: standing configuration found from the geometry). ``feet`` and ``radius``: the foot frames of
-#: robots whose feet have mesh collisions (no sphere to find), with the radius of the foot's
-#: ball measured on the collision mesh.
+#: standing configuration found from the geometry). ``feet`` and ``foot_radius``: the foot frames
+#: of robots whose feet have mesh collisions (no sphere to find), with a radius measured on the
+#: mesh, its support distance from the frame towards the ground, plus the 1 mm collision margin
+#: PyBullet adds around a convex mesh: go2's foot_convex.stl spans 22.3-23.2 mm over +-30 deg of
+#: tilt (radius 0.0245: a touching foot's gap <= 0, else the gait schedule sees no stance foot
+#: and the robot falls at 0.25 s); solo12's solo_foot.stl is a 16.0 mm disc in the sagittal
+#: plane (0.0175; with 0.016 solo12 fell after 3 s of the trot).
 PUBLIC: dict[str, dict] = {
     "go1": {"urdf": "example-robot-data:go1_description/urdf/go1.urdf"},
     "go2": {"urdf": "example-robot-data:go2_description/urdf/go2.urdf",
-            "feet": ("FL_foot", "FR_foot", "RL_foot", "RR_foot"), "foot_radius": 0.022},
+            "feet": ("FL_foot", "FR_foot", "RL_foot", "RR_foot"), "foot_radius": 0.0245},
     "a1-erd": {"urdf": "example-robot-data:a1_description/urdf/a1.urdf"},
     "anymal_b": {"urdf": "example-robot-data:anymal_b_simple_description/robots/anymal.urdf"},
     "anymal_c": {"urdf": "example-robot-data:anymal_c_simple_description/urdf/anymal.urdf"},

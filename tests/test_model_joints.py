@@ -148,3 +148,28 @@ def test_urdf_error_names_the_file(tmp_path):
     bad.write_text("<robot name='x'><link name='a'/></robot")
     with pytest.raises(ModelLoadError, match="bad.urdf"):
         RobotModel.from_urdf(bad, floating_base=True)
+
+
+@pytest.mark.parametrize("urdf", [URDF, "mini_cheetah"])
+def test_revolute_chart_has_the_same_kinematics(urdf):
+    """idyn.model.revolute_chart (continuous joints as revolute ones, for leg IK on angles): the
+    same frame placements and mass matrix at matching configurations, for pinocchio's RUBY and
+    its unbounded unaligned revolute (every mini_cheetah joint)."""
+    from idyn.model import revolute_chart
+    if urdf == "mini_cheetah":
+        pybullet_data = pytest.importorskip("pybullet_data")
+        urdf = Path(pybullet_data.getDataPath()) / "mini_cheetah" / "mini_cheetah.urdf"
+    model = RobotModel.from_urdf(urdf, floating_base=True)
+    pm = model.pinocchio_model
+    chart = revolute_chart(pm)
+    assert chart.nq == chart.nv + 1 and chart.nv == pm.nv and len(chart.frames) == len(pm.frames)
+    rng = np.random.default_rng(3)
+    d1, d2 = pm.createData(), chart.createData()
+    for _ in range(5):
+        q = model.integrate(model.neutral(), rng.uniform(-3, 3, model.nv), 1.0)
+        qc = np.r_[q[:7], model.joint_positions(q)]
+        pin.framesForwardKinematics(pm, d1, q)
+        pin.framesForwardKinematics(chart, d2, qc)
+        for a, b in zip(d1.oMf, d2.oMf):
+            assert np.allclose(a.homogeneous, b.homogeneous, atol=1e-14)
+        assert np.allclose(pin.crba(pm, d1, q), pin.crba(chart, d2, qc), atol=1e-14)
