@@ -66,16 +66,18 @@ def _example_robot_data(*parts) -> str:
 
 #: Public quadruped URDFs, loaded unedited by :func:`from_urdf` (feet, body axes, leg order and
 #: standing configuration found from the geometry). ``feet`` and ``foot_radius``: the foot frames
-#: of robots whose feet have mesh collisions (no sphere to find), with a radius measured on the
-#: mesh, its support distance from the frame towards the ground, plus the 1 mm collision margin
-#: PyBullet adds around a convex mesh: go2's foot_convex.stl spans 22.3-23.2 mm over +-30 deg of
-#: tilt (radius 0.0245: a touching foot's gap <= 0, else the gait schedule sees no stance foot
-#: and the robot falls at 0.25 s); solo12's solo_foot.stl is a 16.0 mm disc in the sagittal
-#: plane (0.0175; with 0.016 solo12 fell after 3 s of the trot).
+#: of robots whose feet have mesh collisions (no sphere to find), with the ball fitted to the
+#: mesh (least squares on its support distance towards the ground over +-70 deg of tilt) plus the
+#: 1 mm collision margin PyBullet adds around a convex mesh. go2's foot_convex.stl: centre
+#: (-1.5, 0, 0.1) mm, radius 22.8 mm, 1.3 mm off a sphere; the 10 s trot (qp-coulomb, PyBullet)
+#: needs that centre: at (0, 0, 0) with 22 mm the probes saw 1-2 mm gaps under load, the gait
+#: schedule kept no stance foot and it fell at 0.25 s, with 24.5 mm at 3.2 s, and at the fitted
+#: centre with 23.5 mm at 6.9 s (23.8 mm: no fall, 3.1 % force error). solo12's solo_foot.stl is
+#: a 16.0 mm disc in the sagittal plane (0.0175; with 0.016 it fell after 3 s of the trot).
 PUBLIC: dict[str, dict] = {
     "go1": {"urdf": "example-robot-data:go1_description/urdf/go1.urdf"},
     "go2": {"urdf": "example-robot-data:go2_description/urdf/go2.urdf",
-            "feet": ("FL_foot", "FR_foot", "RL_foot", "RR_foot"), "foot_radius": 0.0245},
+            "feet": {f: (0.0238, (-0.0015, 0.0, 0.0)) for f in ("FL_foot", "FR_foot", "RL_foot", "RR_foot")}},
     "a1-erd": {"urdf": "example-robot-data:a1_description/urdf/a1.urdf"},
     "anymal_b": {"urdf": "example-robot-data:anymal_b_simple_description/robots/anymal.urdf"},
     "anymal_c": {"urdf": "example-robot-data:anymal_c_simple_description/urdf/anymal.urdf"},
@@ -224,7 +226,8 @@ def _auto_stand(model: RobotModel, feet: dict, leg_joints: dict, height: float) 
 
 
 def _frame_feet(model: RobotModel, feet, foot_radius) -> list[SphereFoot]:
-    """Feet given as frame names (with ``foot_radius``) or as a mapping frame -> radius."""
+    """Feet given as frame names (with ``foot_radius``) or as a mapping frame -> radius, or
+    frame -> (radius, centre of the foot's ball in the frame)."""
     if isinstance(feet, dict):
         items = list(feet.items())
     else:
@@ -232,11 +235,13 @@ def _frame_feet(model: RobotModel, feet, foot_radius) -> list[SphereFoot]:
             raise InvalidInputError("feet given as frame names need foot_radius (m), the radius of the foot's ball")
         items = [(name, foot_radius) for name in feet]
     out = []
-    for name, radius in items:
+    for name, value in items:
         model.frame_id(name)                     # UnknownFrameError for a name the URDF lacks
-        if not (np.isfinite(radius) and radius >= 0):
-            raise InvalidInputError(f"foot {name!r}: radius must be finite and >= 0, got {radius}")
-        out.append(SphereFoot(name, float(radius), np.zeros(3)))
+        radius, centre = value if isinstance(value, (tuple, list)) else (value, np.zeros(3))
+        centre = np.asarray(centre, dtype=float).reshape(3)
+        if not (np.isfinite(radius) and radius >= 0 and np.all(np.isfinite(centre))):
+            raise InvalidInputError(f"foot {name!r}: radius must be finite and >= 0, centre finite, got {value}")
+        out.append(SphereFoot(name, float(radius), centre))
     return out
 
 

@@ -104,6 +104,10 @@ def test_mesh_feet_need_their_frames():
     quad = robots.from_urdf(robots.quadruped_urdf("go2"), ["FL_foot", "FR_foot", "RL_foot", "RR_foot"],
                             foot_radius=0.0245)
     assert quad.foot_radius == 0.0245 and quad.feet["LH"].link == "RL_foot"
+    ball = {f: (0.0238, (-0.0015, 0.0, 0.0)) for f in ("FL_foot", "FR_foot", "RL_foot", "RR_foot")}
+    quad = robots.from_urdf(robots.quadruped_urdf("go2"), ball)
+    lf = quad.model.frame_placement(quad.q_stand, "FL_foot").act(np.array([-0.0015, 0.0, 0.0]))
+    assert np.allclose(quad.foot_centres(quad.q_stand)[0], lf) and lf[2] == pytest.approx(0.0238, abs=1e-9)
 
 
 def test_continuous_joint_robot_trots_in_the_closed_loop():
