@@ -8,13 +8,14 @@ So the inverse-dynamics controllers receive
 
     qdd_cmd = qdd_des + kp (q_des - q) + kv (qd_des - qd) + ki * integral (q_des - q) dt
 
-on the actuated joints (``q_des - q`` is pinocchio's ``difference`` of the configurations, the
-subtraction for joints with nq = nv, the shortest angle for a continuous joint), with the same gains for every controller: kp 1e3 and ki 1 as the authors'
-Pacer gives them, kv = 2 sqrt(kp) = 63.2 (critical damping) instead of Pacer's 10.  An
-inverse-dynamics controller that predicts its contact forces well makes the joint error obey
-``e'' + kv e' + kp e = 0`` exactly; at kv 10 that is a damping ratio of 0.16, and the
-touchdown and liftoff transients of the trot (every 75 ms) add up faster than they decay
-(measurements: docs/planner.md).  Pass ``kv=10`` to reproduce Pacer's gains.
+on the actuated joints (``q_des - q`` is pinocchio's ``difference`` of the configurations: the
+subtraction for joints with nq = nv, the shortest angle for a continuous joint), with the same
+gains for every controller: kp 1e3 and ki 1 as the authors' Pacer gives them, kv = 2 sqrt(kp) =
+63.2 (critical damping) instead of Pacer's 10.  An inverse-dynamics controller that predicts its
+contact forces well makes the joint error obey ``e'' + kv e' + kp e = 0`` exactly; at kv 10 that
+is a damping ratio of 0.16, and the touchdown and liftoff transients of the trot (every 75 ms)
+add up faster than they decay (measurements: docs/planner.md).  Pass ``kv=10`` to reproduce
+Pacer's gains.
 """
 from __future__ import annotations
 

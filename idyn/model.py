@@ -29,8 +29,8 @@ import numpy as np
 import pinocchio as pin
 
 from . import validation
-from .jit import cached_jit
 from .errors import InvalidInputError, ModelLoadError, QuaternionError, UnknownFrameError
+from .jit import cached_jit
 from .state import RobotState
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -184,7 +184,8 @@ class RobotModel:
         self._neutral.setflags(write=False)
         #: index in q of the quaternion (x y z w) of every free-flyer joint (the floating base,
         #: appended free bodies)
-        self.quaternion_q = tuple(jm.idx_q + 3 for jm in self._model.joints[1:] if jm.shortname() == "JointModelFreeFlyer")
+        self.quaternion_q = tuple(jm.idx_q + 3 for jm in self._model.joints[1:]
+                                  if jm.shortname() == "JointModelFreeFlyer")
         self._quaternion_starts = np.array(self.quaternion_q, dtype=np.intp)
         self._P = np.zeros((self.actuated_v.size, self._model.nv))
         self._P[np.arange(self.actuated_v.size), self.actuated_v] = 1.0
