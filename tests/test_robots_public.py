@@ -123,7 +123,7 @@ def test_continuous_joint_robot_trots_in_the_closed_loop():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["go1", "go2", "a1", "anymal_c", "solo12", "aliengo", "mini_cheetah"])
+@pytest.mark.parametrize("name", ["go1", "go2", "a1", "anymal_c", "solo12", "aliengo", "mini_cheetah", "laikago"])
 def test_public_quadruped_trots_10_s(name):
     from experiments.runner import run_scenario
     from experiments.scenario import terrain_scenario
@@ -138,3 +138,25 @@ def test_public_quadruped_stands_3_s_under_lcp_coulomb(name):
     weight, first, last, pred, _ = stand(_robot(name), 3.0, "lcp-coulomb")
     assert abs(last.q[2] - first.q[2]) < 0.01
     assert np.mean(pred[-500:]) / weight == pytest.approx(1.0, abs=0.02)
+
+
+def test_pybullet_state_of_continuous_joints_round_trips():
+    """PyBullet's joint positions are angles; aliengo's continuous thighs have (cos, sin) in q:
+    the testbed writes q's angles and reads back pinocchio's q, for angles beyond pi too."""
+    from robots.pybullet import QuadrupedTestbed
+    quad = robots.quadruped("aliengo")
+    m = quad.model
+    assert not m.flat_actuation
+    rng = np.random.default_rng(5)
+    tb = QuadrupedTestbed(quad, terrain="rigid", mu=1.0)
+    try:
+        for _ in range(3):
+            q = quad.q_stand.copy()
+            q[2] += 0.5
+            q = m.with_joint_positions(q, rng.uniform(-4.0, 4.0, m.na))
+            v = rng.normal(size=m.nv)
+            state = tb.reset(q, v)
+            assert np.abs(m.difference(state.q, q)).max() < 1e-12
+            assert np.allclose(state.v, v, atol=1e-12)
+    finally:
+        tb.close()
