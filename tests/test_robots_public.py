@@ -13,7 +13,7 @@ pytest.importorskip("robots.pybullet")
 
 import controllers  # noqa: E402
 import robots  # noqa: E402
-from idyn.errors import ModelLoadError  # noqa: E402
+from idyn.errors import InvalidInputError, ModelLoadError  # noqa: E402
 from idyn.state import Desired  # noqa: E402
 
 #: name -> (what the family exercises, tolerance on predicted normal force / weight). The
@@ -96,6 +96,17 @@ def test_body_axes_of_a_y_up_base():
     trunk = quad.model.pinocchio_model.frames[quad.model.frame_id("chassis")]
     # the base link's frame in the body frame: its y axis is up, its z axis forward
     assert np.allclose(trunk.placement.rotation, [[0, 0, 1], [1, 0, 0], [0, 1, 0]])
+
+
+def test_a_urdf_path_is_a_quadruped_name():
+    """What the testbeds and ``idyn run --quadruped`` accept: a .urdf path goes to from_urdf."""
+    path = robots.quadruped_urdf("go1")
+    quad = robots.quadruped(str(path))
+    assert quad.urdf == path and quad.name == "go1"
+    named = robots.quadruped("go1")
+    assert {leg: f.link for leg, f in quad.feet.items()} == {leg: f.link for leg, f in named.feet.items()}
+    with pytest.raises(InvalidInputError, match="unknown quadruped"):
+        robots.quadruped("no-such-robot")
 
 
 def test_mesh_feet_need_their_frames():
