@@ -8,12 +8,14 @@ So the inverse-dynamics controllers receive
 
     qdd_cmd = qdd_des + kp (q_des - q) + kv (qd_des - qd) + ki * integral (q_des - q) dt
 
-on the actuated joints, with the same gains for every controller: kp 1e3 and ki 1 as the authors'
-Pacer gives them, kv = 2 sqrt(kp) = 63.2 (critical damping) instead of Pacer's 10.  An
-inverse-dynamics controller that predicts its contact forces well makes the joint error obey
-``e'' + kv e' + kp e = 0`` exactly; at kv 10 that is a damping ratio of 0.16, and the
-touchdown and liftoff transients of the trot (every 75 ms) add up faster than they decay
-(measurements: docs/planner.md).  Pass ``kv=10`` to reproduce Pacer's gains.
+on the actuated joints (``q_des - q`` is pinocchio's ``difference`` of the configurations: the
+subtraction for joints with nq = nv, the shortest angle for a continuous joint), with the same
+gains for every controller: kp 1e3 and ki 1 as the authors' Pacer gives them, kv = 2 sqrt(kp) =
+63.2 (critical damping) instead of Pacer's 10.  An inverse-dynamics controller that predicts its
+contact forces well makes the joint error obey ``e'' + kv e' + kp e = 0`` exactly; at kv 10 that
+is a damping ratio of 0.16, and the touchdown and liftoff transients of the trot (every 75 ms)
+add up faster than they decay (measurements: docs/planner.md).  Pass ``kv=10`` to reproduce
+Pacer's gains.
 """
 from __future__ import annotations
 
@@ -40,7 +42,11 @@ class ErrorFeedback:
     def __init__(self, model: RobotModel, kp=DEFAULT_GAINS["kp"], kv=DEFAULT_GAINS["kv"],
                  ki=DEFAULT_GAINS["ki"], integral_limit: float | None = None):
         na = model.na
-        self.iq = np.asarray(model.actuated_q, dtype=np.intp)
+        #: the model whose ``joint_error`` gives q_des - q when some actuated joint has nq != nv
+        #: (a continuous joint); None when the error is the subtraction ``q_des - q[iq]``
+        self._curved = None if model.flat_actuation else model
+        self.iq = np.asarray(model.actuated_q if model.flat_actuation else np.arange(na), dtype=np.intp)
+        self._zero = np.zeros(na)
         self.iv = np.asarray(model.actuated_v, dtype=np.intp)
         self.kp, self.kv, self.ki = (self._gain(g, na, n) for g, n in ((kp, "kp"), (kv, "kv"), (ki, "ki")))
         if integral_limit is not None and not integral_limit > 0:
@@ -72,6 +78,8 @@ class ErrorFeedback:
     def _pid(self, q, v, q_des, v_des, offset, dt: float) -> np.ndarray:
         limit = np.inf if self.integral_limit is None else float(self.integral_limit)
         out = np.empty(self.iq.size)
+        if self._curved is not None:    # pinocchio's difference on the manifold enters as e - 0
+            q_des, q = self._curved.joint_error(q, q_des), self._zero
         _pid(q, v, self.iq, self.iv, q_des, v_des, self.integral, float(dt), self.kp, self.kv, self.ki, limit, offset,
              out)
         return out

@@ -56,7 +56,7 @@ def warm_up(controller) -> None:
         v_drop[2] = -0.4      # the base falls onto its contacts: every one closes, the impact path
     else:
         v_drop = -v_moving
-    desired = Desired(q[model.actuated_q], np.zeros(model.na), np.zeros(model.na))
+    desired = Desired(model.joint_positions(q), np.zeros(model.na), np.zeros(model.na))
     bodies = leaf_bodies(model)
     observe = getattr(controller, "observe_contact_forces", None)
     cases = [((), v_rest)]

@@ -48,11 +48,15 @@ def grasp_lost_index(box_positions: np.ndarray, held_positions: np.ndarray, tole
     return int(idx[0]) if idx.size else None
 
 
-def tracking_errors(trace: Trace, actuated_q: np.ndarray, actuated_v: np.ndarray) -> tuple[float, float]:
-    """(E|q - q_des|, E|qd - qd_des|) over actuated joints and time."""
+def tracking_errors(trace: Trace, actuated_q: np.ndarray, actuated_v: np.ndarray, model=None) -> tuple[float, float]:
+    """(E|q - q_des|, E|qd - qd_des|) over actuated joints and time; with a ``model`` that has a
+    continuous joint, q_des - q is its ``joint_error`` (pinocchio's difference)."""
     if trace.n == 0:
         return float("nan"), float("nan")
-    eq = np.abs(trace.q[:, actuated_q] - trace.q_des)
+    if model is not None and not model.flat_actuation:
+        eq = np.abs([model.joint_error(q, d) for q, d in zip(trace.q, trace.q_des)])
+    else:
+        eq = np.abs(trace.q[:, actuated_q] - trace.q_des)
     ev = np.abs(trace.v[:, actuated_v] - trace.v_des)
     return float(eq.mean()), float(ev.mean())
 
@@ -92,9 +96,9 @@ def solve_time_statistics(trace: Trace, deadline: float = 1e-3) -> dict:
 
 
 def summarize(trace: Trace, *, dt: float, actuated_q, actuated_v, nominal_height: float | None,
-              wall_time: float | None = None) -> dict:
-    """All scalar metrics of one run, as a JSON-ready dict."""
-    pos, vel = tracking_errors(trace, np.asarray(actuated_q), np.asarray(actuated_v))
+              wall_time: float | None = None, model=None) -> dict:
+    """All scalar metrics of one run, as a JSON-ready dict (``model``: see :func:`tracking_errors`)."""
+    pos, vel = tracking_errors(trace, np.asarray(actuated_q), np.asarray(actuated_v), model)
     rate, mean = torque_statistics(trace, dt)
     fabs, frel = force_prediction_error(trace)
     fall = fall_index(trace, nominal_height) if nominal_height else None

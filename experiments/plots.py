@@ -23,6 +23,8 @@ from planners import PAPER_WAYPOINTS  # noqa: E402
 
 def _joint_error(trace, model) -> np.ndarray:
     """E|q - q_des| over the actuated joints, per step."""
+    if not model.flat_actuation:           # a continuous joint: pinocchio's difference
+        return np.abs([model.joint_error(q, d) for q, d in zip(trace.q, trace.q_des)]).mean(axis=1)
     return np.abs(trace.q[:, model.actuated_q] - trace.q_des).mean(axis=1)
 
 

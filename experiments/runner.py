@@ -133,7 +133,7 @@ def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, pl
     trace = result.trace
     metrics = summarize(trace, dt=scenario.dt, actuated_q=model.actuated_q,
                         actuated_v=model.actuated_v, nominal_height=nominal,
-                        wall_time=result.wall_time)
+                        wall_time=result.wall_time, model=model)
     if scenario.robot == "quadruped":
         course = np.array(reference.follower.waypoints)[1:]   # the first is the start point
         metrics["waypoints_reached"] = waypoints_reached(trace.com[:, :2], course)

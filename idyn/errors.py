@@ -22,6 +22,12 @@ class NonFiniteError(InvalidInputError):
     """An array argument contains NaN or infinity."""
 
 
+class QuaternionError(InvalidInputError):
+    """A free-flyer quaternion (pinocchio's x y z w order) in a configuration is not of unit
+    norm (off by more than :data:`idyn.model.QUATERNION_TOL`): the torques computed from it
+    would be wrong, and a w-x-y-z quaternion read as x-y-z-w is one way to get it."""
+
+
 class UnknownFrameError(IdynError, KeyError):
     """A body or frame name does not exist in the model."""
 

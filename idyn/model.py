@@ -22,13 +22,15 @@ are appended with :meth:`RobotModel.append_free_body`, which returns a new model
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 
 from . import validation
-from .errors import InvalidInputError, ModelLoadError, UnknownFrameError
+from .errors import InvalidInputError, ModelLoadError, QuaternionError, UnknownFrameError
+from .jit import cached_jit
 from .state import RobotState
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -66,10 +68,26 @@ def _returns_fresh_arrays() -> bool:
 
 _FRESH = _returns_fresh_arrays()
 
+#: how far from 1 the norm of a free-flyer quaternion in q may be (:meth:`RobotModel.check_quaternions`):
+#: a quaternion that testbeds normalise in double precision is within 1e-15; 1e-6 still admits
+#: one stored in single precision (1e-7), and a torque error of order 1e-6 relative
+QUATERNION_TOL = 1e-6
+
 #: how many sequences of body names :meth:`RobotModel.body_joints` keeps answers for
 _JOINT_ARRAYS = 256
 
 _NEXT, _PREV = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
+@cached_jit
+def _unit_quaternions(q, starts, tol):
+    """Whether the quaternion q[i:i + 4] of every i in ``starts`` has a norm within ``tol`` of 1
+    (one compiled pass: a control step checks its state's base quaternion)."""
+    for i in starts:
+        norm = math.sqrt(q[i] * q[i] + q[i + 1] * q[i + 1] + q[i + 2] * q[i + 2] + q[i + 3] * q[i + 3])
+        if not abs(norm - 1.0) <= tol:
+            return False
+    return True
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -85,6 +103,33 @@ def as_slice(index: np.ndarray) -> slice | np.ndarray:
     if index.size and np.array_equal(index, np.arange(index[0], index[0] + index.size)):
         return slice(int(index[0]), int(index[0]) + index.size)
     return index
+
+
+_UNBOUNDED = {"JointModelRUBX": pin.JointModelRX, "JointModelRUBY": pin.JointModelRY,
+              "JointModelRUBZ": pin.JointModelRZ}
+
+
+def revolute_chart(model: pin.Model) -> pin.Model:
+    """The same mechanism with every continuous joint (nq = 2: cos, sin) as a revolute joint
+    whose one coordinate is its angle: same joints, placements, inertias and frames (in the same
+    order), so kinematics agree at matching configurations. For code that works on joint angles,
+    such as a planner's Newton iterations on leg angles (planners.leg_kinematics)."""
+    out = pin.Model()
+    out.name, out.gravity = model.name, model.gravity
+    data = model.createData()
+    pin.forwardKinematics(model, data, pin.neutral(model))   # motion subspaces: the joints' axes
+    for j in range(1, model.njoints):
+        jm = model.joints[j]
+        kind = jm.shortname()
+        if kind in _UNBOUNDED:
+            jm = _UNBOUNDED[kind]()
+        elif kind == "JointModelRevoluteUnboundedUnaligned":
+            jm = pin.JointModelRevoluteUnaligned(np.asarray(data.joints[j].S).ravel()[3:])
+        jid = out.addJoint(model.parents[j], jm, model.jointPlacements[j], model.names[j])
+        out.appendBodyToJoint(jid, model.inertias[j], pin.SE3.Identity())
+    for f in list(model.frames)[1:]:
+        out.addFrame(pin.Frame(f), False)
+    return out
 
 
 class RobotModel:
@@ -110,15 +155,38 @@ class RobotModel:
                 raise UnknownFrameError(f"no joint named {j!r} in model {self._model.name!r}")
         self.unactuated_joints = tuple(unactuated_joints)
         passive = np.zeros(self._model.nv, dtype=bool)
+        passive_q = np.zeros(self._model.nq, dtype=bool)
         for j in unactuated_joints:
             jm = self._model.joints[self._model.getJointId(j)]
             passive[jm.idx_v: jm.idx_v + jm.nv] = True
+            passive_q[jm.idx_q: jm.idx_q + jm.nq] = True
+        for jid in range(1, self._model.njoints):
+            name, jm = self._model.names[jid], self._model.joints[jid]
+            if name not in self.unactuated_joints and jm.nq != jm.nv and jm.nv != 1:
+                raise InvalidInputError(
+                    f"actuated joint {name!r} ({jm.shortname()}, nq={jm.nq}, nv={jm.nv}) has a curved "
+                    f"configuration space of more than one dimension; actuated joints must have nq = nv "
+                    f"(revolute, prismatic, ...) or one velocity (continuous); list it in unactuated_joints")
         #: velocity indices of the actuated coordinates, in pinocchio order
         self.actuated_v = np.flatnonzero(~passive)
         #: velocity indices of the unactuated coordinates (floating base, free bodies)
         self.unactuated_v = np.flatnonzero(passive)
-        #: configuration indices of the actuated coordinates (actuated joints are 1-DOF)
-        self.actuated_q = np.array([self._q_index(i) for i in self.actuated_v], dtype=int)
+        #: configuration indices of the actuated joints' coordinates, in pinocchio order: one per
+        #: actuated velocity when every actuated joint has nq = nv (:attr:`flat_actuation`), two
+        #: (cos, sin) for a continuous joint
+        self.actuated_q = np.flatnonzero(~passive_q)
+        #: whether every actuated joint has nq = nv (revolute, prismatic, ...): its position is its
+        #: configuration, ``q[actuated_q]`` are the joint positions and ``pin.difference`` on them is
+        #: a subtraction. False with a continuous joint (nq = 2, nv = 1), whose position is an angle:
+        #: :meth:`joint_positions`, :meth:`with_joint_positions`, :meth:`joint_error`.
+        self.flat_actuation = bool(self.actuated_q.size == self.actuated_v.size)
+        self._neutral = pin.neutral(self._model)
+        self._neutral.setflags(write=False)
+        #: index in q of the quaternion (x y z w) of every free-flyer joint (the floating base,
+        #: appended free bodies)
+        self.quaternion_q = tuple(jm.idx_q + 3 for jm in self._model.joints[1:]
+                                  if jm.shortname() == "JointModelFreeFlyer")
+        self._quaternion_starts = np.array(self.quaternion_q, dtype=np.intp)
         self._P = np.zeros((self.actuated_v.size, self._model.nv))
         self._P[np.arange(self.actuated_v.size), self.actuated_v] = 1.0
         self._P.setflags(write=False)
@@ -136,19 +204,14 @@ class RobotModel:
         self._lower = np.tril_indices(self._model.nv, -1)
         self._workspace = Workspace(self)
 
-    def _q_index(self, iv: int) -> int:
-        for j in self._model.joints[1:]:
-            if j.idx_v <= iv < j.idx_v + j.nv:
-                if j.nq != j.nv:
-                    raise InvalidInputError(
-                        f"actuated joint {j.shortname()} has nq != nv; only 1-DOF actuated joints are supported")
-                return j.idx_q + (iv - j.idx_v)
-        raise InvalidInputError(f"velocity index {iv} belongs to no joint")
-
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_urdf(cls, path, floating_base: bool) -> "RobotModel":
-        """Load a URDF; ``floating_base`` adds a free-flyer root joint named ``root_joint``."""
+        """Load a URDF; ``floating_base`` adds a free-flyer root joint named ``root_joint``.
+
+        Every joint pinocchio builds from a URDF is accepted: revolute (aligned with an axis or
+        not), prismatic, fixed (merged into its parent body) and continuous (pinocchio's
+        unbounded revolute, nq = 2: (cos, sin), nv = 1; see :meth:`joint_positions`)."""
         path = Path(path)
         if not path.is_file():
             raise ModelLoadError(f"URDF file not found: {path}")
@@ -159,7 +222,10 @@ class RobotModel:
                 model = pin.buildModelFromUrdf(str(path))
         except (RuntimeError, ValueError) as exc:
             raise ModelLoadError(f"cannot parse URDF {path}: {exc}") from exc
-        return cls(model, ("root_joint",) if floating_base else (), source=str(path))
+        try:
+            return cls(model, ("root_joint",) if floating_base else (), source=str(path))
+        except InvalidInputError as exc:
+            raise ModelLoadError(f"URDF {path}: {exc}") from exc
 
     def append_free_body(self, name: str, mass: float, inertia, com=(0.0, 0.0, 0.0)) -> "RobotModel":
         """Return a new model with an unactuated 6-DOF rigid body appended (paper eqs. 1-3).
@@ -281,10 +347,28 @@ class RobotModel:
     # ------------------------------------------------------------------ validation
     def check_q(self, q) -> np.ndarray:
         """``q`` as a finite float vector of length nq (:func:`idyn.validation.vector`; a float64
-        array of that size is tested by one compiled pass, 0.8 instead of 2.2 us)."""
+        array of that size is tested by one compiled pass, 0.8 instead of 2.2 us) whose free-flyer
+        quaternions are unit (:meth:`check_quaternions`)."""
         if type(q) is np.ndarray and q.dtype == np.float64 and q.shape == self._q_shape and validation.finite(q):
+            return self.check_quaternions(q)
+        return self.check_quaternions(validation.vector(q, self.nq, "q"))
+
+    def check_quaternions(self, q: np.ndarray) -> np.ndarray:
+        """``q`` (a float vector of length nq) if the quaternion of every free flyer in it,
+        pinocchio's (x, y, z, w), has a norm within :data:`QUATERNION_TOL` of 1; else
+        :class:`idyn.errors.QuaternionError`. Not normalised silently: an unnormalised
+        quaternion scales the rotation pinocchio builds from it (the torques were 85-635 %
+        off), and a w-x-y-z quaternion passed as x-y-z-w is a caller's bug the norm cannot see."""
+        if self._quaternion_starts.size == 0 or _unit_quaternions(q, self._quaternion_starts, QUATERNION_TOL):
             return q
-        return validation.vector(q, self.nq, "q")
+        for i in self.quaternion_q:
+            x, y, z, w = q[i:i + 4].tolist()
+            norm = math.sqrt(x * x + y * y + z * z + w * w)
+            if not abs(norm - 1.0) <= QUATERNION_TOL:
+                raise QuaternionError(
+                    f"the quaternion q[{i}:{i + 4}] (x, y, z, w) = ({x:.9g}, {y:.9g}, {z:.9g}, {w:.9g}) of "
+                    f"model {self._model.name!r} has norm {norm:.9g}, not 1 within {QUATERNION_TOL:g}")
+        return q
 
     def check_v(self, v, name: str = "v") -> np.ndarray:
         """``v`` (or another nv-vector called ``name``) as :meth:`check_q` checks q."""
@@ -304,7 +388,7 @@ class RobotModel:
         q, v = state.q, state.v
         if type(state) is RobotState and q.shape == self._q_shape and v.shape == self._v_shape \
                 and validation.finite(q) and validation.finite(v):
-            return q, v
+            return self.check_quaternions(q), v
         return self.check_q(q), self.check_v(v)
 
     # ------------------------------------------------------------------ dynamics
@@ -337,6 +421,31 @@ class RobotModel:
     def difference(self, q0, q1) -> np.ndarray:
         """The velocity v with q0 (+) v = q1."""
         return pin.difference(self._model, self.check_q(q0), self.check_q(q1))
+
+    def joint_positions(self, q) -> np.ndarray:
+        """The positions of the actuated joints (na) at configuration q: pinocchio's
+        ``difference(neutral, q)`` on the actuated velocities, i.e. ``q[actuated_q]`` for joints
+        with nq = nv and the angle in (-pi, pi] of a continuous joint (nq = 2: cos, sin). This is
+        what :class:`idyn.state.Desired` ``.q`` holds."""
+        return pin.difference(self._model, self._neutral, self.check_q(q))[self.actuated_v]
+
+    def with_joint_positions(self, q, positions) -> np.ndarray:
+        """A copy of q with the actuated joints at ``positions`` (na; :meth:`joint_positions`'s
+        inverse): pinocchio's ``integrate(neutral, v)`` with v the positions on the actuated
+        velocities, so a continuous joint's angle becomes its (cos, sin)."""
+        q = self.check_q(q)
+        v = np.zeros(self.nv)
+        v[self.actuated_v] = validation.vector(positions, self.na, "positions")
+        out = q.copy()
+        out[self.actuated_q] = pin.integrate(self._model, self._neutral, v)[self.actuated_q]
+        return out
+
+    def joint_error(self, q, positions) -> np.ndarray:
+        """``positions`` (na) minus the actuated joints' positions at q, as pinocchio's
+        ``difference`` on the configuration manifold: the subtraction for joints with nq = nv,
+        the shortest angle (in (-pi, pi]) for a continuous joint."""
+        return pin.difference(self._model, self.check_q(q),
+                              self.with_joint_positions(q, positions))[self.actuated_v]
 
     def frame_placement(self, q, frame: str) -> pin.SE3:
         """World placement of a frame (a copy)."""

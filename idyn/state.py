@@ -40,7 +40,11 @@ class RobotState:
 
 @dataclass(frozen=True)
 class Desired:
-    """Desired positions, velocities and accelerations of the actuated joints (each na)."""
+    """Desired positions, velocities and accelerations of the actuated joints (each na).
+
+    The positions are :meth:`idyn.RobotModel.joint_positions`: ``q[model.actuated_q]`` for joints
+    with nq = nv (revolute, prismatic), the angle (rad) of a continuous joint, compared with the
+    measured configuration by pinocchio's ``difference`` (modulo 2 pi)."""
 
     q: np.ndarray
     v: np.ndarray

@@ -18,6 +18,7 @@ import pinocchio as pin
 
 from idyn import RobotModel
 from idyn.errors import InvalidInputError
+from idyn.model import revolute_chart
 from idyn.placements import frame_translations
 
 from . import _leg_kernel as kernel
@@ -60,11 +61,19 @@ class LegKinematics:
             if any(i not in actuated for i in a):
                 raise InvalidInputError(f"leg {leg}: joint indices {a} are not all actuated")
         self.leg_v = np.array(iv)                                  # (L, n) pinocchio v indices
-        self.leg_q = model.actuated_q[np.searchsorted(model.actuated_v, self.leg_v)]
         #: position of each leg joint in the actuated (Desired) vectors, shape (L, n)
         self.leg_actuated = np.searchsorted(model.actuated_v, self.leg_v)
+        # the Newton iterations work on leg angles: a continuous joint (nq = 2) becomes a revolute
+        # one in the kinematics' own model (idyn.model.revolute_chart), the same mechanism
+        self._model_q = model
+        pm = pin.Model(model.pinocchio_model) if model.flat_actuation else revolute_chart(model.pinocchio_model)
+        q_of_v = {pm.joints[j].idx_v: pm.joints[j].idx_q for j in range(1, pm.njoints) if pm.joints[j].nv == 1}
+        #: q index of each leg joint's angle in the kinematics' model (the robot's q for a robot
+        #: without continuous joints), shape (L, n)
+        self.leg_q = np.vectorize(q_of_v.get)(self.leg_v)
+        #: the same in the robot's q, or None when some joint is continuous (:meth:`angles`)
+        self._robot_leg_q = self.leg_q if model.flat_actuation else None
 
-        pm = pin.Model(model.pinocchio_model)
         offsets = foot_offsets or {}
         self._fids = []
         for leg in self.legs:
@@ -105,6 +114,13 @@ class LegKinematics:
         self._regular = np.empty(L, dtype=bool)      # inverse()'s certainty flags
 
     # ------------------------------------------------------------------ kinematics
+    def angles(self, q) -> np.ndarray:
+        """The legs' joint angles (L, n) at the robot's configuration ``q``: ``q[leg_q]``, or
+        pinocchio's joint positions when a leg joint is continuous."""
+        if self._robot_leg_q is not None:
+            return q[self._robot_leg_q]
+        return self._model_q.joint_positions(q)[self.leg_actuated]
+
     def _set(self, q_legs) -> np.ndarray:
         self._q[self.leg_q] = q_legs
         return self._q

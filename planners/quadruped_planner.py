@@ -149,7 +149,7 @@ class QuadrupedPlanner:
                                  foot_offsets)
         self.legs = self.kin.legs
         q_stand = model.check_q(q_stand)
-        self._q_stand_legs = q_stand[self.kin.leg_q].copy()
+        self._q_stand_legs = self.kin.angles(q_stand).copy()
         rot = pin.Quaternion(q_stand[3:7]).normalized().toRotationMatrix()
         if rot[2, 2] < 1.0 - 1e-6:
             raise InvalidInputError("q_stand must have a level base (zero roll and pitch)")
@@ -294,7 +294,7 @@ class QuadrupedPlanner:
                     for i in np.flatnonzero(self._view["replan"]):
                         self._plan_swing(i)
                 else:
-                    measured[:] = base_p + self.kin.positions(q[self.kin.leg_q]) @ R.T
+                    measured[:] = base_p + self.kin.positions(self.kin.angles(q)) @ R.T
                     have_measured = True
                 status = kernel.plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching)
         except BaseException:
@@ -323,7 +323,7 @@ class QuadrupedPlanner:
         """First call: start the gait now, from the measured feet and base."""
         w = self._w
         w.t0 = w.t_prev = t
-        w.q_legs[:] = q[self.kin.leg_q]
+        w.q_legs[:] = self.kin.angles(q)
         w.feet[:] = base_p + self.kin.positions(w.q_legs) @ base_R.T
         w.pose[:] = (float(base_p[0]), float(base_p[1]), yaw_of(base_R))
         w.z = float(np.mean(w.feet[:, 2])) + self._height

@@ -1,8 +1,10 @@
 """Generic robot descriptions read from URDF: which links are feet, and how big they are.
 
 Nothing here is specific to one robot: a foot is a *leaf* link that carries a sphere collision
-geometry. Legs are labelled LF, RF, LH, RH from the sign of the foot's position in the base
-frame at the neutral configuration, so any point-footed quadruped URDF works the same way.
+geometry, or a named frame (a link or joint of the URDF) with a given radius, for feet whose
+collision is a mesh. Legs are labelled LF, RF, LH, RH from the feet's positions in the body
+frame (forward, left, up) that :func:`body_axes` finds from the geometry at the neutral
+configuration, so any point-footed quadruped URDF works the same way.
 """
 from __future__ import annotations
 
@@ -54,13 +56,47 @@ def sphere_leaves(urdf_path) -> list[SphereFoot]:
     return list(feet.values())
 
 
-def order_legs(names_positions: dict[str, np.ndarray]) -> dict[str, str]:
-    """Map leg labels LF, RF, LH, RH to foot names from their base-frame positions."""
+def leaves(urdf_path) -> list[str]:
+    """Links of a URDF that are no joint's parent, in file order."""
+    root = _urdf_root(urdf_path)
+    parents = {j.find("parent").get("link") for j in root.findall("joint")}
+    return [link.get("name") for link in root.findall("link") if link.get("name") not in parents]
+
+
+def body_axes(feet: np.ndarray, hips: np.ndarray) -> np.ndarray:
+    """The body frame's axes (rows: forward, left, up) in base-link coordinates, from the feet's
+    and the hips' (each leg's first joint) positions (k, 3) in the base link's frame at the
+    neutral configuration: up is the base-link axis nearest to the mean hip-to-foot direction,
+    reversed; forward the positive base-link axis nearest to the longer side of the feet's
+    rectangle (legs are longer apart front to back than side to side); left = up x forward.
+
+    Axes are snapped to the base link's, since URDF bases are drawn along them (z-up x-forward
+    for most robots, y-up z-forward for PyBullet's laikago)."""
+    down = np.mean(feet - hips, axis=0)
+    k = int(np.argmax(np.abs(down)))
+    up = np.zeros(3)
+    up[k] = -np.sign(down[k])
+    spread = feet - feet.mean(axis=0)
+    extent = np.abs(spread).max(axis=0)
+    extent[k] = -1.0
+    forward = np.zeros(3)
+    forward[int(np.argmax(extent))] = 1.0
+    return np.array([forward, np.cross(up, forward), up])
+
+
+def order_legs(names_positions: dict[str, np.ndarray], axes: np.ndarray | None = None) -> dict[str, str]:
+    """Map leg labels LF, RF, LH, RH to foot names from their base-frame positions: the signs of
+    their forward and left coordinates (``axes``, rows forward, left, up; default the base
+    link's x, y, z) about the feet's centroid."""
+    axes = np.eye(3) if axes is None else np.asarray(axes, dtype=float)
+    centre = np.mean(list(names_positions.values()), axis=0)
     out = {}
     for name, p in names_positions.items():
-        label = ("L" if p[1] > 0 else "R") + ("F" if p[0] > 0 else "H")
+        fwd, left, _ = axes @ (np.asarray(p) - centre)
+        label = ("L" if left > 0 else "R") + ("F" if fwd > 0 else "H")
         if label in out:
-            raise ModelLoadError(f"two feet map to leg {label}: {out[label]} and {name}")
+            raise ModelLoadError(f"two feet map to leg {label}: {out[label]} and {name} "
+                                 f"(feet at {names_positions} in the base frame)")
         out[label] = name
     missing = {"LF", "RF", "LH", "RH"} - set(out)
     if missing:

@@ -32,7 +32,8 @@ def add_arguments(parser) -> None:
                         choices=("ap-lcp", "noslip", "qp", "compliant", "penalty"),
                         help="idyn backend only: the simulator's contact model (default: ap-lcp, "
                              "noslip when mu >= 100, penalty on compliant ground)")
-    parser.add_argument("--quadruped", default="links", help="quadruped model: links or a1 (default: %(default)s)")
+    parser.add_argument("--quadruped", default="links",
+                        help="links, a1, a public quadruped (robots.PUBLIC_QUADRUPEDS) or a URDF path (default: %(default)s)")
     parser.add_argument("--torque-limits", action="store_true",
                         help="clip torques to the URDF effort limits (the paper's runs were unlimited)")
     add_friction_limit(parser)

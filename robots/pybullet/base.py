@@ -100,8 +100,15 @@ def pybullet_urdf(urdf) -> Path:
     except (OSError, ET.ParseError) as exc:
         raise ModelLoadError(f"cannot read URDF {urdf}: {exc}") from exc
     bare = [link for link in tree.getroot().findall("link") if link.find("inertial") is None]
-    if not bare:
+    packaged = [m for m in tree.getroot().iter("mesh") if m.get("filename", "").startswith("package://")]
+    if not bare and not packaged:
         return urdf
+    for mesh in packaged:       # package://NAME/rest: NAME is a folder above the URDF (ROS layout)
+        name, _, rest = mesh.get("filename")[len("package://"):].partition("/")
+        for folder in urdf.resolve().parents:
+            if folder.name == name or (folder / name).is_dir():
+                mesh.set("filename", str((folder if folder.name == name else folder / name) / rest))
+                break
     for link in bare:
         inertial = ET.SubElement(link, "inertial")
         ET.SubElement(inertial, "mass", value="0")
@@ -113,6 +120,10 @@ def pybullet_urdf(urdf) -> Path:
     out = Path(tempfile.mkdtemp(prefix="idyn_urdf_")) / urdf.name  # once per process (cached)
     tree.write(str(out))
     return out
+
+
+#: (kg) PyBullet's mass of a massless floating root link (:class:`MultiBodyMap`)
+MASSLESS_ROOT = 1e-9
 
 
 class MultiBodyMap:
@@ -148,6 +159,13 @@ class MultiBodyMap:
             raise ModelLoadError(f"joints {missing} of the model are not in PyBullet's {urdf}")
         #: PyBullet joint indices in pinocchio's actuated order
         self.joints = [self.link_of_joint[n] for n in model.actuated_joint_names]
+        if self.floating and pb.getDynamicsInfo(self.body, -1, physicsClientId=client)[0] == 0.0:
+            # a massless root link (a "base" fixed to the "trunk" that carries the mass, as in
+            # go1, anymal_c, b1) makes PyBullet's base static: the robot would hang in the air.
+            # a root of MASSLESS_ROOT kg and 1e-12 kg m^2 makes it free, a change of 1e-10 relative
+            # to a robot of 10 kg
+            pb.changeDynamics(self.body, -1, mass=MASSLESS_ROOT, localInertiaDiagonal=[1e-12] * 3,
+                              physicsClientId=client)
         for link in [-1] + list(range(pb.getNumJoints(self.body, physicsClientId=client))):
             pb.changeDynamics(self.body, link, linearDamping=0.0, angularDamping=0.0,
                               jointDamping=0.0, restitution=0.0, lateralFriction=1.0,
@@ -157,20 +175,36 @@ class MultiBodyMap:
         #: PyBullet links without a collision shape, kept out of collision detection
         self.bare_links = exclude_bare_links(client, self.body)
         info = pb.getDynamicsInfo(self.body, -1, physicsClientId=client)
-        #: base link frame -> base inertial frame (PyBullet's base pose)
-        self.base_inertial = _se3(info[3], info[4])
+        pm = model.pinocchio_model
+        base_link = pb.getBodyInfo(self.body, physicsClientId=client)[0].decode()
+        # the free flyer's frame -> the base link's (not the identity when robots.from_urdf
+        # re-expressed the free flyer in the body frame of a base link drawn along other axes)
+        on_root = self.floating and pm.existFrame(base_link) \
+            and pm.names[pm.frames[pm.getFrameId(base_link)].parentJoint] == "root_joint"
+        link = pm.frames[pm.getFrameId(base_link)].placement if on_root else pin.SE3.Identity()
+        #: free-flyer frame -> base inertial frame (PyBullet's base pose)
+        self.base_inertial = link * _se3(info[3], info[4])
         self.mass = sum(pb.getDynamicsInfo(self.body, k, physicsClientId=client)[0]
                         for k in [-1] + list(range(pb.getNumJoints(self.body, physicsClientId=client))))
-        pm = model.pinocchio_model
-        idx = [pm.joints[pm.getJointId(n)] for n in model.actuated_joint_names]
-        if any(j.nq != 1 or j.nv != 1 for j in idx):
-            raise ModelLoadError(f"only 1-DOF actuated joints are supported in {urdf}")
+        idx = [(n, pm.joints[pm.getJointId(n)]) for n in model.actuated_joint_names]
+        multi = [f"{n} ({j.shortname()})" for n, j in idx if j.nv != 1]
+        if multi:
+            raise ModelLoadError(f"PyBullet's joints have one coordinate; {urdf} has actuated joints {multi}")
         #: positions in q and v of the actuated joints (pinocchio's order)
-        self.iq = np.array([j.idx_q for j in idx])
-        self.iv = np.array([j.idx_v for j in idx])
+        self.iq = np.array([j.idx_q for _, j in idx])
+        self.iv = np.array([j.idx_v for _, j in idx])
         self._na = len(self.joints)
+        #: PyBullet's joint positions are angles; with a continuous joint (two coordinates in q)
+        #: they are read after the unactuated coordinates of q and put into q by pinocchio
+        #: (RobotModel.with_joint_positions): the unactuated coordinates' indices, else None
+        self._unactuated_q = None
+        nq = model.nq
+        if not model.flat_actuation:
+            self._unactuated_q = np.setdiff1d(np.arange(model.nq), model.actuated_q)
+            nq = self._unactuated_q.size + self._na
+            self.iq = np.arange(self._unactuated_q.size, nq)
         #: (q, v) from :meth:`raw_state`
-        self.reader = StateReader(self.iq, self.iv, model.nq, model.nv,
+        self.reader = StateReader(self.iq, self.iv, nq, model.nv,
                                   (0, 0) if self.floating else None, self.base_inertial)
 
     # ---------------------------------------------------------------- frames and links
@@ -199,12 +233,19 @@ class MultiBodyMap:
 
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         """(q, v) of the robot coordinates in pinocchio conventions."""
-        return self.reader.read(self.raw_state())
+        q, v = self.reader.read(self.raw_state())
+        if self._unactuated_q is not None:
+            n = self._unactuated_q.size
+            full = self.model.neutral()
+            full[self._unactuated_q] = q[:n]
+            q = self.model.with_joint_positions(full, q[n:])
+        return q, v
 
     def write(self, q, v) -> None:
         """Set PyBullet's state from pinocchio (q, v)."""
         c = self.client
-        for j, qi, vi in zip(self.joints, q[self.iq], v[self.iv]):
+        positions = q[self.iq] if self._unactuated_q is None else self.model.joint_positions(q)
+        for j, qi, vi in zip(self.joints, positions, v[self.iv]):
             pb.resetJointState(self.body, j, float(qi), float(vi), physicsClientId=c)
         if self.floating:
             com, lin, ang = com_from_free_flyer(q[:7], v[:6], self.base_inertial)

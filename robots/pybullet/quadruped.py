@@ -33,7 +33,8 @@ class QuadrupedTestbed(Testbed):
 
     Parameters
     ----------
-    robot: ``"links"``, ``"a1"`` or a :class:`robots.Quadruped`.
+    robot: a :class:`robots.Quadruped`, or what :func:`robots.quadruped` takes (``"links"``, ``"a1"``,
+        a public name such as ``"go1"``, a URDF path).
     terrain: ``"rigid"``, ``"compliant"`` or ``"rough"`` (see :mod:`robots.pybullet.terrain`).
     mu: Coulomb friction of the planar terrains (``math.inf`` = no slip, simulated as 100);
         ignored on rough terrain, whose friction is per cell.

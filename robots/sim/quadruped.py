@@ -45,7 +45,8 @@ class QuadrupedTestbed(SimTestbed):
 
     Parameters
     ----------
-    robot: ``"links"``, ``"a1"`` or a :class:`robots.Quadruped`.
+    robot: a :class:`robots.Quadruped`, or what :func:`robots.quadruped` takes (``"links"``, ``"a1"``,
+        a public name such as ``"go1"``, a URDF path).
     terrain: ``"rigid"``, ``"compliant"`` or ``"rough"``.
     mu: Coulomb friction of the planar terrains (``math.inf`` = no slip, simulated as 100);
         ignored on rough terrain, whose friction is per cell.
