@@ -18,12 +18,14 @@ class Status(enum.Enum):
     feasibility check of :func:`idyn.qp.solve_qp` for a QP); for a controller step: the torques
     come from a solved contact model (its own, or the one named by ``ControlInfo.fallback``)."""
     MAX_PIVOTS = "max_pivots"
-    """A pivoting method reached its pivot limit before a solution was found."""
+    """A pivoting method reached its pivot limit before a solution was found, or a QP backend
+    its iteration cap (an active-set iteration is one pivot) with no answer that passed."""
     RAY_TERMINATION = "ray_termination"
     """Lemke's path left along a secondary ray (or a principal pivoting method found an
     unbounded direction): the LCP has no solution that this method can reach."""
     NUMERICAL_FAILURE = "numerical_failure"
-    """The method terminated but its answer failed the residual check (ill-conditioning)."""
+    """The method terminated but its answer failed the residual (or QP feasibility) check
+    (ill-conditioning), or the data were not finite and no solver was called."""
     INFEASIBLE = "infeasible"
     """No point satisfies the constraints: exhaustive enumeration (:func:`idyn.lcp.mindiff`)
     found no complementary solution, or every QP backend reported infeasibility."""
