@@ -37,7 +37,8 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from idyn import Contact, RobotModel, validation
-from idyn.errors import InvalidInputError
+from idyn.errors import InvalidInputError, NonFiniteError
+from idyn.lcp.inputs import finite_data
 from idyn.state import Desired, RobotState
 from idyn.status import Status
 
@@ -268,7 +269,12 @@ class Controller(ABC, metaclass=_WarmedUp):
         return q, v, contacts
 
     def _step(self, q, v, vdot, contacts) -> Step:
-        return self.dynamics.update(q, v, vdot, contacts)
+        step = self.dynamics.update(q, v, vdot, contacts)
+        # a finite state can still overflow the dynamics (a velocity of 1e160 squares to inf in
+        # h(q, v)): no solver is handed them (compute reports the error and falls back)
+        if not (finite_data(step.h, step.M) and finite_data(step.p, step.L)):
+            raise NonFiniteError("the step's dynamics are not finite: h(q, v), M(q) or the free velocity overflow")
+        return step
 
 
 #: the vectors :func:`all_finite` is not given (it always takes five)
