@@ -56,7 +56,9 @@ class ControlInfo:
     Attributes:
         controller: the registry name of the controller that ran.
         status: how the step's solve finished. ``Status.SOLVED``: ``tau`` comes from a solved
-            contact model, the controller's own or the one named by ``fallback``. Otherwise why
+            contact model, the controller's own or the one named by ``fallback``;
+            ``Status.REGULARIZED``: from that model with its LCP regularised (``M + eps I``,
+            ``details["regularization"]``). Otherwise why
             the controller's model failed (an LCP or QP status, ``FAILED`` when it raised,
             ``NON_FINITE`` when its answer was not finite), and ``fallback`` names what produced
             ``tau``.
@@ -210,7 +212,7 @@ class Controller(ABC, metaclass=_WarmedUp):
         if sol is None or not all_finite(sol.tau, sol.contact_forces.ravel(), _NOTHING, _NOTHING, _NOTHING):
             sol = self._fallback(q, v, vdot, len(contacts))
             fallback, impact = "no-contact-id", None     # the fallback's forces hold no impact
-            if status is Status.SOLVED:
+            if status.solved:
                 status = Status.NON_FINITE
         info = ControlInfo(self.name, status, pivots, fallback, time.perf_counter() - t0, sol.v_next, impact,
                            merged_count, error, details)
