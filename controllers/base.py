@@ -262,7 +262,14 @@ class Controller(ABC, metaclass=_WarmedUp):
                 or not all_finite(*vectors):
             for x, n, name in zip(vectors, self._shapes, ("q", "v", "desired.q", "desired.v", "desired.vdot")):
                 validation.vector(x, n[0], name)
-        contacts = list(contacts)
+        if isinstance(contacts, Contact):
+            raise InvalidInputError("contacts must be a sequence of idyn.Contact objects, got one Contact "
+                                    "(pass [contact])")
+        try:
+            contacts = list(contacts)
+        except TypeError:
+            raise InvalidInputError(f"contacts must be a sequence of idyn.Contact objects (empty for none), got "
+                                    f"{type(contacts).__name__}") from None
         for c in contacts:
             if not isinstance(c, Contact):
                 raise InvalidInputError(f"contacts must be idyn.Contact objects, got {type(c).__name__}")
