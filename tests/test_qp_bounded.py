@@ -82,6 +82,7 @@ def test_backends_and_caps_are_documented_options():
 
 @pytest.mark.parametrize("backend", ["daqp", "quadprog", "cvxopt"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf, 1e160])
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")   # 1e160 squared
 def test_non_finite_data_never_reaches_a_backend(backend, bad):
     """solve_built (the unchecked entry) reports NUMERICAL_FAILURE for a NaN, an infinity or an
     entry whose square overflows, in any array, without calling the backend."""
