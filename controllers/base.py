@@ -37,7 +37,8 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from idyn import Contact, RobotModel, validation
-from idyn.errors import InvalidInputError
+from idyn.errors import InvalidInputError, NonFiniteError
+from idyn.lcp.inputs import finite_data
 from idyn.state import Desired, RobotState
 from idyn.status import Status
 
@@ -55,7 +56,9 @@ class ControlInfo:
     Attributes:
         controller: the registry name of the controller that ran.
         status: how the step's solve finished. ``Status.SOLVED``: ``tau`` comes from a solved
-            contact model, the controller's own or the one named by ``fallback``. Otherwise why
+            contact model, the controller's own or the one named by ``fallback``;
+            ``Status.REGULARIZED``: from that model with its LCP regularised (``M + eps I``,
+            ``details["regularization"]``). Otherwise why
             the controller's model failed (an LCP or QP status, ``FAILED`` when it raised,
             ``NON_FINITE`` when its answer was not finite), and ``fallback`` names what produced
             ``tau``.
@@ -209,7 +212,7 @@ class Controller(ABC, metaclass=_WarmedUp):
         if sol is None or not all_finite(sol.tau, sol.contact_forces.ravel(), _NOTHING, _NOTHING, _NOTHING):
             sol = self._fallback(q, v, vdot, len(contacts))
             fallback, impact = "no-contact-id", None     # the fallback's forces hold no impact
-            if status is Status.SOLVED:
+            if status.solved:
                 status = Status.NON_FINITE
         info = ControlInfo(self.name, status, pivots, fallback, time.perf_counter() - t0, sol.v_next, impact,
                            merged_count, error, details)
@@ -259,7 +262,14 @@ class Controller(ABC, metaclass=_WarmedUp):
                 or not all_finite(*vectors):
             for x, n, name in zip(vectors, self._shapes, ("q", "v", "desired.q", "desired.v", "desired.vdot")):
                 validation.vector(x, n[0], name)
-        contacts = list(contacts)
+        if isinstance(contacts, Contact):
+            raise InvalidInputError("contacts must be a sequence of idyn.Contact objects, got one Contact "
+                                    "(pass [contact])")
+        try:
+            contacts = list(contacts)
+        except TypeError:
+            raise InvalidInputError(f"contacts must be a sequence of idyn.Contact objects (empty for none), got "
+                                    f"{type(contacts).__name__}") from None
         for c in contacts:
             if not isinstance(c, Contact):
                 raise InvalidInputError(f"contacts must be idyn.Contact objects, got {type(c).__name__}")
@@ -268,7 +278,12 @@ class Controller(ABC, metaclass=_WarmedUp):
         return q, v, contacts
 
     def _step(self, q, v, vdot, contacts) -> Step:
-        return self.dynamics.update(q, v, vdot, contacts)
+        step = self.dynamics.update(q, v, vdot, contacts)
+        # a finite state can still overflow the dynamics (a velocity of 1e160 squares to inf in
+        # h(q, v)): no solver is handed them (compute reports the error and falls back)
+        if not (finite_data(step.h, step.M) and finite_data(step.p, step.L)):
+            raise NonFiniteError("the step's dynamics are not finite: h(q, v), M(q) or the free velocity overflow")
+        return step
 
 
 #: the vectors :func:`all_finite` is not given (it always takes five)

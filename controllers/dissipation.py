@@ -49,7 +49,7 @@ Design notes with the measurements behind these choices: ``docs/dissipation.md``
 
 The step is one path: :meth:`controllers.dynamics.StepDynamics.update`, :func:`build_stage_one`
 (one compiled call), :func:`solve_priced` (Lemke's method, the shared :mod:`idyn.lcp` kernel),
-:func:`solve_stage_two` (its terms, :func:`idyn.qp.solve_built` on quadprog, its answer and
+:func:`solve_stage_two` (its terms, :func:`idyn.qp.solve_built`, its answer and
 outputs); the arithmetic is in :mod:`controllers._dissipation_kernel`.
 """
 from __future__ import annotations
@@ -62,6 +62,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from idyn.errors import InvalidInputError, SolverError
+from idyn.lcp.inputs import finite_data
 from idyn.lcp.lemke import cold_checked
 from idyn.lcp.regularized import regularized_checked
 from idyn.lcp.residuals import DEFAULT_TOL
@@ -246,6 +247,8 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
     (``method="lemke"`` without equality rows), then regularised Lemke, then the QP."""
     if method == "lemke" and not prob.E.shape[0]:
         Mlcp, qlcp = prob.lcp()
+        if not finite_data(qlcp, Mlcp):  # cold_checked takes finite data only; the QP reports it
+            return _stage_one_qp(prob, method, qp_backend)
         z = np.empty(qlcp.size)
         passed, pivots = cold_checked(Mlcp, qlcp, 1e-12, DEFAULT_TOL, z)
         if passed:
@@ -257,6 +260,11 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
         if res is not None and res.solved:
             return res.z[:prob.k], {"stage1_status": res.status.value, "pivots": res.pivots,
                                     "regularization": res.regularization}
+    return _stage_one_qp(prob, method, qp_backend)
+
+
+def _stage_one_qp(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
+    """Stage I as a QP (:func:`solve_stage_one`'s last resort); SolverError if not solved."""
     A_in, b_in = _with_bounds(prob)
     qp = solve_built(prob.H, prob.c, prob.E, -prob.e, A_in, b_in, backend=_backend(qp_backend))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations, "regularization": qp.regularization,

@@ -80,7 +80,7 @@ from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import mindiff
 from idyn.lcp.mlcp import reduce_checked
 from idyn.lcp.regularized import regularized_checked
-from idyn.qp import solve_qp
+from idyn.qp import DEFAULT_BACKEND, solve_qp
 
 from .base import Controller, Solution, register
 from .dissipation import build_stage_one, solve_one_stage
@@ -138,7 +138,7 @@ class LCPCoulomb(Controller):
         except SolverError as exc:
             # The paper's implementation regularises (done inside lemke_regularized); when even
             # that fails we predict with the complementarity-free model of Sec. 6 instead.
-            z, info = solve_one_stage(build_stage_one(step, coulomb=True), ONE_STAGE_REGULARIZATION, "quadprog")
+            z, info = solve_one_stage(build_stage_one(step, coulomb=True), ONE_STAGE_REGULARIZATION, DEFAULT_BACKEND)
             info.update(fallback="qp-coulomb-1stage", error=str(exc))
             tau, v_next = step.resolve(R.T @ z)
             x = None

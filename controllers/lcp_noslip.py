@@ -155,7 +155,7 @@ from idyn.lcp.find_indices import kept_tangent_rows
 from idyn.lcp.lemke import checked_lemke
 from idyn.lcp.ppm_contact import solve_projected
 from idyn.lcp.qr import check_info
-from idyn.qp import solve_qp
+from idyn.qp import DEFAULT_BACKEND, solve_qp
 
 from . import _noslip_kernel as kernel
 from .base import Controller, Solution, register
@@ -187,7 +187,7 @@ class LCPNoSlip(Controller):
     merges_duplicate_contacts = False   # Algorithm 2 handles dependent contacts (Appendix F)
 
     def __init__(self, model, *, consistency_tol: float = 1e-6, check_tangential: bool = False,
-                 warm_start: bool = True, qp_backend: str = "quadprog",
+                 warm_start: bool = True, qp_backend: str = DEFAULT_BACKEND,
                  tangent_dependence_tol: float = TANGENT_DEPENDENCE_TOL, contact_gap: float = CONTACT_GAP,
                  slide_speed: float = SLIDE_SPEED, release: str = "force", consistent_desired: bool = True,
                  **common):
@@ -408,7 +408,7 @@ def consistent_desired(step: Step, kept: np.ndarray, contacts: np.ndarray, U: np
     return step.qd + delta, step.p - step.solve_A(step.B @ delta), float(np.linalg.norm(delta))
 
 
-def min_deviation(step: Step, impulses, tau, v_next, info: dict, qp_backend: str = "quadprog",
+def min_deviation(step: Step, impulses, tau, v_next, info: dict, qp_backend: str = DEFAULT_BACKEND,
                   sticking: np.ndarray | None = None):
     """Eqs. 46-51: the consistent end velocity closest to the desired one; ``(z, tau, v+)`` with
     ``z = [f_N; f_S; f_T]`` impulses (the given answer is kept, flagged, if the QP fails).

@@ -7,7 +7,8 @@ regularised one-stage variant of Sec. 6.1.  The mathematics is in :mod:`controll
 Options (besides the common ones of :class:`controllers.Controller`):
   ``stage2`` (True; False gives "Stage I alone", the indeterminate controller of Fig. 15),
   ``stage1_solver`` ("lemke": the KKT LCP as the authors did, footnote 1; or "qp"),
-  ``ridge`` (1e-6, Stage II tie-break), ``qp_backend`` ("quadprog" or "cvxopt"),
+  ``ridge`` (1e-6, Stage II tie-break), ``qp_backend`` (:mod:`idyn.qp`: "daqp", bounded, the
+  default; "quadprog", unbounded; or "cvxopt"),
   ``objective`` ("contact-work": the contact impulses' maximal dissipation; "kinetic-energy":
   eqs. 95-98 literally; see "Which energy" in :mod:`controllers.dissipation`),
   ``separation_weight`` (1.0 with Coulomb friction, 0 under no slip: Stage I prices the
@@ -25,6 +26,7 @@ from typing import ClassVar
 import numpy as np
 
 from idyn.errors import InvalidInputError
+from idyn.qp import DEFAULT_BACKEND
 
 from .base import Controller, Solution, register
 from .dissipation import OBJECTIVES, build_stage_one, new_outputs, solve_one_stage, solve_priced, solve_stage_two
@@ -40,7 +42,7 @@ class DissipationController(Controller):
     no_slip_tol: float | None = None
 
     def __init__(self, model, *, stage2: bool = True, stage1_solver: str = "lemke",
-                 ridge: float = 1e-6, qp_backend: str = "quadprog",
+                 ridge: float = 1e-6, qp_backend: str = DEFAULT_BACKEND,
                  objective: str = "contact-work", separation_weight: float | None = None,
                  gap_rate: bool = False, **common):
         super().__init__(model, **common)

@@ -85,10 +85,11 @@ class Contact:
         norm = np.linalg.norm(normal)
         if norm < 1e-12:
             raise InvalidInputError("contact normal must be non-zero")
-        mu = float(self.mu)
+        mu = validation.scalar(self.mu, "friction coefficient mu")
         if np.isnan(mu) or mu < 0:
             raise InvalidInputError(f"friction coefficient must be >= 0, got {self.mu}")
-        if not np.isfinite(float(self.phi)):
+        phi = validation.scalar(self.phi, "gap phi")
+        if not np.isfinite(phi):
             raise InvalidInputError(f"gap phi must be finite, got {self.phi}")
         if self.body_a == self.body_b:
             raise InvalidInputError("a contact needs two different bodies")
@@ -96,7 +97,7 @@ class Contact:
         object.__setattr__(self, "point", point)
         object.__setattr__(self, "normal", normal)
         object.__setattr__(self, "mu", mu)
-        object.__setattr__(self, "phi", float(self.phi))
+        object.__setattr__(self, "phi", phi)
         object.__setattr__(self, "tangents", tangent_frame(normal))
         self._set_frame()
 
@@ -136,7 +137,7 @@ class Contact:
         """The same contact with Coulomb coefficient ``mu``, sharing this one's arrays (they are
         not copied or re-validated: a friction cap applied every control step, see
         :class:`experiments.references.QuadrupedReference`, costs one object)."""
-        mu = float(mu)
+        mu = mu if type(mu) is float else validation.scalar(mu, "friction coefficient mu")
         if math.isnan(mu) or mu < 0:     # math, not np.isnan: a ufunc on a scalar costs ~1 us
             raise InvalidInputError(f"friction coefficient must be >= 0, got {mu}")
         c = object.__new__(type(self))

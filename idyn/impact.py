@@ -72,7 +72,7 @@ class ImpactSolution:
 
     @property
     def solved(self) -> bool:
-        return self.status == LCPStatus.SOLVED.value
+        return LCPStatus(self.status).solved        # SOLVED or REGULARIZED
 
 
 def closing(N: np.ndarray, v: np.ndarray, phi: np.ndarray, dt: float, speed_tol: float = IMPACT_SPEED_TOL) -> bool:

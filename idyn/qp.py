@@ -6,9 +6,21 @@ Problem (all arrays dense, float64)::
     subject to  A_eq x  = b_eq
                 A_in x >= b_in
 
-Backends: ``"quadprog"`` (Goldfarb-Idnani dual active set, the default: fast on the small dense
-problems of a control step) and ``"cvxopt"`` (interior point; accepts a merely positive
-semi-definite ``H``).  The adapter adds what a control loop needs around them:
+Backends (:data:`BACKENDS`):
+
+* ``"daqp"`` (the default, :data:`DEFAULT_BACKEND`): DAQP's dual active-set method (Arnström,
+  Bemporad & Axehill 2022), capped at ``max_iterations`` active-set changes
+  (:func:`default_max_iterations`); a capped solve returns status ``MAX_PIVOTS``.
+* ``"quadprog"`` (Goldfarb-Idnani dual active set, positive definite ``H``): **unbounded** - it
+  has no iteration cap and a C call cannot be interrupted in-process; quadprog 0.1.14 loops for
+  ever on some ill-conditioned QPs a controller builds (``tests/test_qp_bounded.py``).  Kept as
+  an option for comparison.
+* ``"cvxopt"`` (interior point; accepts a semi-definite ``H``), capped at
+  :data:`CVXOPT_MAX_ITERATIONS` steps.
+
+Why DAQP: measured against quadprog, PIQP, Clarabel and ProxSuite on the QPs idyn's
+controllers solve (docs/qp_backends.md), it solved every one, the hang included, and was the
+fastest bounded backend.  The adapter adds what a control loop needs around the backends:
 
 * **Validation** of shapes and finiteness (typed :mod:`idyn.errors` exceptions).
 * **Dependent equalities** are reduced to an independent set by a rank-revealing QR of
@@ -30,14 +42,24 @@ semi-definite ``H``).  The adapter adds what a control loop needs around them:
   factorisation whose squared pivots are all above ``1e-12`` of the largest (a semi-definite
   ``H`` often passes a plain Cholesky by rounding, and quadprog then returns a feasible but
   visibly suboptimal point).  This test, the feasibility check and the objective are flat
-  compiled loops (:mod:`idyn.kernels`); quadprog is called through its Python API.
-* **Status, not exceptions**: a failed solve returns ``QPResult`` with ``status`` INFEASIBLE or
-  FAILED and ``x`` filled with NaN; the caller falls back.
+  compiled loops (:mod:`idyn.kernels`); the backends are called through their Python APIs.
+* **Bounded work**: with ``daqp`` or ``cvxopt`` a call makes at most four attempts (unridged,
+  then :data:`REGULARIZATION_SCHEDULE`) on the backend and, with ``regularize``, four on cvxopt,
+  each under its iteration cap.
+* **Non-finite data never reaches a backend**: a NaN or infinite entry (or one whose square
+  overflows) gives status ``NUMERICAL_FAILURE`` without a backend call.
+* **Status, not exceptions**: a failed solve returns ``QPResult`` with ``status`` INFEASIBLE,
+  MAX_PIVOTS (an iteration cap was reached and nothing passed), NUMERICAL_FAILURE or FAILED and
+  ``x`` filled with NaN; the caller falls back.  SOLVED means the answer passed the
+  feasibility check above, whatever the backend said.
 """
 from __future__ import annotations
 
+import math
+from functools import lru_cache
 from typing import NamedTuple
 
+import daqp
 import numpy as np
 import quadprog
 
@@ -52,15 +74,33 @@ REGULARIZATION_SCHEDULE = (1e-9, 1e-7, 1e-5)
 #: Relative tolerance of the rank decision on equality rows.
 EQUALITY_RANK_TOL = 1e-10
 
-BACKENDS = ("quadprog", "cvxopt")
+BACKENDS = ("daqp", "quadprog", "cvxopt")
+#: the backend every caller gets unless it asks for another: bounded, see the module docstring
+DEFAULT_BACKEND = "daqp"
+#: :func:`default_max_iterations`: a floor, and the iterations allowed per variable and row.  On
+#: the QPs of idyn's controllers (2-240 variables, 2-336 rows) DAQP took at most 0.71 (n + rows)
+#: iterations (docs/qp_backends.md); the cap leaves a factor 4 above that.
+MAX_ITERATIONS_FLOOR = 100
+MAX_ITERATIONS_PER_ROW = 3
+#: DAQP's primal feasibility tolerance (absolute; its default 1e-6 let answers sit 6e-6 off the
+#: active rows, visible in the predicted velocities)
+DAQP_PRIMAL_TOL = 1e-9
+#: cvxopt's interior-point step cap (its own default)
+CVXOPT_MAX_ITERATIONS = 100
 
 
-#: the adapter's status is the package's one :class:`idyn.Status` (SOLVED, INFEASIBLE or FAILED)
+#: the adapter's status is the package's one :class:`idyn.Status`
 QPStatus = Status
 
 
 #: a Cholesky pivot below this fraction of the largest counts as singular
 PD_TOL = 1e-12
+
+
+def default_max_iterations(n: int, rows: int) -> int:
+    """DAQP's iteration cap for ``n`` variables and ``rows`` constraint rows when the caller
+    gives none: ``MAX_ITERATIONS_FLOOR + MAX_ITERATIONS_PER_ROW (n + rows)``."""
+    return MAX_ITERATIONS_FLOOR + MAX_ITERATIONS_PER_ROW * (n + rows)
 
 
 class QPResult(NamedTuple):
@@ -115,8 +155,21 @@ def independent_equalities(A, b, tol: float = EQUALITY_RANK_TOL) -> tuple[np.nda
     return A[keep[:rank]], b[keep[:rank]]
 
 
-def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str = "quadprog",
-             regularize: bool = True, feasibility_tol: float = 1e-7) -> QPResult:
+def check_options(backend: str, feasibility_tol: float, max_iterations: int | None) -> None:
+    """InvalidInputError for an unknown ``backend``, a ``feasibility_tol`` that is not a positive
+    finite number or a ``max_iterations`` that is not a positive integer (or None)."""
+    if backend not in BACKENDS:
+        raise InvalidInputError(f"unknown QP backend {backend!r}; choose from {BACKENDS}")
+    if isinstance(feasibility_tol, bool) or not isinstance(feasibility_tol, (int, float, np.floating, np.integer)) \
+            or not (math.isfinite(feasibility_tol) and feasibility_tol > 0):
+        raise InvalidInputError(f"feasibility_tol must be a positive finite number, got {feasibility_tol!r}")
+    if max_iterations is not None and (isinstance(max_iterations, bool)
+                                       or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1):
+        raise InvalidInputError(f"max_iterations must be a positive integer or None, got {max_iterations!r}")
+
+
+def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str = DEFAULT_BACKEND,
+             regularize: bool = True, feasibility_tol: float = 1e-7, max_iterations: int | None = None) -> QPResult:
     """Solve the convex QP of the module docstring; never raises on solver failure.
 
     Args:
@@ -124,49 +177,50 @@ def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str =
         c: (n,) linear term.
         A_eq, b_eq: equality rows (may be dependent, see module docstring).
         A_in, b_in: inequality rows ``A_in x >= b_in``.
-        backend: ``"quadprog"`` or ``"cvxopt"``.
-        regularize: allow the ridge fallback of :data:`REGULARIZATION_SCHEDULE`.
+        backend: one of :data:`BACKENDS` (default ``"daqp"``; ``"quadprog"`` is unbounded).
+        regularize: allow the ridge fallback of :data:`REGULARIZATION_SCHEDULE` (and cvxopt).
         feasibility_tol: relative tolerance of the final constraint check.
+        max_iterations: DAQP's iteration cap per attempt (default :func:`default_max_iterations`);
+            quadprog has none, cvxopt's is :data:`CVXOPT_MAX_ITERATIONS`.
 
     Raises:
         ShapeError, NonFiniteError: malformed input.
-        InvalidInputError: unknown backend.
+        InvalidInputError: unknown backend, bad tolerance or iteration cap.
     """
-    if backend not in BACKENDS:
-        raise InvalidInputError(f"unknown QP backend {backend!r}; choose from {BACKENDS}")
+    check_options(backend, feasibility_tol, max_iterations)
     H = validation.square(H, "H")
     n = H.shape[0]
     c = validation.vector(c, n, "c")
     Ae, be = _rows(A_eq, b_eq, n, "eq")
     Ai, bi = _rows(A_in, b_in, n, "in")
     return solve_built(H, c, Ae, be, Ai, bi, backend=backend, regularize=regularize,
-                       feasibility_tol=feasibility_tol)
+                       feasibility_tol=feasibility_tol, max_iterations=max_iterations)
 
 
 def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai: np.ndarray, bi: np.ndarray,
-                *, backend: str = "quadprog", regularize: bool = True, feasibility_tol: float = 1e-7,
-                definite: bool = False) -> QPResult:
+                *, backend: str = DEFAULT_BACKEND, regularize: bool = True, feasibility_tol: float = 1e-7,
+                definite: bool = False, max_iterations: int | None = None) -> QPResult:
     """:func:`solve_qp` after its input checks, for float arrays a caller built itself with
     consistent shapes (``H`` (n, n), ``c`` (n,), ``Ae`` (p, n), ``Ai`` (q, n); zero rows for
     none) and a known ``backend``: the same dependent-equality reduction, regularisation
-    schedule, feasibility check and result.  A non-finite entry is not reported as bad input
-    but fails the feasibility check (status INFEASIBLE or FAILED).
+    schedule, feasibility check and result.  A non-finite entry is not reported as bad input:
+    no backend is called and the status is NUMERICAL_FAILURE.
 
     ``definite``: the caller guarantees that ``H`` is exactly symmetric and passes the
     positive-definiteness test by construction (e.g. a ridge bounding its condition number well
     below ``1 / PD_TOL``) and C-contiguous arrays; with no equality rows and some inequality
-    rows, quadprog's answer is then taken, if the feasibility check accepts it, without the test
-    and the symmetrisation (which would not change ``H``); otherwise the general path runs."""
-    if definite and backend == "quadprog" and not Ae.shape[0] and H.shape[0] and Ai.shape[0]:
-        try:
-            x, _, _, its = quadprog.solve_qp(H, -c, Ai.T, bi, 0)[:4]
-        except ValueError:               # the general path gives the verdict
-            pass
-        else:
+    rows, the backend's answer is then taken, if the feasibility check accepts it, without the
+    test and the symmetrisation (which would not change ``H``); otherwise the general path runs."""
+    n = H.shape[0]
+    if not _finite(H, c, Ae, be, Ai, bi):
+        return QPResult(np.full(n, np.nan), QPStatus.NUMERICAL_FAILURE, backend)
+    cap = default_max_iterations(n, Ae.shape[0] + Ai.shape[0]) if max_iterations is None else int(max_iterations)
+    if definite and not Ae.shape[0] and n and Ai.shape[0] and backend != "cvxopt":
+        status, x, its = _attempt(backend, H, c, Ai, _unbounded(Ai.shape[0]), bi, 0, cap)
+        if status is QPStatus.SOLVED:
             value = kernel.accepted(H, c, x, Ae, be, Ai, bi, feasibility_tol)
             if value == value:
-                return QPResult(x, QPStatus.SOLVED, backend, 0.0, value, int(its[0]))
-    n = H.shape[0]
+                return QPResult(x, QPStatus.SOLVED, backend, 0.0, value, its)
     Ae_kept, be_kept = independent_equalities(Ae, be) if Ae.shape[0] else (Ae, be)
     dropped = Ae.shape[0] - Ae_kept.shape[0]
     if n == 0:
@@ -176,43 +230,95 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     scale, definite = kernel.prepare(H, PD_TOL, Hs)
     H = Hs
     ridges = [s * scale for s in REGULARIZATION_SCHEDULE] if regularize else []
-    verdicts, status, eps, iters = set(), QPStatus.FAILED, 0.0, 0
-    if backend == "quadprog":
-        if not Ae_kept.shape[0]:
-            C, b = (Ai.T, bi) if Ai.shape[0] else (None, None)
-        else:
-            C, b = np.concatenate((Ae_kept, Ai)).T, np.concatenate((be_kept, bi))
+    verdicts, eps, iters = set(), 0.0, 0
+    if backend != "cvxopt":
+        p = Ae_kept.shape[0]
+        A, lower = (np.concatenate((Ae_kept, Ai)), np.concatenate((be_kept, bi))) if p else (Ai, bi)
+        upper = np.concatenate((be_kept, _unbounded(Ai.shape[0]))) if p else _unbounded(Ai.shape[0])
+        # unridged only if H passed the test; a semi-definite H gets the ridge schedule (DAQP
+        # would take it unridged, but its answers then moved the recorded controller outputs by
+        # the old ridge's bias, 1e-5; one semantics for both backends)
         for eps in ([0.0] if definite else []) + ridges:
-            try:
-                x, _, _, its = quadprog.solve_qp(H + eps * np.eye(n) if eps else H, -c, C, b, Ae_kept.shape[0])[:4]
-            except ValueError as err:        # "constraints are inconsistent" or "G is not positive definite"
-                status = QPStatus.INFEASIBLE if "inconsistent" in str(err) else QPStatus.FAILED
-                verdicts.add(status)
-                continue
-            iters = int(its[0])
-            value = kernel.accepted(H, c, x, Ae, be, Ai, bi, feasibility_tol)
-            if value == value:               # not NaN: feasible
-                return QPResult(x, QPStatus.SOLVED, backend, eps, value, iters, dropped)
-            status = QPStatus.INFEASIBLE
+            status, x, its = _attempt(backend, H + eps * np.eye(n) if eps else H, c, A, upper, lower, p, cap)
+            iters += its
+            if status is QPStatus.SOLVED:
+                value = kernel.accepted(H, c, x, Ae, be, Ai, bi, feasibility_tol)
+                if value == value:           # not NaN: feasible
+                    return QPResult(x, QPStatus.SOLVED, backend, eps, value, iters, dropped)
+                status = QPStatus.NUMERICAL_FAILURE
             verdicts.add(status)
     used = backend
-    if backend == "cvxopt" or regularize:    # the backend asked for, or quadprog's last fallback
+    if backend == "cvxopt" or regularize:    # the backend asked for, or the last fallback
         used = "cvxopt"                      # (it accepts a semi-definite H)
         # its interior point method can also stall on a singular H ("unknown": a singular KKT
         # system), so it gets the same ridge schedule, unregularised first
         for eps in [0.0] + ridges:
-            status, x, iters = _cvxopt(H + eps * np.eye(n) if eps else H, c, Ae_kept, be_kept, Ai, bi)
+            status, x, its = _cvxopt(H + eps * np.eye(n) if eps else H, c, Ae_kept, be_kept, Ai, bi)
+            iters += its
             value = kernel.accepted(H, c, x, Ae, be, Ai, bi, feasibility_tol) if status is QPStatus.SOLVED \
                 else np.nan
             if status is QPStatus.SOLVED and value != value:
-                status = QPStatus.INFEASIBLE
+                status = QPStatus.NUMERICAL_FAILURE
             verdicts.add(status)
             # INFEASIBLE is not trusted on its own: with a nearly singular H the dual active-set
             # method breaks down with that message, so the better-conditioned attempts still run
             if status is QPStatus.SOLVED:
                 return QPResult(x, status, used, eps, value, iters, dropped)
-    status = QPStatus.INFEASIBLE if QPStatus.INFEASIBLE in verdicts else status
+    status = next((s for s in _VERDICT_ORDER if s in verdicts), QPStatus.FAILED)
     return QPResult(np.full(n, np.nan), status, used, eps, iterations=iters, dropped_equalities=dropped)
+
+
+#: the status of a solve nothing passed: the first of these some attempt reported
+_VERDICT_ORDER = (QPStatus.INFEASIBLE, QPStatus.MAX_PIVOTS, QPStatus.NUMERICAL_FAILURE, QPStatus.FAILED)
+#: DAQP's exit flags (daqp's constants.h): optimal, soft optimal, infeasible, iteration limit
+_DAQP_STATUS = {1: QPStatus.SOLVED, 2: QPStatus.SOLVED, -1: QPStatus.INFEASIBLE, -4: QPStatus.MAX_PIVOTS,
+                -7: QPStatus.MAX_PIVOTS}
+
+
+def _attempt(backend, H, c, A, upper, lower, p, cap) -> tuple[Status, np.ndarray | None, int]:
+    """One backend call on ``min 1/2 x'Hx + c'x`` s.t. the first ``p`` rows of ``A x`` equal
+    ``lower`` and the others are ``>= lower`` (``upper``: DAQP's upper bounds, ``+inf`` on the
+    inequality rows); ``(status, x, iterations)``, ``x`` None unless SOLVED (still unchecked)."""
+    if backend == "daqp":
+        x, _, flag, info = daqp.solve(H, c, A, upper, lower, _equality_sense(p, A.shape[0]), iter_limit=cap,
+                                     primal_tol=DAQP_PRIMAL_TOL)
+        status = _DAQP_STATUS.get(flag, QPStatus.FAILED)
+        return status, (x if status is QPStatus.SOLVED else None), int(info["iterations"])
+    try:                                     # quadprog: unbounded (module docstring)
+        x, _, _, its = quadprog.solve_qp(H, -c, *((A.T, lower, p) if A.shape[0] else ()))[:4]
+    except ValueError as err:                # "constraints are inconsistent" or "G is not positive definite"
+        return (QPStatus.INFEASIBLE if "inconsistent" in str(err) else QPStatus.FAILED), None, 0
+    return QPStatus.SOLVED, x, int(its[0])
+
+
+@lru_cache(maxsize=256)
+def _unbounded(m: int) -> np.ndarray:
+    """``m`` upper bounds ``+inf``, made once per size (DAQP takes writable buffers only and
+    does not write them)."""
+    return np.full(m, np.inf)
+
+
+@lru_cache(maxsize=256)
+def _equality_sense(p: int, rows: int) -> np.ndarray | None:
+    """DAQP's constraint types: 5 (equality) for the first ``p`` of ``rows``, 0 (inequality)
+    for the rest; None (all inequalities) without equalities.  Made once per size, as
+    :func:`_unbounded`."""
+    if not p:
+        return None
+    sense = np.zeros(rows, np.int32)
+    sense[:p] = 5
+    return sense
+
+
+def _finite(*arrays: np.ndarray) -> bool:
+    """Whether the sum of the squared entries of ``arrays`` is finite (False for a NaN or
+    infinite entry, and for entries near ``1e154`` whose squares overflow): one BLAS dot per
+    array, as :func:`idyn.lcp.inputs.finite_data` (numpy warns of the overflow, as there)."""
+    total = 0.0
+    for a in arrays:
+        flat = a.ravel("K")
+        total += flat.dot(flat)
+    return math.isfinite(total)
 
 
 def warm_up() -> None:
@@ -247,15 +353,18 @@ def _cvxopt(H, c, Ae, be, Ai, bi):
     if Ae.shape[0]:
         kwargs.update(A=M(Ae), b=M(be))
     try:
-        sol = solvers.qp(M(H), M(c), options={"show_progress": False}, **kwargs)
+        sol = solvers.qp(M(H), M(c), options={"show_progress": False, "maxiters": CVXOPT_MAX_ITERATIONS}, **kwargs)
     except (ValueError, ArithmeticError):
         return QPStatus.FAILED, None, 0
     if sol["status"] == "optimal":
         return QPStatus.SOLVED, np.array(sol["x"]).ravel(), int(sol["iterations"])
     if sol["status"] in ("primal infeasible", "dual infeasible"):
         return QPStatus.INFEASIBLE, None, int(sol["iterations"])
+    if int(sol.get("iterations", 0)) >= CVXOPT_MAX_ITERATIONS:
+        return QPStatus.MAX_PIVOTS, None, int(sol["iterations"])
     return QPStatus.FAILED, None, int(sol.get("iterations", 0))
 
 
-__all__ = ["QPResult", "QPStatus", "BACKENDS", "REGULARIZATION_SCHEDULE", "independent_equalities",
-           "solve_built", "solve_qp", "warm_up"]
+__all__ = ["BACKENDS", "CVXOPT_MAX_ITERATIONS", "DEFAULT_BACKEND", "MAX_ITERATIONS_FLOOR", "MAX_ITERATIONS_PER_ROW",
+           "QPResult", "QPStatus", "REGULARIZATION_SCHEDULE", "check_options", "default_max_iterations",
+           "independent_equalities", "solve_built", "solve_qp", "warm_up"]

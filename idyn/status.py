@@ -17,13 +17,21 @@ class Status(enum.Enum):
     """The answer passed its acceptance check (:func:`idyn.lcp.lcp_residuals` for an LCP, the
     feasibility check of :func:`idyn.qp.solve_qp` for a QP); for a controller step: the torques
     come from a solved contact model (its own, or the one named by ``ControlInfo.fallback``)."""
+    REGULARIZED = "regularized"
+    """The answer solves a regularised problem, not the one posed: the LCP ``(q, M + eps I)``
+    (:func:`idyn.lcp.lemke_regularized`; ``LCPResult.regularization`` is ``eps`` and
+    ``LCPResult.original_residual`` the answer's worst residual on ``(q, M)``, which may exceed
+    the tolerance).  Physically a small compliance added to every contact; callers may use the
+    answer (:attr:`solved` is True), and a controller step that did reports this status."""
     MAX_PIVOTS = "max_pivots"
-    """A pivoting method reached its pivot limit before a solution was found."""
+    """A pivoting method reached its pivot limit before a solution was found, or a QP backend
+    its iteration cap (an active-set iteration is one pivot) with no answer that passed."""
     RAY_TERMINATION = "ray_termination"
     """Lemke's path left along a secondary ray (or a principal pivoting method found an
     unbounded direction): the LCP has no solution that this method can reach."""
     NUMERICAL_FAILURE = "numerical_failure"
-    """The method terminated but its answer failed the residual check (ill-conditioning)."""
+    """The method terminated but its answer failed the residual (or QP feasibility) check
+    (ill-conditioning), or the data were not finite and no solver was called."""
     INFEASIBLE = "infeasible"
     """No point satisfies the constraints: exhaustive enumeration (:func:`idyn.lcp.mindiff`)
     found no complementary solution, or every QP backend reported infeasibility."""
@@ -36,7 +44,8 @@ class Status(enum.Enum):
 
     @property
     def solved(self) -> bool:
-        return self is Status.SOLVED
+        """An answer to the problem the result states: SOLVED, or REGULARIZED (the regularised one)."""
+        return self is Status.SOLVED or self is Status.REGULARIZED
 
 
 __all__ = ["Status"]

@@ -116,8 +116,8 @@ def test_one_status_enum_shared_with_the_solvers():
     qp = solve_qp(np.eye(1), np.zeros(1), A_in=np.array([[1.0], [-1.0]]), b_in=np.array([1.0, 0.0]))
     assert qp.status is Status.INFEASIBLE and not qp.solved
     # values are the names traces and recorded replays store
-    assert {s.value for s in Status} == {"solved", "max_pivots", "ray_termination", "numerical_failure",
-                                         "infeasible", "failed", "non-finite"}
+    assert {s.value for s in Status} == {"solved", "regularized", "max_pivots", "ray_termination",
+                                         "numerical_failure", "infeasible", "failed", "non-finite"}
 
 
 # ---------------------------------------------------------------------- the conversion

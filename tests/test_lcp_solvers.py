@@ -382,21 +382,26 @@ def test_algorithm_2_on_duplicated_contacts_solves_the_lcp(k, copies, seed):
 
 def test_algorithm_2_reports_what_it_cannot_solve_and_never_a_wrong_answer():
     """Two contacts on one direction whose constants need an exchange Algorithm 2 does not make
-    (the case lcp-noslip hands to Lemke): not SOLVED, and Lemke solves it; every SOLVED answer
-    passes the residuals.  A non-finite factor never reaches the compiled loop."""
+    (the offset outside the range of N): Algorithm 2 alone (solve_factored, lcp-noslip's path)
+    reports not SOLVED, and the public ppm_contact hands the LCP to Lemke and solves it; every
+    SOLVED answer passes the residuals.  A non-finite factor never reaches the compiled loop."""
     from idyn.lcp.ppm_contact import solve_factored
 
     unsolved = 0
     for seed in range(200):
         rng = np.random.default_rng(seed)
         G, r = rng.standard_normal((1, 2)), rng.standard_normal(2)
+        alone = solve_factored(G, r, np.empty(0, np.intp))
         res = ppm_contact(G.T, np.eye(1), np.zeros(1), offset=r)
         Q = G.T @ G
-        if res.solved:
-            assert lcp_residuals(Q, r, res.z).ok()
-        elif _brute_force_lcp(Q, r):
-            unsolved += 1
-            assert lemke(Q, r).solved
+        for answer in (alone, res):
+            if answer.solved:
+                assert answer.status is LCPStatus.SOLVED and lcp_residuals(Q, r, answer.z).ok()
+        if _brute_force_lcp(Q, r):
+            assert res.solved
+            unsolved += not alone.solved
+        else:
+            assert not res.solved
     assert unsolved > 0
     for bad in (np.nan, np.inf):
         res = solve_factored(np.array([[1.0, bad]]), np.array([-1.0, -1.0]), np.empty(0, np.intp))

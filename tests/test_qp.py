@@ -30,9 +30,10 @@ def random_qp(seed: int, n: int, meq: int, mineq: int, psd: bool):
 @given(seed=st.integers(0, 2**31), n=st.integers(3, 12), meq=st.integers(0, 2), mineq=st.integers(0, 10),
        psd=st.booleans())
 @example(seed=6384, n=3, meq=2, mineq=1, psd=True)   # cvxopt stalls ("unknown") without a ridge
-def test_quadprog_matches_cvxopt(seed, n, meq, mineq, psd):
+@pytest.mark.parametrize("backend", ["daqp", "quadprog"])
+def test_active_set_backends_match_cvxopt(backend, seed, n, meq, mineq, psd):
     H, c, Ae, be, Ai, bi = random_qp(seed, n, meq, mineq, psd)
-    a = solve_qp(H, c, Ae, be, Ai, bi, backend="quadprog")
+    a = solve_qp(H, c, Ae, be, Ai, bi, backend=backend)
     b = solve_qp(H, c, Ae, be, Ai, bi, backend="cvxopt")
     assert a.solved and b.solved
     assert a.objective == pytest.approx(b.objective, rel=1e-5, abs=1e-6)
@@ -75,11 +76,11 @@ def test_dependent_equalities_are_dropped_not_fatal():
     assert A.shape == (2, 3) and np.linalg.matrix_rank(A) == 2
 
 
-@pytest.mark.parametrize("backend", ["quadprog", "cvxopt"])
+@pytest.mark.parametrize("backend", ["daqp", "quadprog", "cvxopt"])
 def test_infeasible_is_reported_not_raised(backend):
     res = solve_qp(np.eye(2), np.zeros(2), A_in=[[1.0, 0.0], [-1.0, 0.0]], b_in=[1.0, 0.0], backend=backend)
     assert not res.solved and np.all(np.isnan(res.x))
-    if backend == "quadprog":
+    if backend != "cvxopt":
         assert res.status is QPStatus.INFEASIBLE
     res = solve_qp(np.eye(2), np.zeros(2), A_eq=[[1.0, 1.0], [2.0, 2.0]], b_eq=[1.0, 3.0], backend=backend)
     assert not res.solved
@@ -87,10 +88,12 @@ def test_infeasible_is_reported_not_raised(backend):
 
 def test_semidefinite_hessian_is_regularised_and_reported():
     H = np.diag([1.0, 0.0])
-    res = solve_qp(H, [-1.0, 0.0], A_in=np.eye(2), b_in=[0.0, 0.0])
-    assert res.solved and 0 < res.regularization <= 1e-8
-    assert np.allclose(res.x, [1.0, 0.0], atol=1e-6)
-    assert not solve_qp(H, [-1.0, 0.0], A_in=np.eye(2), b_in=[0.0, 0.0], regularize=False).solved
+    for backend in ("daqp", "quadprog"):
+        res = solve_qp(H, [-1.0, 0.0], A_in=np.eye(2), b_in=[0.0, 0.0], backend=backend)
+        assert res.solved and res.backend == backend and 0 < res.regularization <= 1e-8
+        assert np.allclose(res.x, [1.0, 0.0], atol=1e-6)
+        assert not solve_qp(H, [-1.0, 0.0], A_in=np.eye(2), b_in=[0.0, 0.0], backend=backend,
+                            regularize=False).solved
 
 
 def test_bad_input_raises_typed_errors():
@@ -151,10 +154,11 @@ def _cvxopt_optimum(H, c, Ae, be, Ai, bi):
 @settings(max_examples=150, deadline=None)
 @given(st.integers(1, 10), st.integers(0, 2), st.integers(0, 14), st.integers(0, 2**32 - 1),
        st.sampled_from(["pd", "semidefinite", "ridge"]))
-def test_solve_built_reaches_cvxopts_optimum(n, p, r, seed, kind):
+@pytest.mark.parametrize("backend", ["daqp", "quadprog"])
+def test_solve_built_reaches_cvxopts_optimum(backend, n, p, r, seed, kind):
     """On feasible random QPs (positive definite, semi-definite, nearly singular Hessians)
-    solve_built's quadprog answer is feasible and its objective is cvxopt's optimum (an
-    independent solver) within the ridge's bias; semi-definite Hessians carry a ridge."""
+    solve_built's answer is feasible and its objective is cvxopt's optimum (an independent
+    solver) within the ridge's bias; semi-definite Hessians carry a ridge."""
     from idyn.qp import solve_built
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((n, n if kind == "pd" else max(1, n - 2)))
@@ -165,7 +169,7 @@ def test_solve_built_reaches_cvxopts_optimum(n, p, r, seed, kind):
     be, bi = Ae @ x0, Ai @ x0 - rng.exponential(1.0, r)
     if kind != "pd":                            # bounded below: c in range(H)
         c = H @ rng.standard_normal(n)
-    res = solve_built(H, c, Ae, be, Ai, bi, backend="quadprog")
+    res = solve_built(H, c, Ae, be, Ai, bi, backend=backend)
     assert res.solved
     x = res.x
     scale = 1 + np.abs(x).max()

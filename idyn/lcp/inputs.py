@@ -6,7 +6,13 @@ import math
 import numpy as np
 
 from .. import validation
-from ..errors import ShapeError
+from ..errors import InvalidInputError, ShapeError
+from ..jit import cached_jit
+
+#: :func:`default_max_pivots`: the basis-inverse entries a default pivot limit lets a pivoting
+#: method update (a pivot updates about ``n^2``): 2^22, about 20 ms of Lemke's loop here, the
+#: work of Murty's n = 14 problem (2^14 pivots) that needs exponentially many.
+PIVOT_WORK = 2 ** 22
 
 
 def check_lcp(M, q) -> tuple[np.ndarray, np.ndarray]:
@@ -39,6 +45,26 @@ def check_indices(indices, n: int, name: str) -> np.ndarray:
     if a.size == 1 or (a[1:] > a[:-1]).all():   # already sorted and distinct (a warm start)
         return a.astype(np.intp, copy=False)
     return np.unique(a).astype(np.intp)
+
+
+@cached_jit
+def default_max_pivots(n):
+    """The pivot limit of :func:`idyn.lcp.lemke`, :func:`idyn.lcp.ppm` and
+    :func:`idyn.lcp.ppm_contact` when the caller gives none: ``max(100, 50 n, PIVOT_WORK / n^2)``,
+    linear in ``n`` for large problems and about the same work for small ones, so that Lemke's
+    method solves Murty's problems (``2^n`` pivots) up to ``n = 14`` by default."""
+    return max(100, 50 * n, PIVOT_WORK // max(n * n, 1))
+
+
+def check_options(tol, max_pivots) -> None:
+    """InvalidInputError unless ``tol`` is a finite number ``>= 0`` and ``max_pivots`` None or
+    an integer ``>= 0``."""
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) \
+            or not (math.isfinite(tol) and tol >= 0):
+        raise InvalidInputError(f"tol must be a finite number >= 0, got {tol!r}")
+    if max_pivots is not None and (isinstance(max_pivots, bool) or not isinstance(max_pivots, (int, np.integer))
+                                   or max_pivots < 0):
+        raise InvalidInputError(f"max_pivots must be an integer >= 0 or None, got {max_pivots!r}")
 
 
 def finite_data(q: np.ndarray, M: np.ndarray) -> bool:

@@ -51,9 +51,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
+from ..errors import InvalidInputError
 from ..jit import cached_jit
 from ._lemke_kernel import AT_START, MAX_PIVOTS, RAY, SINGULAR, SOLVED, Z0_EXIT, Z0_TIES, lemke_path
-from .inputs import check_indices, check_lcp, finite_data
+from .inputs import check_indices, check_lcp, check_options, default_max_pivots, finite_data
 from .residuals import DEFAULT_TOL, exact_pass
 from .result import LCPResult, LCPStatus
 
@@ -71,14 +72,18 @@ def lemke(M, q, *, warm_start=None, max_pivots: int | None = None, pivot_tol: fl
             copositive friction LCP of paper eq. 64, P-matrices).
         q: (n,) vector.
         warm_start: optional indices (or boolean mask) of ``z`` variables to start basic.
-        max_pivots: pivot limit (default ``max(100, 50 n)``); reaching it gives
-            ``LCPStatus.MAX_PIVOTS``.
+        max_pivots: pivot limit (default :func:`idyn.lcp.inputs.default_max_pivots`:
+            ``max(100, 50 n, 2^22 / n^2)``, enough for Murty's problems up to ``n = 14``);
+            reaching it gives ``LCPStatus.MAX_PIVOTS``.
         pivot_tol: relative size below which a column entry is not a pivot candidate.
         tol: relative residual tolerance of the acceptance check.
 
     Returns:
         :class:`LCPResult`; ``basis`` holds the indices of basic ``z`` variables.
     """
+    check_options(tol, max_pivots)
+    if not (isinstance(pivot_tol, (int, float, np.integer, np.floating)) and 0 <= pivot_tol < 1):
+        raise InvalidInputError(f"pivot_tol must be a number in [0, 1), got {pivot_tol!r}")
     M, q = check_lcp(M, q)
     return checked_lemke(M, q, warm_start=warm_start, max_pivots=max_pivots, pivot_tol=pivot_tol, tol=tol)
 
@@ -93,7 +98,7 @@ def checked_lemke(M: np.ndarray, q: np.ndarray, *, warm_start=None, max_pivots: 
         return LCPResult(np.zeros(n), np.array(q, dtype=float), LCPStatus.NUMERICAL_FAILURE, 0, 0.0,
                          np.empty(0, np.intp))
     warm = check_indices(warm_start, n, "warm_start") if warm_start is not None else None
-    limit = max(100, 50 * n) if max_pivots is None else int(max_pivots)
+    limit = default_max_pivots(n) if max_pivots is None else int(max_pivots)
     if warm is not None and warm.size:
         res = _solve(M, q, warm, limit, pivot_tol, tol)
         if res.status not in (LCPStatus.RAY_TERMINATION, LCPStatus.NUMERICAL_FAILURE):
@@ -114,7 +119,8 @@ def cold_checked(M, q, pivot_tol, tol, z):
     n = q.shape[0]
     Binv, xb, d = np.empty((n, n)), np.empty(n), np.empty(n)
     basic, support = np.empty(n, np.int64), np.empty(n, np.intp)
-    code, pivots, _ = lemke_path(M, q, d, Binv, xb, basic, max(100, 50 * n), pivot_tol, True, Z0_EXIT, z, support)
+    code, pivots, _ = lemke_path(M, q, d, Binv, xb, basic, default_max_pivots(n), pivot_tol, True, Z0_EXIT, z,
+                                 support)
     if code == AT_START:
         z[:] = 0.0
         return True, 0

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .inputs import check_indices, check_lcp
+from .inputs import check_indices, check_lcp, check_options, default_max_pivots
 from .principal_pivoting import principal_pivoting
 from .residuals import DEFAULT_TOL, lcp_residuals
 from .result import LCPResult, LCPStatus
@@ -92,13 +92,15 @@ def ppm(M, q, warm_start=None, *, max_pivots: int | None = None,
         q: (n,) vector.
         warm_start: indices (or boolean mask) of ``z`` to start basic, e.g. the ``basis`` of
             a previous result; indices that would make ``M_aa`` singular are dropped.
-        max_pivots: pivot limit (default ``max(100, 10 n)``).
+        max_pivots: pivot limit (default :func:`idyn.lcp.inputs.default_max_pivots`, as
+            :func:`idyn.lcp.lemke`'s: ``max(100, 50 n, 2^22 / n^2)``).
         tol: relative residual tolerance of the acceptance check.
     """
+    check_options(tol, max_pivots)
     M, q = check_lcp(M, q)
     n = q.shape[0]
     warm = check_indices(warm_start, n, "warm_start")
-    limit = max(100, 10 * n) if max_pivots is None else int(max_pivots)
+    limit = default_max_pivots(n) if max_pivots is None else int(max_pivots)
     system = _DenseSystem(M, q)
     out = principal_pivoting(system, q, warm, limit)
     active = np.array(sorted(system.active), dtype=np.intp) if out.pivots or warm.size else \

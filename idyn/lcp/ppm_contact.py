@@ -40,7 +40,8 @@ from scipy.linalg import lapack
 from .. import validation
 from ._ppm_kernel import MAX_PIVOTS, NUMERICAL_FAILURE, SOLVED, checked_contact_ppm, projected_contact_ppm
 from .gram import DEFAULT_DEPENDENCE_TOL, cholesky_factor
-from .inputs import check_indices, finite_data
+from .inputs import check_indices, check_options, finite_data
+from .lemke import checked_lemke
 from .principal_pivoting import REL_TOL as PIVOTING_REL_TOL
 from .qr import check_info, complement_coordinates
 from .residuals import DEFAULT_TOL
@@ -95,22 +96,33 @@ def ppm_contact(N, M, f_star, warm_start=None, *, constraints=None, offset=None,
         warm_start: indices of contacts active at the previous solve (``result.basis``).
         constraints: optional (c, m) equality-constraint rows ``J`` (``J v = const``).
         offset: optional (n,) added to ``r`` (``phi / dt`` of eq. 45).
-        max_pivots: pivot limit (default ``max(100, 4 n)``).
+        max_pivots: pivot limit of Algorithm 2 (default ``max(100, 4 n)``: its compiled loop
+            keeps every visited active set, an array of that many rows), before the Lemke hand-over.
         dependence_tol: sine of the angle below which a contact counts as dependent.
         tol: relative residual tolerance of the acceptance check.
         cholesky: the lower Cholesky factor of ``M``, if already computed (not recomputed).
 
     Returns:
         :class:`LCPResult` with ``z`` the normal impulses, ``w = N v+ + offset`` and ``basis``
-        the active contacts (at most ``m``) to warm-start the next call.
+        the active contacts (at most ``m``) to warm-start the next call.  When Algorithm 2 does
+        not solve the LCP (it can fail where the offset lies outside the range of ``N`` on a
+        rank-deficient problem) it hands the LCP ``(r, G^T G)`` to Lemke's method
+        (:func:`idyn.lcp.lemke`), whose answer is returned if it solves it (pivots of both).
     """
+    check_options(tol, max_pivots)
     G = contact_factor(N, M, constraints, cholesky)
     n = G.shape[1]
     r = np.asarray(N, dtype=float) @ validation.vector(f_star, np.shape(M)[0], "f_star")
     if offset is not None:
         r = r + validation.vector(offset, n, "offset")
-    return solve_factored(G, r, check_indices(warm_start, n, "warm_start"), max_pivots=max_pivots,
-                          dependence_tol=dependence_tol, tol=tol)
+    res = solve_factored(G, r, check_indices(warm_start, n, "warm_start"), max_pivots=max_pivots,
+                         dependence_tol=dependence_tol, tol=tol)
+    if res.solved or not finite_data(r, G):
+        return res
+    lemke = checked_lemke(G.T @ G, r, max_pivots=max_pivots, tol=tol)
+    if not lemke.solved:
+        return res
+    return LCPResult(lemke.z, lemke.w, lemke.status, res.pivots + lemke.pivots, 0.0, np.flatnonzero(lemke.z > 0.0))
 
 
 def solve_factored(G: np.ndarray, r: np.ndarray, warm: np.ndarray, *, max_pivots: int | None = None,
@@ -123,7 +135,7 @@ def solve_factored(G: np.ndarray, r: np.ndarray, warm: np.ndarray, *, max_pivots
     n = G.shape[1]
     if not finite_data(r, G):
         return _unsolved(r)
-    limit = max(100, 4 * n) if max_pivots is None else int(max_pivots)
+    limit = contact_pivots(n) if max_pivots is None else int(max_pivots)
     GT = np.ascontiguousarray(G.T)
     z, w, active = np.zeros(n), np.empty(n), np.empty(G.shape[0], dtype=np.intp)
     size, code, pivots = checked_contact_ppm(GT, r, warm, limit, float(dependence_tol), PIVOTING_REL_TOL,
@@ -143,11 +155,18 @@ def solve_projected(white: np.ndarray, m: int, kept: np.ndarray, r: np.ndarray, 
         return _unsolved(r), np.array(white[:, :m])
     z, w, active = np.zeros(m), np.empty(m), np.empty(white.shape[0], dtype=np.intp)
     G, size, code, pivots, info_geqp3, info_ormqr = projected_contact_ppm(
-        white, m, kept, DEFAULT_DEPENDENCE_TOL, r, warm, max(100, 4 * m), DEFAULT_DEPENDENCE_TOL, PIVOTING_REL_TOL,
+        white, m, kept, DEFAULT_DEPENDENCE_TOL, r, warm, contact_pivots(m), DEFAULT_DEPENDENCE_TOL, PIVOTING_REL_TOL,
         DEFAULT_TOL, z, w, active)
     check_info(info_geqp3, "geqp3")
     check_info(info_ormqr, "ormqr")
     return LCPResult(z, w, _STATUS[code], pivots, 0.0, active[:size]), G
+
+
+def contact_pivots(n: int) -> int:
+    """Algorithm 2's default pivot limit for ``n`` contacts: ``max(100, 4 n)`` (its compiled
+    loop allocates a row per allowed pivot to detect a repeated active set, so the limit is not
+    :func:`idyn.lcp.inputs.default_max_pivots`; a failure hands over to Lemke)."""
+    return max(100, 4 * n)
 
 
 def _unsolved(r: np.ndarray) -> LCPResult:

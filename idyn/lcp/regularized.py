@@ -4,17 +4,20 @@ When Lemke's method fails on ``(q, M)`` (secondary ray from round-off on a degen
 singular problem, pivot limit, or an answer that fails the residual check), it is re-run on
 ``(q, M + eps I)`` for ``eps`` in :data:`REGULARIZATION_SCHEDULE`, smallest first.  A candidate
 is accepted only if it passes the residual check (:func:`idyn.lcp.lcp_residuals`) *for the
-regularised problem it solved*; the result then carries ``regularization = eps`` and
-``w = (M + eps I) z + q``, so the caller knows it got the solution of a perturbed problem
-(physically: a small compliance added to every contact).
+regularised problem it solved*; the result then has status REGULARIZED (not SOLVED: the
+answer need not solve ``(q, M)``), ``regularization = eps``, ``w = (M + eps I) z + q`` and
+``original_residual``, the answer's worst residual on ``(q, M)``, so the caller knows it got
+the solution of a perturbed problem (physically: a small compliance added to every contact)
+and how far it is from solving the original.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .inputs import check_lcp
+from .inputs import check_lcp, check_options
 from .lemke import checked_lemke
-from .result import LCPResult
+from .residuals import lcp_residuals
+from .result import LCPResult, LCPStatus
 
 #: The regularisation values, tried in this order after the unregularised attempt.
 REGULARIZATION_SCHEDULE = (1e-20, 1e-16, 1e-12, 1e-8, 1e-4, 1.0)
@@ -26,6 +29,7 @@ def lemke_regularized(M, q, *, schedule=REGULARIZATION_SCHEDULE, **opts) -> LCPR
     ``opts`` are passed to :func:`idyn.lcp.lemke`.  ``pivots`` in the result counts every
     attempt.  If no candidate passes, the unregularised attempt is returned with its status.
     """
+    check_options(opts.get("tol", 0.0), opts.get("max_pivots"))
     M, q = check_lcp(M, q)
     return regularized_checked(M, q, schedule=schedule, **opts)
 
@@ -42,5 +46,6 @@ def regularized_checked(M: np.ndarray, q: np.ndarray, *, schedule=REGULARIZATION
         res = checked_lemke(M + eps * eye, q, **opts)
         pivots += res.pivots
         if res.solved:
-            return LCPResult(res.z, res.w, res.status, pivots, float(eps), res.basis)
+            return LCPResult(res.z, res.w, LCPStatus.REGULARIZED, pivots, float(eps), res.basis,
+                             lcp_residuals(M, q, res.z).worst)
     return LCPResult(first.z, first.w, first.status, pivots, 0.0, first.basis)

@@ -24,13 +24,15 @@ class LCPResult:
     Attributes:
         z: the complementary variable (length n), clipped to ``z >= 0``.
         w: ``M z + q`` for the problem the solver actually solved (see ``regularization``).
-        status: :class:`idyn.Status` (SOLVED, MAX_PIVOTS, RAY_TERMINATION,
+        status: :class:`idyn.Status` (SOLVED, REGULARIZED, MAX_PIVOTS, RAY_TERMINATION,
             NUMERICAL_FAILURE or INFEASIBLE).
         pivots: number of pivots (basis exchanges) performed.
         regularization: ``eps`` if ``(z, w)`` solve the regularised LCP ``(q, M + eps I)``,
             0.0 for the original problem.
         basis: sorted indices ``i`` whose ``z_i`` is basic (may be positive) at termination;
             pass it back as ``warm_start`` to the next solve of a nearby problem.
+        original_residual: for a REGULARIZED answer, the worst residual
+            (:func:`idyn.lcp.lcp_residuals`) of ``z`` on the original LCP ``(q, M)``; NaN otherwise.
     """
 
     z: np.ndarray
@@ -39,7 +41,9 @@ class LCPResult:
     pivots: int
     regularization: float
     basis: np.ndarray
+    original_residual: float = float("nan")
 
     @property
     def solved(self) -> bool:
-        return self.status is Status.SOLVED
+        """SOLVED, or REGULARIZED (an answer to ``(q, M + eps I)``; see :attr:`status`)."""
+        return self.status.solved
