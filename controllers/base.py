@@ -29,6 +29,7 @@ solve time, the predicted velocity, the touchdown impact forces and the controll
 """
 from __future__ import annotations
 
+import operator
 import time
 from abc import ABC, ABCMeta, abstractmethod
 from dataclasses import dataclass, field
@@ -161,6 +162,7 @@ class Controller(ABC, metaclass=_WarmedUp):
             and self.predicts_contact_forces
         self.dynamics = StepDynamics(model, self.dt, penetration_recovery, impact, impact_speed_tol)
         self._shapes = ((model.nq,), (model.nv,), (model.na,), (model.na,), (model.na,))   # of _check's vectors
+        self._checked: list = []     # the contacts _check last accepted
         self.feedback = ErrorFeedback(model, kp, kv, ki, integral_limit) if feedback else None
 
     # ------------------------------------------------------------------ contract
@@ -260,11 +262,14 @@ class Controller(ABC, metaclass=_WarmedUp):
             for x, n, name in zip(vectors, self._shapes, ("q", "v", "desired.q", "desired.v", "desired.vdot")):
                 validation.vector(x, n[0], name)
         contacts = list(contacts)
-        for c in contacts:
-            if not isinstance(c, Contact):
-                raise InvalidInputError(f"contacts must be idyn.Contact objects, got {type(c).__name__}")
-        # UnknownFrameError for a body the model lacks (names are looked up once, then cached)
-        model.check_bodies([c.body_a for c in contacts] + [c.body_b for c in contacts])
+        last = self._checked
+        if len(contacts) != len(last) or not all(map(operator.is_, contacts, last)):
+            for c in contacts:
+                if not isinstance(c, Contact):
+                    raise InvalidInputError(f"contacts must be idyn.Contact objects, got {type(c).__name__}")
+            # UnknownFrameError for a body the model lacks (names are looked up once, then cached)
+            model.check_bodies([c.body_a for c in contacts] + [c.body_b for c in contacts])
+            self._checked = contacts      # the same (frozen) objects next step need no second look
         return q, v, contacts
 
     def _step(self, q, v, vdot, contacts) -> Step:
