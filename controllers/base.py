@@ -198,7 +198,7 @@ class Controller(ABC, metaclass=_WarmedUp):
             status, error = Status.FAILED, f"{type(exc).__name__}: {exc}"
         if sol is not None:
             if sol.info:
-                details = dict(sol.info)
+                details = sol.info    # the step's own dict: its four fields are taken out
                 status = self._status(details.pop("status", Status.SOLVED))
                 pivots = int(details.pop("pivots", 0))
                 fallback = details.pop("fallback", None)

@@ -181,18 +181,18 @@ class Step:
         (computed once per step: read-only use)."""
         return self.pyramid_rows if pyramid else self.rows
 
-    def forces_from_impulses(self, z: np.ndarray, pyramid: bool) -> np.ndarray:
-        """(m, 3) contact forces [normal, s, t] in newtons from impulses ``z`` (layout of
-        :meth:`directions`)."""
-        out = (pyramid_forces(z) if pyramid else z.reshape(3, self.m).T) / self.dt
+    def forces_from_impulses(self, z: np.ndarray) -> np.ndarray:
+        """(m, 3) contact forces [normal, s, t] in newtons from impulses ``z = [f_N; f_S; f_T]``
+        (pyramid impulses: :meth:`pyramid_outputs`)."""
+        out = z.reshape(3, self.m).T / self.dt
         if self.impact is not None:       # the touchdown impulse is contact force of this step
             out = out + self.impact
         return out
 
     def pyramid_outputs(self, R: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(tau, v+, forces)`` for pyramid impulses ``z`` along the rows ``R`` of
-        :meth:`directions` (``pyramid=True``): :meth:`resolve` of ``R^T z`` and
-        :meth:`forces_from_impulses`."""
+        :meth:`directions` (``pyramid=True``): :meth:`resolve` of ``R^T z`` and the forces
+        ``[f_N, f_S+ - f_S-, f_T+ - f_T-] / dt`` (plus :attr:`impact`)."""
         tau, v_next, forces = np.empty(self.a_index.size), np.empty(self.v.size), np.empty((self.m, 3))
         kernel.pyramid_outputs(R, z, self.L, self.v, self.qd, self.dt_h_u, self.B_dva, self.Ma, self.h, self.dt,
                                self.u_index, self.a_index, self.impact_rows, tau, v_next, forces)
