@@ -76,11 +76,13 @@ def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, R, Y, free, Vt, c, G, g, 
     k = 5 * m
     rank = 0
     if nu:                                       # (element loops: a slice assignment compiles numba's
-        for t in range(nu):                      # shape-mismatch error formatting, seconds)
-            for j in range(k):
+        Yt = np.empty((nu, k)).T                 # shape-mismatch error formatting, seconds;
+        for t in range(nu):                      # Fortran order, as idyn.kernels.independent_rows
+            for j in range(k):                   # gives pivoted_qr: one specialisation for both)
                 if not np.isfinite(Y[t, j]):
                     raise np.linalg.LinAlgError("Array must not contain infs or NaNs.")
-        qr, _, tau, info = pivoted_qr(Y.T)       # Y^T P = Q R, |R_00| >= |R_11| >= ...
+                Yt[j, t] = Y[t, j]
+        qr, _, tau, info = pivoted_qr(Yt)        # Y^T P = Q R, |R_00| >= |R_11| >= ...
         for r in range(tau.shape[0]):
             if abs(qr[r, r]) > RANK_TOL * max(abs(qr[0, 0]), 1e-300):
                 rank += 1
