@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from idyn.kernels import full_svd
+from idyn.kernels import pivoted_qr, qt_product
 from idyn.jit import cached_jit
 from idyn.separation import separating_into
 
@@ -41,13 +41,14 @@ def kkt(H, G, c, g, Mlcp, qlcp):
 
 
 @cached_jit
-def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, lwork, R, Y, free, Vt, c, G, g, H, Mlcp, qlcp):
+def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, R, Y, free, Vt, c, G, g, H, Mlcp, qlcp):
     """Stage I's data from the contact rows ``[N; S; T]`` (outputs ``R`` ... ``H``): the pyramid
     rows ``R = [N; S; -S; T; -T]`` (Sec. 5.1), ``Y = L^-1 R_u^T`` (``L`` the Cholesky factor of
-    ``A = M_uu``), ``free = [N; S; T] v+(0)`` (``v+_u = p``, ``v+_a = qd``), the right singular
-    vectors ``Vt`` (k x k) of ``Y`` (LAPACK ``dgesdd``, :func:`idyn.kernels.full_svd` with
-    the workspace size ``lwork``) and its rank (singular values above :data:`RANK_TOL` of the
-    largest), the linear term ``c`` in pyramid layout ``[x_N; x_S; -x_S; x_T; -x_T]`` of
+    ``A = M_uu``), ``free = [N; S; T] v+(0)`` (``v+_u = p``, ``v+_a = qd``), an orthonormal
+    basis ``Vt`` (k x k, by rows) whose first ``rank`` rows span ``range(Y^T)`` and the others
+    ``ker(Y)``: ``Q^T`` of the column-pivoted QR ``Y^T P = Q R`` (LAPACK ``dgeqp3``, ``dormqr``;
+    :func:`idyn.kernels.pivoted_qr`), the rank counting the diagonal entries of ``R`` above
+    :data:`RANK_TOL` of the largest, the linear term ``c`` in pyramid layout ``[x_N; x_S; -x_S; x_T; -x_T]`` of
     ``x = free`` (contact work, projected onto ``range(Y^T) = range(R_u)``) or of ``x3`` when it
     is given (3m entries, not projected), the non-penetration rows ``G[:m] = Y_N^T Y``,
     ``g[:m] = free_N + phi/dt`` (eq. 99), then the ``cone`` rows with ``g = 0`` (eq. 101), and
@@ -75,21 +76,26 @@ def stage_one(rows, L, p, qd, u, a, phi, dt, cone, x3, lwork, R, Y, free, Vt, c,
     k = 5 * m
     rank = 0
     if nu:                                       # (element loops: a slice assignment compiles numba's
-        A = np.empty((k, nu)).T                  # shape-mismatch error formatting, seconds)
-        for t in range(nu):
-            for j in range(k):
+        Yt = np.empty((nu, k)).T                 # shape-mismatch error formatting, seconds;
+        for t in range(nu):                      # Fortran order, as idyn.kernels.independent_rows
+            for j in range(k):                   # gives pivoted_qr: one specialisation for both)
                 if not np.isfinite(Y[t, j]):
                     raise np.linalg.LinAlgError("Array must not contain infs or NaNs.")
-                A[t, j] = Y[t, j]
-        sv, vt = np.empty(min(nu, k)), np.empty((k, k)).T
-        if full_svd(A, sv, np.empty((nu, nu)).T, vt, lwork) != 0:
-            raise np.linalg.LinAlgError("SVD did not converge")
-        for r in range(sv.shape[0]):
-            if sv[r] > RANK_TOL * max(sv[0], 1e-300):
+                Yt[j, t] = Y[t, j]
+        qr, _, tau, info = pivoted_qr(Yt)        # Y^T P = Q R, |R_00| >= |R_11| >= ...
+        for r in range(tau.shape[0]):
+            if abs(qr[r, r]) > RANK_TOL * max(abs(qr[0, 0]), 1e-300):
                 rank += 1
+        eye = np.empty((k, k)).T
         for i in range(k):
             for j in range(k):
-                Vt[i, j] = vt[i, j]
+                eye[i, j] = 1.0 if i == j else 0.0
+        qt, info2 = qt_product(qr, tau, eye)     # Q^T, by rows
+        if info != 0 or info2 != 0:
+            raise np.linalg.LinAlgError("QR failed")
+        for i in range(k):
+            for j in range(k):
+                Vt[i, j] = qt[i, j]
     else:
         for i in range(k):
             for j in range(k):

@@ -171,3 +171,64 @@ def complementarity_violation(fN, wN, free, phi, dt):
         low = min(low, w)
         high = max(high, x)
     return max(-low, high) / (1.0 + s)
+
+
+@cached_jit
+def coulomb_mlcp(rows, M, p, v, qd, h, phi, mu, mu_inf, dt, u, a, A, B, C, D, g, w):
+    """The blocks of ``lcp-coulomb``'s MLCP (outputs ``A``, ``B``, ``C``, ``D``, ``g`` and ``w``,
+    its ``h``; :mod:`controllers.lcp_coulomb`, paper eqs. 57-59 in the reduced form) from the
+    contact rows ``[N; S; T]``, with the pyramid rows ``R = [N; S; -S; T; -T]`` (Sec. 5.1) and
+    ``F = R[m:]``: ``A = [[M_uu, 0], [M_au, -I]]``, ``C = -[[R_u^T, 0], [R_a^T, 0]]``,
+    ``D = [[R_u, 0]; [0, 0]]``, ``g = -[M_uu p; M_au v_u - M_aa (qd - v_a) - dt h_a]``,
+    ``w = [N_a qd + phi/dt; F_a qd; 0]`` and ``B = [[0, 0, 0], [0, 0, E], [diag mu, -E^T, 0]]``
+    (``E`` the 4m x m stack of identities; an infinite ``mu`` counts as ``mu_inf``)."""
+    m, nu, na = rows.shape[0] // 3, u.shape[0], a.shape[0]
+    n, t = nu + na, 6 * m
+    for i in range(n):
+        for j in range(n):
+            A[i, j] = 0.0
+        for j in range(t):
+            C[i, j] = 0.0
+    for i in range(t):
+        for j in range(n):
+            D[i, j] = 0.0
+        for j in range(t):
+            B[i, j] = 0.0
+        w[i] = 0.0
+    for i in range(nu):
+        s = 0.0
+        for j in range(nu):
+            A[i, j] = M[u[i], u[j]]
+            s += M[u[i], u[j]] * p[j]
+        g[i] = -s
+    for i in range(na):
+        s = 0.0
+        for j in range(nu):
+            A[nu + i, j] = M[u[j], a[i]]
+            s += M[u[j], a[i]] * v[u[j]]
+        A[nu + i, nu + i] = -1.0
+        for j in range(na):
+            s -= M[a[i], a[j]] * (qd[j] - v[a[j]])
+        g[nu + i] = -(s - dt * h[a[i]])
+    for r in range(5 * m):          # pyramid row r: sign times row src of [N; S; T]
+        if r < 2 * m:
+            src, sign = r, 1.0
+        elif r < 3 * m:
+            src, sign = r - m, -1.0
+        elif r < 4 * m:
+            src, sign = r - m, 1.0
+        else:
+            src, sign = r - 2 * m, -1.0
+        for i in range(nu):
+            C[i, r] = -sign * rows[src, u[i]]
+            D[r, i] = sign * rows[src, u[i]]
+        s = 0.0
+        for i in range(na):
+            C[nu + i, r] = -sign * rows[src, a[i]]
+            s += sign * rows[src, a[i]] * qd[i]
+        w[r] = s + phi[r] / dt if r < m else s
+    for i in range(m):
+        B[5 * m + i, i] = mu[i] if np.isfinite(mu[i]) else mu_inf
+        for e in range(4):
+            B[m + e * m + i, 5 * m + i] = 1.0
+            B[5 * m + i, m + e * m + i] = -1.0

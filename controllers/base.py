@@ -29,6 +29,7 @@ solve time, the predicted velocity, the touchdown impact forces and the controll
 """
 from __future__ import annotations
 
+import operator
 import time
 from abc import ABC, ABCMeta, abstractmethod
 from dataclasses import dataclass, field
@@ -164,6 +165,7 @@ class Controller(ABC, metaclass=_WarmedUp):
             and self.predicts_contact_forces
         self.dynamics = StepDynamics(model, self.dt, penetration_recovery, impact, impact_speed_tol)
         self._shapes = ((model.nq,), (model.nv,), (model.na,), (model.na,), (model.na,))   # of _check's vectors
+        self._checked: list = []     # the contacts _check last accepted
         self.feedback = ErrorFeedback(model, kp, kv, ki, integral_limit) if feedback else None
 
     # ------------------------------------------------------------------ contract
@@ -199,7 +201,7 @@ class Controller(ABC, metaclass=_WarmedUp):
             status, error = Status.FAILED, f"{type(exc).__name__}: {exc}"
         if sol is not None:
             if sol.info:
-                details = dict(sol.info)
+                details = sol.info    # the step's own dict: its four fields are taken out
                 status = self._status(details.pop("status", Status.SOLVED))
                 pivots = int(details.pop("pivots", 0))
                 fallback = details.pop("fallback", None)
@@ -262,6 +264,7 @@ class Controller(ABC, metaclass=_WarmedUp):
                 or not all_finite(*vectors):
             for x, n, name in zip(vectors, self._shapes, ("q", "v", "desired.q", "desired.v", "desired.vdot")):
                 validation.vector(x, n[0], name)
+        model.check_quaternions(q)        # QuaternionError: pinocchio's (x, y, z, w), unit norm
         if isinstance(contacts, Contact):
             raise InvalidInputError("contacts must be a sequence of idyn.Contact objects, got one Contact "
                                     "(pass [contact])")
@@ -270,11 +273,14 @@ class Controller(ABC, metaclass=_WarmedUp):
         except TypeError:
             raise InvalidInputError(f"contacts must be a sequence of idyn.Contact objects (empty for none), got "
                                     f"{type(contacts).__name__}") from None
-        for c in contacts:
-            if not isinstance(c, Contact):
-                raise InvalidInputError(f"contacts must be idyn.Contact objects, got {type(c).__name__}")
-        # UnknownFrameError for a body the model lacks (names are looked up once, then cached)
-        model.check_bodies([c.body_a for c in contacts] + [c.body_b for c in contacts])
+        last = self._checked
+        if len(contacts) != len(last) or not all(map(operator.is_, contacts, last)):
+            for c in contacts:
+                if not isinstance(c, Contact):
+                    raise InvalidInputError(f"contacts must be idyn.Contact objects, got {type(c).__name__}")
+            # UnknownFrameError for a body the model lacks (names are looked up once, then cached)
+            model.check_bodies([c.body_a for c in contacts] + [c.body_b for c in contacts])
+            self._checked = contacts      # the same (frozen) objects next step need no second look
         return q, v, contacts
 
     def _step(self, q, v, vdot, contacts) -> Step:

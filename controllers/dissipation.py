@@ -59,7 +59,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.linalg import lapack
 
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp.inputs import finite_data
@@ -134,18 +133,6 @@ def cone_rows(mu: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=64)
-def svd_work(nu: int, k: int) -> int:
-    """The LAPACK workspace size of Stage I's SVD of ``Y`` (nu x k, :func:`kernel.stage_one`),
-    asked once per size (``dgesdd``'s query); 1 without unactuated coordinates (no SVD)."""
-    if not (nu and k):
-        return 1
-    work, info = lapack.dgesdd_lwork(nu, k, compute_uv=1, full_matrices=1)
-    if info:
-        raise SolverError(f"LAPACK dgesdd workspace query failed (info {info})")
-    return max(int(work), 1)
-
-
-@lru_cache(maxsize=64)
 def _no_cone(m: int) -> np.ndarray:
     """The (0, 5 m) cone rows of ``m`` contacts without a friction bound (mu = inf)."""
     return cone_rows(np.full(m, np.inf))
@@ -197,7 +184,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         ((k, nv), "C"), ((nu, k), "F"), (3 * m, "C"), ((k, k), "C"), (k, "C"), ((nc, k), "C"), (nc, "C"),
         ((k, k), "C"), ((k + nc, k + nc) if lcp else (0, 0), "C"), (k + nc if lcp else 0, "C")))
     rank, smallest, largest = kernel.stage_one(step.rows, step.L, step.p, step.qd, step.u_index, step.a_index,
-                                               step.jac.phi, step.dt, cone, x3, svd_work(nu, k), R, Y, free, Vt, c,
+                                               step.jac.phi, step.dt, cone, x3, R, Y, free, Vt, c,
                                                G, g, H, Mlcp, qlcp)
     step._free, step._pyramid = free, R
     dead = 0

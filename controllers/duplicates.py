@@ -44,7 +44,7 @@ def merge_duplicates(contacts: Sequence[Contact]) -> tuple[list[Contact], np.nda
     the contacts merged into ``unique[j]``."""
     m = len(contacts)
     if len({c.point.tobytes() for c in contacts}) == m:      # duplicates share their point
-        return (list(contacts),) + _unmerged(m)
+        return (contacts if type(contacts) is list else list(contacts),) + _unmerged(m)
     index: dict = {}
     unique: list[Contact] = []
     owner = np.empty(m, dtype=np.intp)

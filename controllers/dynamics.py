@@ -40,6 +40,7 @@ fraction of the correction.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -180,18 +181,18 @@ class Step:
         (computed once per step: read-only use)."""
         return self.pyramid_rows if pyramid else self.rows
 
-    def forces_from_impulses(self, z: np.ndarray, pyramid: bool) -> np.ndarray:
-        """(m, 3) contact forces [normal, s, t] in newtons from impulses ``z`` (layout of
-        :meth:`directions`)."""
-        out = (pyramid_forces(z) if pyramid else z.reshape(3, self.m).T) / self.dt
+    def forces_from_impulses(self, z: np.ndarray) -> np.ndarray:
+        """(m, 3) contact forces [normal, s, t] in newtons from impulses ``z = [f_N; f_S; f_T]``
+        (pyramid impulses: :meth:`pyramid_outputs`)."""
+        out = z.reshape(3, self.m).T / self.dt
         if self.impact is not None:       # the touchdown impulse is contact force of this step
             out = out + self.impact
         return out
 
     def pyramid_outputs(self, R: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(tau, v+, forces)`` for pyramid impulses ``z`` along the rows ``R`` of
-        :meth:`directions` (``pyramid=True``): :meth:`resolve` of ``R^T z`` and
-        :meth:`forces_from_impulses`."""
+        :meth:`directions` (``pyramid=True``): :meth:`resolve` of ``R^T z`` and the forces
+        ``[f_N, f_S+ - f_S-, f_T+ - f_T-] / dt`` (plus :attr:`impact`)."""
         tau, v_next, forces = np.empty(self.a_index.size), np.empty(self.v.size), np.empty((self.m, 3))
         kernel.pyramid_outputs(R, z, self.L, self.v, self.qd, self.dt_h_u, self.B_dva, self.Ma, self.h, self.dt,
                                self.u_index, self.a_index, self.impact_rows, tau, v_next, forces)
@@ -263,24 +264,38 @@ class StepDynamics:
         both = isinstance(self.u, slice) and isinstance(self.a, slice)
         self._uu = (self.u, self.u) if both else np.ix_(model.unactuated_v, model.unactuated_v)
         self._ua = (self.u, self.a) if both else np.ix_(model.unactuated_v, model.actuated_v)
+        #: per contact count, the arrays :meth:`update` writes (rows, gaps, L, free)
+        self._arrays: dict[int, tuple] = {}
+        #: the contacts of the last :meth:`update` and their inputs (:func:`contact_inputs`)
+        self._contacts: list = []
+        self._inputs: tuple | None = None
 
     def update(self, q: np.ndarray, v: np.ndarray, vdot_a: np.ndarray, contacts) -> Step:
         """The :class:`Step` at (q, v), which the caller has validated
         (:meth:`controllers.Controller.compute` does): one pinocchio pass (M, h and the joint
         Jacobians), the contact rows, gaps, the Cholesky factor of ``A`` and ``p``
         (:func:`kernel.step_arrays`), after the touchdown impact when a contact closes too fast
-        (see :mod:`controllers.impact`)."""
+        (see :mod:`controllers.impact`).
+
+        The step's arrays belong to this workspace, as ``M`` and ``h`` to the pinocchio
+        workspace: the next update with as many contacts overwrites them (copy to keep)."""
         ws = self.workspace.compute_checked(q, v, drift=False, placements=False)
-        ja, jb, two_bodies, frames, points, phi, mu = contact_inputs(self.model, contacts)
+        ja, jb, two_bodies, frames, points, phi, mu = self._contact_inputs(contacts)
         m, na, nu, dt = phi.size, self._a_index.size, self.nu, self.dt
         M, h = ws.M, ws.h
-        rows, gaps = np.empty((3 * m, self._nv)), np.empty(m)     # gaps: see "Gap stabilization" above
-        L, free = np.zeros((nu, nu), order="F"), np.empty(na + 3 * nu)   # free: [qd_des, dt h_u, B dva, p]
+        arrays = self._arrays.get(m)
+        if arrays is None:     # gaps: see "Gap stabilization" above; free: [qd_des, dt h_u, B dva, p]
+            rows, gaps, free = np.empty((3 * m, self._nv)), np.empty(m), np.empty(na + 3 * nu)
+            arrays = self._arrays[m] = [rows, gaps, np.zeros((nu, nu), order="F"), free, free[:na],
+                                        free[na:na + nu], free[na + nu:na + 2 * nu], free[na + 2 * nu:],
+                                        ContactJacobians.from_stacked(rows, gaps, mu)]
+        rows, gaps, L, free, qd, dt_h_u, B_dva, p, jac = arrays
+        if jac.mu is not mu:
+            jac = arrays[8] = ContactJacobians.from_stacked(rows, gaps, mu)
         self.last_impact, self.last_impact_status = None, None
         info = kernel.step_arrays(ws.J, self.model.support, ja, jb, two_bodies, frames, points, phi, v, dt,
                                   self.penetration_recovery, self.impact_speed_tol if self.impact else np.inf, M, h,
                                   vdot_a, self._u_index, self._a_index, rows, gaps, L, free)
-        jac = ContactJacobians.from_stacked(rows, gaps, mu)
         v_measured = None
         if info < 0:                                               # a contact closes too fast
             v_after, hit = passive_impact(M, v, jac, dt)
@@ -290,9 +305,21 @@ class StepDynamics:
             info = kernel.reduced_step(M, h, v, vdot_a, dt, self._u_index, self._a_index, L, free)
         if info:
             raise SolverError("the unactuated block of M is not positive definite")
-        qd, dt_h_u, B_dva, p = free[:na], free[na:na + nu], free[na + nu:na + 2 * nu], free[na + 2 * nu:]
         return Step(dt, self.u, self.a, M, M[self._uu], M[self._ua], M[self.a], h, L, v, qd, p, jac, v_measured,
                     self.last_impact, dt_h_u, B_dva, self._u_index, self._a_index)
+
+    def _contact_inputs(self, contacts: list) -> tuple:
+        """:func:`idyn.contact.contact_inputs` of ``contacts``.  A :class:`idyn.Contact` is frozen
+        and its frame read-only, so while the same objects are given (a caller holding its
+        contact list) their bodies, frames, gaps and friction coefficients are those of the
+        last call; only the points, which may be views of a caller's arrays, are read again."""
+        last = self._contacts
+        if len(contacts) == len(last) and all(map(operator.is_, contacts, last)) and last:
+            ja, jb, two_bodies, frames, _, phi, mu = self._inputs
+            return ja, jb, two_bodies, frames, np.array([c.point for c in contacts]), phi, mu
+        self._inputs = inputs = contact_inputs(self.model, contacts)
+        self._contacts = list(contacts)
+        return inputs
 
 
 _NO_IMPACT = np.zeros((0, 3))   # Step.impact without a touchdown impact

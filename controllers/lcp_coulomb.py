@@ -71,7 +71,6 @@ at the cost of a second LCP.  The inconsistency comes from the shared error feed
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import lru_cache
 
 import numpy as np
 
@@ -84,6 +83,7 @@ from idyn.qp import DEFAULT_BACKEND, solve_qp
 
 from .base import Controller, Solution, register
 from .dissipation import build_stage_one, solve_one_stage
+from ._dynamics_kernel import coulomb_mlcp
 from .dynamics import Step
 
 #: relative tolerance of the physical acceptance check of an LCP answer
@@ -131,7 +131,7 @@ class LCPCoulomb(Controller):
             z, x, info = self._solve_lcp(step, self._mlcp(step))
             if self.consistent_stance:
                 step, z, x, info = self._stance_consistent(step, z, x, info)
-            tau, v_next = step.resolve(R.T @ z[:k])
+            tau, v_next, forces = step.pyramid_outputs(R, z[:k])
             bad = step.complementarity_violation(z[:step.m], v_next)
             if not bad <= CHECK_TOL:      # NaN (a non-finite answer) fails too
                 raise SolverError(f"the LCP answer violates eq. 54 by {bad:.3g} (relative)")
@@ -140,11 +140,11 @@ class LCPCoulomb(Controller):
             # that fails we predict with the complementarity-free model of Sec. 6 instead.
             z, info = solve_one_stage(build_stage_one(step, coulomb=True), ONE_STAGE_REGULARIZATION, DEFAULT_BACKEND)
             info.update(fallback="qp-coulomb-1stage", error=str(exc))
-            tau, v_next = step.resolve(R.T @ z)
+            tau, v_next, forces = step.pyramid_outputs(R, z)
             x = None
         self._x_prev = x
         info["lcp_z"] = z
-        return Solution(tau, step.forces_from_impulses(z[:k], pyramid=True), v_next, info)
+        return Solution(tau, forces, v_next, info)
 
     def _stance_consistent(self, step: Step, z, x, info):
         """Move ``qd_des`` minimally (Euclidean, as eq. 46) so that the contacts Lemke's answer
@@ -176,23 +176,13 @@ class LCPCoulomb(Controller):
         return moved, z2, x2, info2
 
     def _mlcp(self, step: Step):
-        """The MLCP blocks ``(A, B, C, D, g, h)`` of the module docstring."""
-        J, u, a, m, na, dt = step.jac, step.u, step.a, step.m, self.model.na, step.dt
-        nu = step.nu
-        R = step.directions(pyramid=True)                      # (5m, nv): [N; F]
-        F = R[m:]
-        A = np.zeros((nu + na, nu + na))                      # [[M_uu, 0], [M_au, -I]]
-        A[:nu, :nu], A[nu:, :nu] = step.A, step.B.T
-        A[nu:, nu:].flat[::na + 1] = -1.0
-        C = np.zeros((nu + na, 6 * m))                        # -[[R_u^T, 0], [R_a^T, 0]]
-        C[:nu, :5 * m], C[nu:, :5 * m] = -R[:, u].T, -R[:, a].T
-        dva = step.qd - step.v[a]
-        g = -np.concatenate((step.A @ step.p, step.B.T @ step.v[u] - step.Ma[:, a] @ dva - dt * step.h[a]))
-        D = np.zeros((6 * m, nu + na))
-        D[:5 * m, :nu] = R[:, u]                              # [N_u; F_u]
-        h = np.concatenate((J.N[:, a] @ step.qd + J.phi / dt, F[:, a] @ step.qd, np.zeros(m)))
-        B = _friction_blocks(m).copy()                        # [[0, 0, 0], [0, 0, E], [mu, -E^T, 0]]
-        B[5 * m:, :m].flat[::m + 1] = np.where(np.isfinite(J.mu), J.mu, self.mu_inf)
+        """The MLCP blocks ``(A, B, C, D, g, h)`` of the module docstring, in one compiled call
+        (:func:`controllers._dynamics_kernel.coulomb_mlcp`)."""
+        m, n = step.m, step.nu + self.model.na
+        A, B, C, D = np.empty((n, n)), np.empty((6 * m, 6 * m)), np.empty((n, 6 * m)), np.empty((6 * m, n))
+        g, h = np.empty(n), np.empty(6 * m)
+        coulomb_mlcp(step.rows, step.M, step.p, step.v, step.qd, step.h, step.jac.phi, step.jac.mu, self.mu_inf,
+                     step.dt, step.u_index, step.a_index, A, B, C, D, g, h)
         return A, B, C, D, g, h
 
     def _solve_lcp(self, step: Step, mlcp):
@@ -284,16 +274,3 @@ def _rank(s: np.ndarray) -> int:
     """Numerical rank from singular values ``s`` (descending): those above ``NULL_TOL`` of the
     largest."""
     return int(np.count_nonzero(s > NULL_TOL * max(float(s[0]), 1e-300)))
-
-
-@lru_cache(maxsize=None)
-def _friction_blocks(m: int) -> np.ndarray:
-    """``B`` of the module docstring for ``m`` contacts with zero ``mu`` (read-only; the
-    structure depends on ``m`` only): ``E`` in the ``w_F`` rows, ``-E^T`` in the ``w_lambda``
-    rows, ``E`` the 4m x m block of identities."""
-    E = np.tile(np.eye(m), (4, 1))
-    B = np.zeros((6 * m, 6 * m))
-    B[m:5 * m, 5 * m:] = E
-    B[5 * m:, m:5 * m] = -E.T
-    B.setflags(write=False)
-    return B

@@ -233,7 +233,7 @@ class LCPNoSlip(Controller):
         if info.get("status", "solved") != "solved" or not self._consistent(step, v_next, wN, sticking):
             impulses, tau, v_next = min_deviation(step, impulses, tau, v_next, info, self.qp_backend,
                                                   sticking=sticking)
-        return Solution(tau, step.forces_from_impulses(impulses, pyramid=False), v_next, info)
+        return Solution(tau, step.forces_from_impulses(impulses), v_next, info)
 
     # ------------------------------------------------------------------ steps 1-3
     def _lcp(self, step: Step, keys: list, info: dict, held: np.ndarray | None = None):

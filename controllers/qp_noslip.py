@@ -55,4 +55,4 @@ class QPNoSlip(DissipationController):
             return sol
         impulses = pyramid_forces(z).T.ravel()                  # [f_N; f_S; f_T] impulses
         impulses, tau, v_next = min_deviation(step, impulses, sol.tau, sol.v_next, info, self.qp_backend)
-        return Solution(tau, step.forces_from_impulses(impulses, pyramid=False), v_next, info)
+        return Solution(tau, step.forces_from_impulses(impulses), v_next, info)

@@ -56,8 +56,7 @@ class SensedForceID(Controller):
             return Solution(tau, np.zeros((len(contacts), 3)), v_next, {"sensed": "none yet"})
         seen, forces = self._history[0]
         jac = contact_jacobians(self.model, q, seen, workspace=self.dynamics.workspace)   # the step's pass
-        impulse = self.dt * (jac.N.T @ forces[:, 0] + jac.S.T @ forces[:, 1] + jac.T.T @ forces[:, 2]) \
-            if seen else np.zeros(self.model.nv)
+        impulse = self.dt * (jac.rows.T @ forces.T.ravel()) if seen else np.zeros(self.model.nv)   # [N; S; T]^T f
         tau, v_next = step.resolve(impulse)
         return Solution(tau, attribute(seen, forces, contacts), v_next, {"sensed_contacts": len(seen)})
 
@@ -70,9 +69,9 @@ def attribute(seen: list[Contact], forces: np.ndarray, contacts: list[Contact]) 
     if not seen or not contacts:
         return out
     if len(seen) == len(contacts) and all(s is c for s, c in zip(seen, contacts)):
-        match = np.arange(len(contacts))   # the loop measured the very contacts it gives
-    else:
-        match = _nearest_unused(seen, contacts)
+        out[:] = forces                    # the loop measured the very contacts it gives: same frames
+        return out
+    match = _nearest_unused(seen, contacts)
     got = np.flatnonzero(match >= 0)
     if got.size:
         given = np.array([contacts[j].frame() for j in got])

@@ -7,7 +7,7 @@ public functions of :mod:`idyn.contact`, :mod:`idyn.qp`, :mod:`idyn.friction_pyr
 * **Contact rows**: ``[N; S; T]`` of a list of contacts (paper App. B), their tangent frames.
 * **Solves with a Cholesky factor**: ``(R^T R) x = b`` by two substitutions (Algorithm 2's
   updated factor, the no-slip LCP's ``G A^-1 G^T``, the reduced dynamics' ``A = M_uu``).
-* **LAPACK from compiled loops**: ``dgesv``, ``dgesdd``, ``dgeqp3``, ``dormqr`` through scipy's
+* **LAPACK from compiled loops**: ``dgesv``, ``dgeqp3``, ``dormqr`` through scipy's
   public ``scipy.linalg.cython_lapack`` (:func:`idyn.jit.external`).
 * **Around quadprog's call** (:func:`idyn.qp.solve_built`): the equality rows' rank, the Hessian's
   preparation (symmetrised, ridge scale, definiteness test), accepting an answer.
@@ -136,27 +136,6 @@ def general_solve(A, B, pivots):
     sizes, info = np.array([n, k], np.int32), np.zeros(1, np.int32)
     _dgesv(sizes[0:].ctypes, sizes[1:].ctypes, A.ctypes, sizes[0:].ctypes, pivots.ctypes, B.ctypes,
            sizes[0:].ctypes, info.ctypes)
-    return info[0]
-
-
-_dgesdd = external("idyn_scipy_dgesdd", get_cython_function_address("scipy.linalg.cython_lapack", "dgesdd"),
-                   types.void(*(_P,) * 14))
-
-
-@cached_jit
-def full_svd(A, s, U, Vt, lwork):
-    """LAPACK ``dgesdd('A')``, the routine ``np.linalg.svd(A, full_matrices=True)`` calls: ``A``
-    (m x n, m, n >= 1, Fortran-ordered, destroyed), outputs ``s`` (min(m, n), descending), ``U``
-    (m x m) and ``Vt`` (n x n), both Fortran-ordered, with the workspace size ``lwork`` LAPACK asks
-    for (``scipy.linalg.lapack.dgesdd_lwork``, the query ``np.linalg.svd`` makes before every
-    call: it depends on the sizes only, so a caller looping over one size keeps it).  Returns
-    LAPACK's ``info`` (0: converged)."""
-    m, n = A.shape
-    jobz = np.full(1, 65, np.uint8)                           # 'A'
-    sizes = np.array([m, n, m, n, lwork], np.int32)
-    iwork, info, work = np.empty(8 * min(m, n), np.int32), np.zeros(1, np.int32), np.empty(lwork)
-    _dgesdd(jobz.ctypes, sizes[0:].ctypes, sizes[1:].ctypes, A.ctypes, sizes[2:].ctypes, s.ctypes, U.ctypes,
-            sizes[2:].ctypes, Vt.ctypes, sizes[3:].ctypes, work.ctypes, sizes[4:].ctypes, iwork.ctypes, info.ctypes)
     return info[0]
 
 

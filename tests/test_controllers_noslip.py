@@ -312,7 +312,7 @@ def test_consistency_qp_keeps_impulses_physical_on_near_dependent_rows():
     info = {"status": "numerical_failure"}
     z, tau, v_next = lcp_noslip.min_deviation(step, None, None, None, info)
     assert info["consistency_qp"] == "solved"
-    f = step.forces_from_impulses(z, pyramid=False)
+    f = step.forces_from_impulses(z)
     assert np.abs(f).max() < 3 * weight(model) and np.abs(tau).max() < 20.0
     _check_consistent(model, state, contacts, ControlOutput(tau, f, ControlInfo("lcp-noslip", Status.NUMERICAL_FAILURE, v_next=v_next)), np.arange(3))
 
