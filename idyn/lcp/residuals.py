@@ -10,30 +10,23 @@ velocity, ``M z`` the velocity an impulse produces), so:
 * ``scale_q = max|q|``, ``scale_z = max|z|`` and ``scale_w = scale_q + ||M||_inf max|z|`` (the
   size of the terms that are summed to form ``w``);
 * ``negative_z = max(0, -min z) / scale_z``;
-* ``floor = 4 eps scale_w``: the rounding error of ``w = M z + q`` computed in double
-  precision; a ``w`` entry within it of zero *is* zero as far as the arithmetic can tell;
-* ``negative_w = max(0, -min w - floor) / scale_q``: a negative ``w`` beyond rounding,
-  measured against the data, not against the answer's own terms;
-* ``complementarity = sum_i |z_i| max(0, |w_i| - floor) / (scale_z scale_q)`` (the absolute
-  value of every product, so positive and negative products cannot cancel);
+* ``negative_w = max(0, -min w) / scale_q``: a negative ``w`` is measured against the data,
+  not against the answer's own terms;
+* ``complementarity = sum_i |z_i w_i| / (scale_z scale_q)`` (the absolute value of every
+  product, so positive and negative products cannot cancel);
 * ``equation = max|w - (M z + q)| / scale_w`` (consistency of the reported ``w``);
-* ``roundoff = eps scale_w / scale_q``: the relative rounding error of ``w`` itself.  It has
-  its own limit, :data:`ROUNDOFF_LIMIT` (``w`` known to one part in a million of the data):
-  beyond it ``w`` is noise and the answer cannot be verified at all.
+* ``roundoff = eps scale_w / scale_q``: the relative rounding error of ``w`` itself.  An answer
+  whose terms exceed the data by ``tol / eps`` (``4.5e6`` at the default) cannot be verified
+  to ``tol``: its ``w`` is noise.
 
 Why not relative to ``scale_w`` alone (the first version did that): a solver that drifts to
 impulses of ``1e12``-``1e33`` (opposite friction-pyramid edges growing together, a nearly
 singular basis) produces ``w`` whose negative entries, though large in physical units
 (``w_N = -1e3`` m/s), are tiny next to ``||M|| max|z|``; such answers passed as SOLVED and only
 the controllers' physical check (:meth:`controllers.dynamics.Step.complementarity_violation`)
-caught them; now their ``roundoff`` exceeds the limit.  Why the floor (the second version
-compared ``roundoff`` with ``tol`` and had none): an ill-conditioned but exactly solved LCP
-(terms ``3.5e7`` times the data, ``w`` zero to ``1.8e-12``) was called a numerical failure,
-although no double-precision answer could be closer.  When ``q = 0`` the only solution a
-solver returns is ``z = 0`` (every residual 0).
+caught them.  When ``q = 0`` the only solution a solver returns is ``z = 0`` (every residual 0).
 
-A solution passes when the first four are at most ``tol`` (default ``1e-9``) and ``roundoff``
-at most :data:`ROUNDOFF_LIMIT`.
+A solution passes when all five are at most ``tol`` (default ``1e-9``).
 """
 from __future__ import annotations
 
@@ -48,10 +41,6 @@ from .inputs import check_lcp
 
 #: Relative tolerance of :meth:`LCPResiduals.ok` unless told otherwise.
 DEFAULT_TOL = 1e-9
-#: Largest ``roundoff`` (relative rounding error of ``w``) of a verifiable answer.
-ROUNDOFF_LIMIT = 1e-6
-#: Rounding floor of ``w = M z + q`` in units of ``eps scale_w`` (module docstring).
-_FLOOR = 4.0
 _TINY = np.finfo(float).tiny
 _EPS = np.finfo(float).eps
 
@@ -71,8 +60,7 @@ class LCPResiduals:
         return max(self.negative_z, self.negative_w, self.complementarity, self.equation, self.roundoff)
 
     def ok(self, tol: float = DEFAULT_TOL) -> bool:
-        return max(self.negative_z, self.negative_w, self.complementarity, self.equation) <= tol \
-            and self.roundoff <= ROUNDOFF_LIMIT
+        return self.worst <= tol
 
 
 def residuals_from_parts(z: np.ndarray, w: np.ndarray, q_norm: float, m_norm: float,
@@ -95,22 +83,19 @@ def residual_values(z, w, q_norm, m_norm, equation_error):
     n = z.shape[0]
     if n == 0:
         return 0.0, 0.0, 0.0, equation_error / max(q_norm, _TINY), 0.0
-    zmax, zmin, wmin = 0.0, np.inf, np.inf
+    zmax, zmin, wmin, products = 0.0, np.inf, np.inf, 0.0
     for i in range(n):
         if not (np.isfinite(z[i]) and np.isfinite(w[i])):
             return nan, nan, nan, nan, nan
         zmax = max(zmax, abs(z[i]))
         zmin = min(zmin, z[i])
         wmin = min(wmin, w[i])
+        products += abs(z[i] * w[i])
     scale_z = max(zmax, _TINY)
     terms = m_norm * zmax
     scale_w = max(q_norm + terms, _TINY)
     scale_q = max(q_norm, _TINY)
-    floor = _FLOOR * _EPS * scale_w
-    products = 0.0
-    for i in range(n):
-        products += abs(z[i]) * max(0.0, abs(w[i]) - floor)
-    return (max(0.0, -zmin) / scale_z, max(0.0, -wmin - floor) / scale_q, products / scale_z / scale_q,
+    return (max(0.0, -zmin) / scale_z, max(0.0, -wmin) / scale_q, products / scale_z / scale_q,
             equation_error / scale_w, _EPS * terms / scale_q)
 
 
@@ -119,7 +104,7 @@ def residuals_pass(z, w, q_norm, m_norm, tol):
     """``residuals_from_parts(z, w, q_norm, m_norm).ok(tol)`` (zero equation error), for
     compiled solvers that check a candidate inside their own loop."""
     a, b, c, d, e = residual_values(z, w, q_norm, m_norm, 0.0)
-    return a <= tol and b <= tol and c <= tol and d <= tol and e <= ROUNDOFF_LIMIT
+    return a <= tol and b <= tol and c <= tol and d <= tol and e <= tol
 
 
 def lcp_residuals(M, q, z, w=None) -> LCPResiduals:
