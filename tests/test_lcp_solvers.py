@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import quadprog
 from cvxopt import matrix as cvx_matrix, solvers as cvx_solvers
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
 from idyn.lcp import (LCPStatus, find_indices, is_lcp_solution, lcp_residuals, lemke,
@@ -336,10 +336,16 @@ def _brute_force_lcp(Q, r):
 
 @settings(max_examples=150, deadline=None)
 @given(st.integers(1, 7), st.integers(0, 10_000), st.booleans())
+@example(4, 3817, False)           # unverifiable to tol in double precision (docstring)
 def test_algorithm_2_solves_the_lcp_and_finds_its_unique_solution(n, seed, warm):
     """ppm_contact on LCPs (r, G^T G) with independent contacts (Q positive definite: exactly one
     solution): its answer passes the LCP residuals computed here in numpy and is the solution
-    found by enumerating every complementary basis, to round-off amplified by cond(Q)."""
+    found by enumerating every complementary basis, to round-off amplified by cond(Q).
+
+    The one honest exception: a solution whose terms exceed the data by more than tol / eps
+    (``roundoff`` of idyn.lcp.residuals above 1e-9, e.g. n = 4, seed = 3817: cond(Q) 3.5e7, r of
+    2e-3, z of 7e3) cannot be verified to the default tol in double precision and is reported
+    NUMERICAL_FAILURE, never SOLVED; its z is still the enumerated solution."""
     rng = np.random.default_rng(seed)
     d = n + int(rng.integers(0, 3))
     G = rng.standard_normal((d, n))
@@ -347,7 +353,13 @@ def test_algorithm_2_solves_the_lcp_and_finds_its_unique_solution(n, seed, warm)
     start = np.flatnonzero(rng.random(n) < 0.5) if warm else None
     ours = ppm_contact(G.T, np.eye(d), np.zeros(d), start, offset=r)
     Q = G.T @ G
-    assert ours.solved
+    if not ours.solved:
+        assert ours.status is LCPStatus.NUMERICAL_FAILURE
+        assert lcp_residuals(Q, r, ours.z).roundoff > 1e-9, "a verifiable answer was refused"
+        solutions = _brute_force_lcp(Q, r)
+        rtol = 1e-14 * np.linalg.cond(Q)
+        np.testing.assert_allclose(ours.z, solutions[0], rtol=rtol, atol=rtol * (1 + np.abs(solutions[0]).max()))
+        return
     z, w = ours.z, Q @ ours.z + r
     scale = np.abs(r).max() + np.abs(Q).sum(axis=1).max() * np.abs(z).max()
     assert z.min() >= 0.0 and w.min() >= -1e-9 * scale and abs(z @ w) <= 1e-9 * scale * max(np.abs(z).max(), 1e-300)
