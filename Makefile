@@ -12,6 +12,8 @@ $(BIN)/activate:
 # A regular (non-editable) install: the tests then exercise the installed wheel and its
 # package data, exactly what a user gets from `pip install idyn`.
 install: $(BIN)/activate
+	rm -rf build          # setuptools would pack a stale build/lib (e.g. old package layouts)
+	$(BIN)/pip uninstall --quiet --yes idyn 2>/dev/null || true
 	$(BIN)/pip install --quiet ".[test]"
 
 demo: install

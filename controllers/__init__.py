@@ -1,8 +1,8 @@
 """Inverse-dynamics controllers of Zapolsky & Drumwright, the PID baseline and sensed-force ID.
 
 ``controllers.make(name, model, **options)`` builds one of ``controllers.available()``;
-every controller honours the contract of :class:`controllers.Controller` and
-reports each step in a :class:`controllers.ControlInfo` (docs/conventions.md).
+every controller honours the contract of :class:`idyn.controllers.Controller` and
+reports each step in a :class:`idyn.controllers.ControlInfo` (docs/conventions.md).
 """
 from idyn.state import Desired, RobotState
 from idyn.status import Status

@@ -1,4 +1,4 @@
-"""The arithmetic of Stage I and Stage II (:mod:`controllers.dissipation`), compiled.
+"""The arithmetic of Stage I and Stage II (:mod:`idyn.controllers.dissipation`), compiled.
 
 Flat loops into arrays the caller allocates: Stage I's data (:func:`stage_one`, eqs. 94-101),
 its KKT LCP (:func:`kkt`, footnote 1), the contacts that separate under load
@@ -186,7 +186,7 @@ def no_slip_rows(Y, free, s_idx, t_idx, E, e):
 def stage_two_terms(R, W, z0, ridge, cone, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, H2, c2, A_in, b_in):
     """``H2, c2, A_in, b_in`` (outputs) of Stage II (eq. 112 in torque units, plus the ridge ``rho``
     relative to the mean eigenvalue of the torque term): with ``tau0`` the torque of Stage I's
-    ``z0`` (eqs. 88-90, :func:`controllers._dynamics_kernel.resolve` with the step's arrays) and
+    ``z0`` (eqs. 88-90, :func:`idyn.controllers._dynamics_kernel.resolve` with the step's arrays) and
     ``RW = R_a^T W / dt`` (the torque change per unit of ``w``, eq. 90: ``tau = tau0 - RW w``),
     ``H2 = RW^T RW + rho I``, ``c2 = -RW^T tau0 + rho W^T z0``; the rows ``z0 + W w >= 0``
     (eq. 111) and, for the cone rows ``C`` (eq. 110), ``C (z0 + W w) >= 0`` written
@@ -268,7 +268,7 @@ def clip_to_cone(z, mu):
 def stage_two_outputs(R, z0, W, w, mu, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, impact, z, tau, v_next, forces):
     """Stage II's impulses ``z = z0 + W w`` (output) clipped into the cones (:func:`clip_to_cone`,
     ``mu`` empty: no cone), then ``tau``, ``v_next`` and ``forces`` (outputs) of
-    :func:`controllers._dynamics_kernel.pyramid_outputs`."""
+    :func:`idyn.controllers._dynamics_kernel.pyramid_outputs`."""
     k, nul = W.shape
     for t in range(k):
         s = z0[t]

@@ -1,4 +1,4 @@
-"""The reduced step of :mod:`controllers.dynamics` (paper eqs. 37-39, 83-94), compiled.
+"""The reduced step of :mod:`idyn.controllers.dynamics` (paper eqs. 37-39, 83-94), compiled.
 
 Flat loops over arrays the caller allocates (numba boxes every returned array through a
 Python-level lookup, which costs more than the allocation): the step's arrays
@@ -66,7 +66,7 @@ def step_arrays(J, support, ja, jb, two_bodies, frames, points, phi, v, dt, reco
     """A control step's arrays (outputs ``rows``, ``gaps``, ``L``, ``free``): the contact rows
     ``[N; S; T]`` (:func:`idyn.kernels.contact_rows` of the inputs of
     :func:`idyn.contact.contact_inputs`), the gaps with overlaps scaled by ``recovery`` (eq. 35,
-    "Gap stabilization" in :mod:`controllers.dynamics`) and :func:`reduced_step`.  Returns
+    "Gap stabilization" in :mod:`idyn.controllers.dynamics`) and :func:`reduced_step`.  Returns
     :func:`reduced_step`'s code, or -1 without running it when a contact closes faster than
     ``impact_speed`` (``min(N v + max(phi, 0)/dt) < -impact_speed``: the caller applies the
     touchdown impact first, then runs :func:`reduced_step`)."""
@@ -154,7 +154,7 @@ def normal_speeds(N, v, phi, dt, out):
 @cached_jit
 def complementarity_violation(fN, wN, free, phi, dt):
     """``max(-min(w_N, 0), max_i f_N,i |w_N,i| / (1 + f_N,i)) / (1 + max_i |free_i + phi_i / dt|)``
-    (:meth:`controllers.dynamics.Step.complementarity_violation`, eqs. 36, 54); NaN when an
+    (:meth:`idyn.controllers.dynamics.Step.complementarity_violation`, eqs. 36, 54); NaN when an
     input is NaN or the force term is undefined (an infinite force), so no check passes."""
     s = 0.0
     for i in range(phi.shape[0]):
@@ -176,7 +176,7 @@ def complementarity_violation(fN, wN, free, phi, dt):
 @cached_jit
 def coulomb_mlcp(rows, M, p, v, qd, h, phi, mu, mu_inf, dt, u, a, A, B, C, D, g, w):
     """The blocks of ``lcp-coulomb``'s MLCP (outputs ``A``, ``B``, ``C``, ``D``, ``g`` and ``w``,
-    its ``h``; :mod:`controllers.lcp_coulomb`, paper eqs. 57-59 in the reduced form) from the
+    its ``h``; :mod:`idyn.controllers.lcp_coulomb`, paper eqs. 57-59 in the reduced form) from the
     contact rows ``[N; S; T]``, with the pyramid rows ``R = [N; S; -S; T; -T]`` (Sec. 5.1) and
     ``F = R[m:]``: ``A = [[M_uu, 0], [M_au, -I]]``, ``C = -[[R_u^T, 0], [R_a^T, 0]]``,
     ``D = [[R_u, 0]; [0, 0]]``, ``g = -[M_uu p; M_au v_u - M_aa (qd - v_a) - dt h_a]``,

@@ -1,4 +1,4 @@
-"""The linear algebra of the no-slip LCP of :mod:`controllers.lcp_noslip` (eqs. 42-45, Sec. 4.5),
+"""The linear algebra of the no-slip LCP of :mod:`idyn.controllers.lcp_noslip` (eqs. 42-45, Sec. 4.5),
 compiled.
 
 With the tangent rows ``G`` (unactuated columns) that Algorithm 1 keeps and their whitened
@@ -156,7 +156,7 @@ def tangent_consistency(U, white, rows, kept, dropped, a, qd, B, delta):
 
 @cached_jit
 def release_update(fN, w, gap_speed, opening, tol, sliding, released, update, unloaded_open):
-    """One pass of the release rule of :meth:`controllers.lcp_noslip.LCPNoSlip._lcp` ("Separating
+    """One pass of the release rule of :meth:`idyn.controllers.lcp_noslip.LCPNoSlip._lcp` ("Separating
     contacts" in its module docstring) over the first ``m = w.size`` impulses ``fN`` (outputs):
     ``unloaded_open`` the contacts with ``f_N <= 0`` whose end-of-step gap is wider than
     ``opening`` (``w > opening``, as a speed) or opening (``w - phi/dt > tol``, ``gap_speed =

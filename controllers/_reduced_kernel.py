@@ -1,4 +1,4 @@
-"""Input validation of :meth:`controllers.Controller.compute`, compiled (one pass over its vectors).
+"""Input validation of :meth:`idyn.controllers.Controller.compute`, compiled (one pass over its vectors).
 Cached on disk (:mod:`idyn.jit`)."""
 from __future__ import annotations
 

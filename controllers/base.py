@@ -12,14 +12,14 @@ A controller imports no simulator: the loop (PyBullet, idyn.sim, MuJoCo, hardwar
 state and the geometric contact candidates and applies ``tau``.
 
 Common options of every controller: ``dt`` (control period, 1e-3 s), ``feedback`` (True: add the
-shared PID error feedback of :mod:`controllers.feedback` to the desired acceleration; False:
+shared PID error feedback of :mod:`idyn.controllers.feedback` to the desired acceleration; False:
 feed-forward only), ``kp``, ``kv``, ``ki``, ``integral_limit`` (its gains),
 ``penetration_recovery`` (fraction of a negative gap corrected per step, default 0: see
-:mod:`controllers.dynamics`), ``impact`` (True: a contact closing faster than
+:mod:`idyn.controllers.dynamics`), ``impact`` (True: a contact closing faster than
 ``impact_speed_tol`` = 1e-2 m/s first receives the passive touchdown impulse of
-:mod:`controllers.impact`; False: the paper's literal models, whose prescribed joint velocities
+:mod:`idyn.controllers.impact`; False: the paper's literal models, whose prescribed joint velocities
 then absorb the impact), ``merge_duplicates`` (True: exactly duplicated contacts are solved once
-and share the force equally, :mod:`controllers.duplicates`; False: the solver gets every copy,
+and share the force equally, :mod:`idyn.controllers.duplicates`; False: the solver gets every copy,
 as the paper's controllers did in its timing experiment, Sec. 8.4.2 and Fig. 19; ``lcp-noslip``
 and the controllers that predict no forces never merge).
 
@@ -70,10 +70,10 @@ class ControlInfo:
         solve_time: seconds of wall time the whole :meth:`Controller.compute` call took.
         v_next: the generalised velocity predicted at the end of the step (nv,), or None for a
             controller that predicts none.
-        impact_forces: None, or after a touchdown impact (:mod:`controllers.impact`) the (m, 3)
+        impact_forces: None, or after a touchdown impact (:mod:`idyn.controllers.impact`) the (m, 3)
             part of ``contact_forces`` (N, [normal, s, t]) due to the impact impulse.
         merged_contacts: how many exactly duplicated contacts were solved as one copy
-            (:mod:`controllers.duplicates`), 0 if none.
+            (:mod:`idyn.controllers.duplicates`), 0 if none.
         error: None, or the message of the exception the controller's model raised.
         details: the controller's own extras, by name (read, do not modify), e.g. Stage I and II
             statuses (``"stage1_status"``, ``"stage2_status"``), ``"kept_tangent_rows"``,
@@ -139,7 +139,7 @@ class Controller(ABC, metaclass=_WarmedUp):
     #: whether ``contact_forces`` are predictions (False for PID and the sensed-force ID)
     predicts_contact_forces: ClassVar[bool] = True
     #: whether the model may solve exactly duplicated contacts once and split their force
-    #: equally (:mod:`controllers.duplicates`; exact for every model that sets it); the
+    #: equally (:mod:`idyn.controllers.duplicates`; exact for every model that sets it); the
     #: ``merge_duplicates`` option turns it off per instance
     merges_duplicate_contacts: ClassVar[bool] = True
 
@@ -171,7 +171,7 @@ class Controller(ABC, metaclass=_WarmedUp):
     # ------------------------------------------------------------------ contract
     def warm_up(self) -> None:
         """Run every kind of step once on synthetic states of the model, so that no compiled
-        kernel is compiled or loaded inside the caller's loop (:mod:`controllers.warm_up`), then
+        kernel is compiled or loaded inside the caller's loop (:mod:`idyn.controllers.warm_up`), then
         :meth:`reset`."""
         from .warm_up import warm_up
         warm_up(self)

@@ -2,7 +2,7 @@
 
 **Stage I** (eqs. 69-74, reduced as in Sec. 6.2.1-6.2.2, eqs. 75-101).  Impulses
 ``z = [f_N; f_S+; f_S-; f_T+; f_T-] >= 0`` (friction pyramid, Sec. 5.1) along the rows of
-``R = [N; S; -S; T; -T]``.  With the reduced dynamics of :mod:`controllers.dynamics`
+``R = [N; S; -S; T; -T]``.  With the reduced dynamics of :mod:`idyn.controllers.dynamics`
 (``v+_u = p + Z z``, ``Z = A^-1 R_u^T``, actuated velocity fixed to ``qd_des``) Stage I is
 
     minimize  1/2 z^T (Z^T A Z) z + c^T z
@@ -47,10 +47,10 @@ torque beyond the contact-free inverse dynamics).  When the QP fails, Stage I's 
 
 Design notes with the measurements behind these choices: ``docs/dissipation.md``.
 
-The step is one path: :meth:`controllers.dynamics.StepDynamics.update`, :func:`build_stage_one`
+The step is one path: :meth:`idyn.controllers.dynamics.StepDynamics.update`, :func:`build_stage_one`
 (one compiled call), :func:`solve_priced` (Lemke's method, the shared :mod:`idyn.lcp` kernel),
 :func:`solve_stage_two` (its terms, :func:`idyn.qp.solve_built`, its answer and
-outputs); the arithmetic is in :mod:`controllers._dissipation_kernel`.
+outputs); the arithmetic is in :mod:`idyn.controllers._dissipation_kernel`.
 """
 from __future__ import annotations
 
@@ -308,7 +308,7 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
                     outputs: tuple | None = None, buffers: dict | None = None) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112).
     With ``outputs = (tau, v_next, forces)`` (arrays to fill) they are written for the answer
-    (:meth:`controllers.dynamics.Step.pyramid_outputs`) in the same compiled call; ``buffers``
+    (:meth:`idyn.controllers.dynamics.Step.pyramid_outputs`) in the same compiled call; ``buffers``
     as for :func:`build_stage_one`."""
     W = prob.W
     k, nul = W.shape

@@ -21,7 +21,7 @@ Near-duplicates (a jittered point) are different contacts and are not merged.  `
 does not merge: Algorithm 2 handles dependent contacts itself (Appendix F) in
 ``O(m^3 + n m^2)``.  The paper's controllers did not merge either, so its Fig. 19 times the
 duplicated problems themselves: the controller option ``merge_duplicates=False``
-(:class:`controllers.Controller`) hands every copy to the solver, as ``idyn bench contacts``
+(:class:`idyn.controllers.Controller`) hands every copy to the solver, as ``idyn bench contacts``
 does for its paper series.
 """
 from __future__ import annotations

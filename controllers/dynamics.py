@@ -20,7 +20,7 @@ This is eqs. 88-94 of the paper with ``M^-1`` never formed: by the Schur-complem
 ``A`` (6 x 6 for a quadruped, 6 x 6 for the box) replaces the factorisation of ``M``.  A fixed
 base robot without free bodies has no ``u`` block at all and the controller reduces to RNEA.
 
-Touchdown (:mod:`controllers.impact`).  With ``impact=True`` (default) a contact that closes
+Touchdown (:mod:`idyn.controllers.impact`).  With ``impact=True`` (default) a contact that closes
 faster than its gap allows first receives the passive inelastic impact of the friction-pyramid
 LCP (eqs. 52-56 with only the contact impulses acting: actuators cannot act impulsively,
 :mod:`idyn.impact`); the step is then built from the post-impact velocity
@@ -58,7 +58,7 @@ from .impact import IMPACT_SPEED_TOL, passive_impact
 
 #: sine of the angle (in the A^-1 metric) below which Algorithm 1 treats a tangent row as
 #: dependent on the rows already kept; see "Near-dependent tangent rows" in
-#: :mod:`controllers.lcp_noslip`
+#: :mod:`idyn.controllers.lcp_noslip`
 TANGENT_DEPENDENCE_TOL = 1e-3
 
 
@@ -154,7 +154,7 @@ class Step:
         restricted to the unactuated columns are independent (``P`` covers the actuated ones), so
         the call on ``A = M_uu`` keeps as many rows as the full-size Algorithm 1.  A row within
         ``dependence_tol`` (sine of its angle, ``A^-1`` metric) of the span of the kept ones counts
-        as dependent (see :mod:`controllers.lcp_noslip`, "Near-dependent tangent rows").
+        as dependent (see :mod:`idyn.controllers.lcp_noslip`, "Near-dependent tangent rows").
 
         Row order.  Algorithm 1 scans ``S_1, T_1, S_2, ...`` and keeps every row independent of
         the rows before it, so which independent subset it keeps depends on the order, and a
@@ -272,10 +272,10 @@ class StepDynamics:
 
     def update(self, q: np.ndarray, v: np.ndarray, vdot_a: np.ndarray, contacts) -> Step:
         """The :class:`Step` at (q, v), which the caller has validated
-        (:meth:`controllers.Controller.compute` does): one pinocchio pass (M, h and the joint
+        (:meth:`idyn.controllers.Controller.compute` does): one pinocchio pass (M, h and the joint
         Jacobians), the contact rows, gaps, the Cholesky factor of ``A`` and ``p``
         (:func:`kernel.step_arrays`), after the touchdown impact when a contact closes too fast
-        (see :mod:`controllers.impact`).
+        (see :mod:`idyn.controllers.impact`).
 
         The step's arrays belong to this workspace, as ``M`` and ``h`` to the pinocchio
         workspace: the next update with as many contacts overwrites them (copy to keep)."""

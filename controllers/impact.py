@@ -21,7 +21,7 @@ the measured ``v``.  The impulse is applied only when some contact closes faster
 rest on the ground, the common case, it is exactly zero and nothing changes.  The impulse is part
 of the contact force over the step, so it is reported in ``contact_forces`` (a simulator applies
 it too).  If the impact LCP is not solved, the step is built from the measured ``v`` as without
-the impact, and :attr:`controllers.dynamics.StepDynamics.last_impact_status` says why.
+the impact, and :attr:`idyn.controllers.dynamics.StepDynamics.last_impact_status` says why.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def passive_impact(M: np.ndarray, v: np.ndarray, jac: ContactJacobians, dt: floa
     """``(v', solution)``: the impact of the module docstring for the contacts of ``jac`` (their
     gaps ``jac.phi`` as the step uses them); ``solution.impulses`` (m, 3) [normal, s, t] in N s,
     and ``v' = v`` if the LCP is not solved (``solution.status``). Its inputs are a control
-    step's, which :meth:`controllers.Controller.compute`, the contacts and
-    :class:`controllers.dynamics.StepDynamics` have checked: no second validation."""
+    step's, which :meth:`idyn.controllers.Controller.compute`, the contacts and
+    :class:`idyn.controllers.dynamics.StepDynamics` have checked: no second validation."""
     J = jac.rows if jac.rows is not None else jac.stacked()
     return checked_impact(M, v, J, jac.phi, jac.mu, dt)

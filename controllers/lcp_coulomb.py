@@ -1,6 +1,6 @@
 """ID_LCP,mu (paper Sec. 5, eqs. 52-68): complementarity contact with Coulomb friction.
 
-The MLCP of eq. 59 is written in the reduced form of :mod:`controllers.dynamics`, with the
+The MLCP of eq. 59 is written in the reduced form of :mod:`idyn.controllers.dynamics`, with the
 unconstrained variables ``x = [v+_u; dt tau]`` and the complementarity variables
 ``y = [f_N; f_F; lambda]`` (``f_F`` the four pyramid components of every contact, ordered as
 ``D = [S; -S; T; -T]``, ``lambda`` the sliding-speed multipliers)::
@@ -65,7 +65,7 @@ contact stick and stay (``[N; S; T] v+ = [-phi/dt; 0; 0]`` solvable by some base
 combinations of those rows that the base cannot move are zeroed), and the LCP is solved again
 for the moved step (``out.info.details["qd_change"]``, rad/s).  The torques then realise the moved velocity,
 at the cost of a second LCP.  The inconsistency comes from the shared error feedback
-(:mod:`controllers.feedback`), where a contact-consistent projection would belong; plain Lemke
+(:mod:`idyn.controllers.feedback`), where a contact-consistent projection would belong; plain Lemke
 (``tie_break="none"``) trots the paper's course (docs/results.md).
 """
 from __future__ import annotations
@@ -177,7 +177,7 @@ class LCPCoulomb(Controller):
 
     def _mlcp(self, step: Step):
         """The MLCP blocks ``(A, B, C, D, g, h)`` of the module docstring, in one compiled call
-        (:func:`controllers._dynamics_kernel.coulomb_mlcp`)."""
+        (:func:`idyn.controllers._dynamics_kernel.coulomb_mlcp`)."""
         m, n = step.m, step.nu + self.model.na
         A, B, C, D = np.empty((n, n)), np.empty((6 * m, 6 * m)), np.empty((n, 6 * m)), np.empty((6 * m, n))
         g, h = np.empty(n), np.empty(6 * m)

@@ -1,11 +1,11 @@
 """ID_LCP,inf (paper Sec. 4, eqs. 36-51): complementarity, no-slip contact.
 
-Per step, in the reduced form of :mod:`controllers.dynamics` (only the unactuated velocity
+Per step, in the reduced form of :mod:`idyn.controllers.dynamics` (only the unactuated velocity
 ``v+_u`` is unknown once ``P v+ = qd_des``):
 
 1. **FIND-INDICES** (Algorithm 1) on the unactuated block ``A = M_uu`` and the unactuated
    columns of ``S``, ``T`` (:func:`idyn.lcp.find_indices.kept_tangent_rows`, the rows
-   :meth:`controllers.dynamics.Step.independent_tangents` keeps).  With ``X = [P^T S_S^T T_T^T]``,
+   :meth:`idyn.controllers.dynamics.Step.independent_tangents` keeps).  With ``X = [P^T S_S^T T_T^T]``,
    ``X`` has full column rank iff the chosen tangent rows restricted to the unactuated columns
    are independent (``P`` covers the actuated ones), so the reduced call keeps as many rows as
    the full-size Algorithm 1, spanning the same space, at ``O(nu^3 + n nu^2)`` instead of
@@ -19,10 +19,10 @@ Per step, in the reduced form of :mod:`controllers.dynamics` (only the unactuate
    ``(N f* + N_a qd_des + phi/dt, N_u W N_u^T)`` with the constrained inverse inertia ``W`` is
    solved by Algorithm 2 (:func:`idyn.lcp.ppm_contact`), **warm-started** from the previous
    call's active set (Sec. 4.6, indeterminacy mitigation), remembered by contact identity so
-   it survives contacts appearing and disappearing (:mod:`controllers.warm_start`).
+   it survives contacts appearing and disappearing (:mod:`idyn.controllers.warm_start`).
 3. **Torques** by the linear solve of Sec. 4.5: the tangential impulses follow from the
    equality constraints (``mu = (G A^-1 G^T)^-1 (b - G p - G A^-1 N_u^T f_N)``), then
-   :meth:`controllers.dynamics.Step.resolve` gives ``tau`` and ``v+`` (eqs. 37-38).
+   :meth:`idyn.controllers.dynamics.Step.resolve` gives ``tau`` and ``v+`` (eqs. 37-38).
 4. **Consistency check** (Sec. 4.5): ``N v+ >= -phi/dt``.  With ``check_tangential=True``
    also ``S v+ = T v+ = 0`` for the touching contacts (``phi <= contact_gap``; the held ones
    under the state rule): Algorithm 1 may drop tangent rows whose constraints are only implied
@@ -104,7 +104,7 @@ Sliding touchdown.  A contact whose tangential speed at the start of the step ex
 would stop the slide within one control period, and with the joint velocities prescribed
 (eq. 38) the actuators would deliver that tangential impulse (hundreds of newtons on a foot
 landing while sliding; docs/design.md).  In the no-slip world that stop is a plastic tangential impact, delivered by the
-contact with the actuators passive, as for a touchdown (:mod:`controllers.impact`, which
+contact with the actuators passive, as for a touchdown (:mod:`idyn.controllers.impact`, which
 handles the normal approach only); the controller models the contact without friction for the
 step and holds it once it has stopped.  Touching contacts that slide are released too (limited
 to arriving contacts, the rule would hold a foot sliding below the surface).  The price is in
@@ -365,7 +365,7 @@ def passive_tangential_stop(step: Step, contacts: np.ndarray) -> Step:
     """The step from the velocity after the impulse that stops the tangential motion of
     ``contacts`` with the actuators passive: ``v' = v + M^-1 G^T mu`` with ``G = [S; T]`` of
     those contacts and ``G v' = 0`` (the least kinetic energy change that does it, the plastic
-    tangential impact of no-slip contact).  As for a touchdown (:mod:`controllers.impact`), the
+    tangential impact of no-slip contact).  As for a touchdown (:mod:`idyn.controllers.impact`), the
     desired end velocity keeps its increment over the start velocity (``qd - v_a``), ``h`` stays
     that of the measured velocity, and the impulse is contact force of the step (``Step.impact``).
     """
@@ -414,7 +414,7 @@ def min_deviation(step: Step, impulses, tau, v_next, info: dict, qp_backend: str
     ``z = [f_N; f_S; f_T]`` impulses (the given answer is kept, flagged, if the QP fails).
 
     Variables ``x = [delta; z]`` with ``P v+ = qd_des + delta``; ``v+`` and ``tau`` follow from
-    ``x`` by the dynamics (eqs. 50-51 in the reduced form of :mod:`controllers.dynamics`), so
+    ``x`` by the dynamics (eqs. 50-51 in the reduced form of :mod:`idyn.controllers.dynamics`), so
     every constraint is linear in ``x``: ``N v+ >= -phi/dt`` (47), ``f_N >= 0``, and for the
     ``sticking`` contacts (default all; the controller passes the touching ones,
     ``phi <= contact_gap``) no slip, ``S v+ = T v+ = 0`` (48-49), with the pyramid

@@ -6,7 +6,7 @@ joint errors, with no contact model and no feed-forward dynamics.
 The gains are *torque* gains (N m/rad, N m s/rad, N m/(rad s)). Their defaults are the authors'
 joint PID gains for LINKS (Pacer, ``example/models/links-moby/vars.xml``, joint-PID-controller:
 kp 20, kv 0.1, ki 0.003 on every joint). The inverse-dynamics controllers instead add the
-shared feedback of :mod:`controllers.feedback` (kp 1e3, kv 63.2, ki 1) to a desired
+shared feedback of :mod:`idyn.controllers.feedback` (kp 1e3, kv 63.2, ki 1) to a desired
 *acceleration*; mapping those acceleration gains through the legs' own joint inertia (about
 1e-4 kg m^2) gave about 0.1 N m/rad, far too weak to carry LINKS (it sagged to 0.04 m), which
 is why the baseline has gains of its own. ``gravity_compensation=True`` adds ``g_a(q)`` (off by

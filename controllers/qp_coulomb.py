@@ -2,22 +2,22 @@
 
 ``qp-coulomb`` is the paper's two-stage controller (Stage I, then the Stage II torque smoothing
 that removes the torque chatter of indeterminate contact, Fig. 15); ``qp-coulomb-1stage`` is the
-regularised one-stage variant of Sec. 6.1.  The mathematics is in :mod:`controllers.dissipation`.
+regularised one-stage variant of Sec. 6.1.  The mathematics is in :mod:`idyn.controllers.dissipation`.
 
-Options (besides the common ones of :class:`controllers.Controller`):
+Options (besides the common ones of :class:`idyn.controllers.Controller`):
   ``stage2`` (True; False gives "Stage I alone", the indeterminate controller of Fig. 15),
   ``stage1_solver`` ("lemke": the KKT LCP as the authors did, footnote 1; or "qp"),
   ``ridge`` (1e-6, Stage II tie-break), ``qp_backend`` (:mod:`idyn.qp`: "daqp", bounded, the
   default; "quadprog", unbounded; or "cvxopt"),
   ``objective`` ("contact-work": the contact impulses' maximal dissipation; "kinetic-energy":
-  eqs. 95-98 literally; see "Which energy" in :mod:`controllers.dissipation`),
+  eqs. 95-98 literally; see "Which energy" in :mod:`idyn.controllers.dissipation`),
   ``separation_weight`` (1.0 with Coulomb friction, 0 under no slip: Stage I prices the
   separation speed of touching contacts like the kinetic energy of this many robot masses; 0 is
   the relaxation as published, whose sliding loaded feet are predicted to lift off; see
-  "Separation of touching contacts" in :mod:`controllers.dissipation`),
+  "Separation of touching contacts" in :mod:`idyn.controllers.dissipation`),
   ``gap_rate`` (False, as published: True measures the normal velocity of each contact with a
   friction bound in Stage I's objective as its end-of-step gap rate, so contacts at a distance are
-  loaded only to close their gap; see "Contacts at a distance" in :mod:`controllers.dissipation`).
+  loaded only to close their gap; see "Contacts at a distance" in :mod:`idyn.controllers.dissipation`).
 """
 from __future__ import annotations
 
@@ -67,8 +67,8 @@ class DissipationController(Controller):
         self._buffers: dict = {}
 
     def _solve(self, q, v, vdot, contacts) -> Solution:
-        """One step: the reduced dynamics (:meth:`controllers.dynamics.StepDynamics.update`),
-        Stage I's data (:func:`controllers.dissipation.build_stage_one`), Stage I with its
+        """One step: the reduced dynamics (:meth:`idyn.controllers.dynamics.StepDynamics.update`),
+        Stage I's data (:func:`idyn.controllers.dissipation.build_stage_one`), Stage I with its
         separation price (:meth:`_stage_one`), Stage II (with the torques of its answer), then
         :meth:`_finish`."""
         step = self._step(q, v, vdot, contacts)
@@ -90,7 +90,7 @@ class DissipationController(Controller):
 
     def _stage_one(self, step: Step, prob) -> tuple[np.ndarray, dict]:
         """Stage I with the separation of the contacts that separate under load priced
-        (:func:`controllers.dissipation.solve_priced`)."""
+        (:func:`idyn.controllers.dissipation.solve_priced`)."""
         return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend)
 
     def _finish(self, step: Step, prob, z: np.ndarray, info: dict, outputs: tuple | None = None) -> Solution:

@@ -1,10 +1,10 @@
 """ID_QP,inf (paper Sec. 6 with no slip; Table 6: "No-slip (impact model)").
 
-The complementarity-free, maximally dissipative model of :mod:`controllers.qp_coulomb` (no
+The complementarity-free, maximally dissipative model of :mod:`idyn.controllers.qp_coulomb` (no
 normal complementarity, eqs. 69-74) with the no-slip constraints of Sec. 4.4, ``S v+ = 0`` and
 ``T v+ = 0`` (eqs. 40-41), as hard equalities on the tangent rows that Algorithm 1 keeps, then
 Stage II (torque smoothing in the nullspace of the Stage I Hessian).  The mathematics is in
-:mod:`controllers.dissipation`.
+:mod:`idyn.controllers.dissipation`.
 
 Removing the friction cone alone is not this model: with the actuated velocities prescribed,
 minimising the kinetic energy with unbounded tangential impulses picks the momentum-cancelling
@@ -14,11 +14,11 @@ Unlike Stage I with Coulomb friction, which is always feasible (the paper's Sec.
 the no-slip equalities together with ``N v+ >= -phi/dt`` and ``f_N >= 0`` can be inconsistent
 with the desired accelerations (tilted normals, legs splaying).  As for ID_LCP,inf (Sec. 4.5),
 an answer that violates non-penetration by more than ``consistency_tol`` (1e-6 m/s) is replaced
-by the minimal-deviation QP of eqs. 46-51 (:func:`controllers.lcp_noslip.min_deviation`;
+by the minimal-deviation QP of eqs. 46-51 (:func:`idyn.controllers.lcp_noslip.min_deviation`;
 ``out.info.details["consistency_qp"]``, ``["desired_deviation"]``).
 
-Options (besides those of :mod:`controllers.qp_coulomb`): ``tangent_dependence_tol`` (1e-3), the
-tolerance of Algorithm 1's dependence test (see :mod:`controllers.lcp_noslip`), and
+Options (besides those of :mod:`idyn.controllers.qp_coulomb`): ``tangent_dependence_tol`` (1e-3), the
+tolerance of Algorithm 1's dependence test (see :mod:`idyn.controllers.lcp_noslip`), and
 ``consistency_tol``.
 """
 from __future__ import annotations

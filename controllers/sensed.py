@@ -10,7 +10,7 @@ i.e. forces from the previous step; ``sensed-2``: the one before).  The contract
 ``compute(state, desired, contacts)`` is unchanged, so the controller runs in any loop; until
 ``delay`` observations exist it assumes no contact force.
 
-The torques are the reduced inverse dynamics of :mod:`controllers.dynamics` with the sensed
+The torques are the reduced inverse dynamics of :mod:`idyn.controllers.dynamics` with the sensed
 generalized impulse ``dt J(q)^T f`` as a known external force; ``contact_forces`` reports the
 sensed forces used, attributed to the given contacts (same bodies, nearest point) and
 re-expressed in their frames.

@@ -1,4 +1,4 @@
-"""The ``idyn`` command line: one sub-command per module in :mod:`experiments.commands`.
+"""The ``idyn`` command line: one sub-command per module in :mod:`idyn.experiments.commands`.
 
 Each command module exposes ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args)``.
 User mistakes raise :class:`idyn.errors.IdynError` or :class:`CommandError`; they are printed as
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        mod = importlib.import_module(f"experiments.commands.{name}")
+        mod = importlib.import_module(f"idyn.experiments.commands.{name}")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         p.add_argument("--out", default=f"results/{mod.NAME}", metavar="DIR",
                        help="directory the command writes its results to, created if missing "

@@ -22,7 +22,7 @@ commanded motion is inconsistent and the ID's contact forces fight it.
 
 Any object with the testbed methods ``reset()``, ``state()``, ``contacts()``,
 ``sensed_contact_forces()`` (aligned with the last ``contacts()``), ``apply(tau)``, ``step()`` and an attribute ``dt`` works
-(PyBullet, idyn.sim, hardware). The trace is :class:`experiments.trace.Trace`, saved as a
+(PyBullet, idyn.sim, hardware). The trace is :class:`idyn.experiments.trace.Trace`, saved as a
 compressed ``.npz``.
 
 Every step is timed by phase (:data:`PHASES`, :attr:`LoopResult.phase_times`): the profile of

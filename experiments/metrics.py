@@ -1,4 +1,4 @@
-"""Metrics of docs/experiments.md computed from a :class:`~experiments.trace.Trace`.
+"""Metrics of docs/experiments.md computed from a :class:`~idyn.experiments.trace.Trace`.
 
 * ``pos_error``, ``vel_error``: E[|q - q_des|], E[|qd - qd_des|] over actuated joints and time
   (paper Table 3);

@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from planners import PAPER_WAYPOINTS  # noqa: E402
+from idyn.planners import PAPER_WAYPOINTS  # noqa: E402
 
 
 def _joint_error(trace, model) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Verification of contact-force prediction (paper Sec. 8.2, Table 5 and its footnote).
 
-The trot of docs/experiments.md runs in closed loop (:func:`experiments.loop.run_loop`) and the
+The trot of docs/experiments.md runs in closed loop (:func:`idyn.experiments.loop.run_loop`) and the
 controller's predicted summed normal force is compared with the simulator's, step by step:
 every predicting controller against every contact model of idyn.sim and against PyBullet. On the
 diagonal of :data:`MATCHED` the simulator uses the controller's own contact model, and the
@@ -59,8 +59,8 @@ from typing import Callable
 
 import numpy as np
 
-import robots
-from controllers import make
+from idyn import robots
+from idyn.controllers import make
 from idyn.errors import IdynError, InvalidInputError
 from idyn.sim import make as make_contact_model
 
@@ -121,7 +121,7 @@ def contact_selection(controller: str, backend: str) -> str:
 def planning_friction_limit(controller: str, backend: str) -> float | None:
     """The cap on the friction the controller plans with: none on its matched model, whose
     contact data the controller shares exactly; elsewhere the locomotion runs' cap
-    (:data:`experiments.scenario.LOCOMOTION_FRICTION_LIMIT`, docs/experiments.md). Planning at
+    (:data:`idyn.experiments.scenario.LOCOMOTION_FRICTION_LIMIT`, docs/experiments.md). Planning at
     the world's friction, Stage I's maximal dissipation puts most loaded foot-steps on the
     friction pyramid's edge, where the relaxation predicts a sliding loaded foot to lift (N v+ up
     to mu times its slip) while an LCP world slides it on the ground: in a two-foot stance the
@@ -142,12 +142,12 @@ def build_testbed(robot, backend: str, mu: float, model_options: dict | None = N
     if model_options and backend not in RIGID_MODELS:
         raise InvalidInputError(f"model options are for the rigid idyn.sim models {RIGID_MODELS}, not {backend!r}")
     if backend == "pybullet":
-        from robots import pybullet as pybullet_testbeds
+        from idyn.robots import pybullet as pybullet_testbeds
         return pybullet_testbeds.QuadrupedTestbed(robot, "rigid", mu)
     if backend == "mujoco":
-        from robots import mujoco as mujoco_testbeds
+        from idyn.robots import mujoco as mujoco_testbeds
         return mujoco_testbeds.QuadrupedTestbed(robot, "rigid", mu)
-    from robots import sim as sim_testbeds
+    from idyn.robots import sim as sim_testbeds
     if backend == "penalty":
         return sim_testbeds.QuadrupedTestbed(robot, "compliant", mu)
     impacts = "passive" if backend in RIGID_MODELS else "step"

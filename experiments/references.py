@@ -1,8 +1,8 @@
 """Connect robot descriptions to the planners (the factory the dependency rule asks for).
 
-``planners`` know nothing of ``robots``; these adapters pass a :class:`robots.Quadruped` or
-:class:`robots.Manipulator` to them as plain models, frame names and indices, and expose the
-:class:`experiments.loop.Reference` interface the closed loop uses.
+``planners`` know nothing of ``robots``; these adapters pass a :class:`idyn.robots.Quadruped` or
+:class:`idyn.robots.Manipulator` to them as plain models, frame names and indices, and expose the
+:class:`idyn.experiments.loop.Reference` interface the closed loop uses.
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import math
 import numpy as np
 
 from idyn.errors import InvalidInputError
-from planners import (ArmSinusoid, BalanceController, QuadrupedPlanner, TrotGait,
+from idyn.planners import (ArmSinusoid, BalanceController, QuadrupedPlanner, TrotGait,
                       WaypointFollower)
-from planners.base_motion import base_rotation
+from idyn.planners.base_motion import base_rotation
 
 from .scenario import check_friction_limit
 
@@ -25,8 +25,8 @@ TOUCH_GAP = 1e-4
 class QuadrupedReference:
     """The waypoint task driving the trot planner, plus the balance term (paper Sec. 7.2-7.6).
 
-    ``planner_options`` go to :class:`planners.QuadrupedPlanner`; ``balance`` is a
-    :class:`planners.BalanceController` (default gains), ``False`` to switch it off, or a dict of
+    ``planner_options`` go to :class:`idyn.planners.QuadrupedPlanner`; ``balance`` is a
+    :class:`idyn.planners.BalanceController` (default gains), ``False`` to switch it off, or a dict of
     its keyword arguments. ``contacts`` chooses what the controller models: ``"schedule"``
     (default: touching feet in planned stance, see :meth:`active_contacts`) or ``"all"`` (every
     contact the testbed reports; the matched-model verification of paper Sec. 8.2 gives the

@@ -1,8 +1,8 @@
 """Run scenarios: one closed-loop run, or a sweep in parallel (local processes or Ray).
 
 :func:`run_scenario` builds the testbed (PyBullet or idyn.sim), the reference (trot planner and
-waypoints, or the arm sinusoid), the controller, runs :func:`experiments.loop.run_loop` and
-returns the metrics of :mod:`experiments.metrics`; with ``out_dir`` it also writes
+waypoints, or the arm sinusoid), the controller, runs :func:`idyn.experiments.loop.run_loop` and
+returns the metrics of :mod:`idyn.experiments.metrics`; with ``out_dir`` it also writes
 ``metrics.json``, the trace (``trace.npz``) and, with ``plots=True``, the run's figures.
 
 :func:`run_sweep` executes a list of scenarios with a process pool (``jobs``) or on Ray
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-import controllers
-import robots
+from idyn import controllers
+from idyn import robots
 from idyn.errors import InvalidInputError
 from idyn.jit import preparing
 
@@ -45,11 +45,11 @@ def build_testbed(scenario: Scenario):
     """The simulated robot of a scenario, on the requested backend."""
     mu = scenario.mu            # the testbeds simulate mu = inf as no slip (robots.terrain.simulated_mu)
     if scenario.backend == "pybullet":
-        from robots import pybullet as backend
+        from idyn.robots import pybullet as backend
     elif scenario.backend == "mujoco":
-        from robots import mujoco as backend
+        from idyn.robots import mujoco as backend
     else:
-        from robots import sim as backend
+        from idyn.robots import sim as backend
     extra = {} if scenario.contact_model is None else {"contact_model": scenario.contact_model}
     if scenario.contact_model_options:
         from idyn.sim import make as make_contact_model
@@ -70,7 +70,7 @@ def build_reference(scenario: Scenario, robot):
 
 
 def _fallen(nominal_height: float):
-    """Stop a run at the first fallen state (the criterion of :func:`experiments.metrics.fallen`)."""
+    """Stop a run at the first fallen state (the criterion of :func:`idyn.experiments.metrics.fallen`)."""
     def stop(state) -> bool:
         return fallen(state.q, nominal_height)
     return stop
@@ -94,7 +94,7 @@ def waypoints_reached(com_xy: np.ndarray, waypoints, radius: float = 0.025) -> i
     return k
 
 
-#: seconds of each scenario run untimed before its loop (:func:`experiments.loop.dry_run`): the
+#: seconds of each scenario run untimed before its loop (:func:`idyn.experiments.loop.dry_run`): the
 #: stance, swing and touchdown of a gait cycle meet every kernel of the run
 WARM_UP = 0.5
 

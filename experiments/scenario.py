@@ -26,7 +26,7 @@ TERRAINS = {
 ROBOTS = ("quadruped", "manipulator")
 
 #: The largest Coulomb coefficient the locomotion runs tell the controllers (a friction safety
-#: factor; why: :class:`experiments.references.QuadrupedReference`, ``friction_limit``).
+#: factor; why: :class:`idyn.experiments.references.QuadrupedReference`, ``friction_limit``).
 LOCOMOTION_FRICTION_LIMIT = 0.3
 
 

@@ -136,7 +136,7 @@ class Contact:
     def with_friction(self, mu: float) -> "Contact":
         """The same contact with Coulomb coefficient ``mu``, sharing this one's arrays (they are
         not copied or re-validated: a friction cap applied every control step, see
-        :class:`experiments.references.QuadrupedReference`, costs one object)."""
+        :class:`idyn.experiments.references.QuadrupedReference`, costs one object)."""
         mu = mu if type(mu) is float else validation.scalar(mu, "friction coefficient mu")
         if math.isnan(mu) or mu < 0:     # math, not np.isnan: a ufunc on a scalar costs ~1 us
             raise InvalidInputError(f"friction coefficient must be >= 0, got {mu}")

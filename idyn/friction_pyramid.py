@@ -26,7 +26,7 @@ Its users:
 
 ``lcp-coulomb`` does not build it here: its LCP is the Appendix C reduction of the inverse
 dynamics MLCP (the actuated rows are unknown torques, not given forces), see
-:mod:`controllers.lcp_coulomb`, "One pyramid builder?".
+:mod:`idyn.controllers.lcp_coulomb`, "One pyramid builder?".
 
 How. ``H`` is a signed selection of the rows ``[N; S; T]``, so its blocks are gathered from W,
 never multiplied (:class:`Pyramid`). The LCP is solved equilibrated, ``z = s z'``,

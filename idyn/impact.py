@@ -4,7 +4,7 @@ A contact that closes faster than its gap allows at the start of a step (a swing
 fingertip reaching a box) must be stopped by an impulse. Finite actuators cannot deliver one:
 their torques act over the step, not over the instant of impact (paper Sec. 3.2: "actuators
 attached to the contacted link ... are heavily loaded"). Both the controllers' touchdown
-(:mod:`controllers.impact`) and idyn.sim's passive impacts (:mod:`idyn.sim.impact`) therefore
+(:mod:`idyn.controllers.impact`) and idyn.sim's passive impacts (:mod:`idyn.sim.impact`) therefore
 resolve such a contact first as an instantaneous impact in which only the contact impulses act,
 restitution zero, and run the step's own model from the post-impact velocity. This module is
 that impact, one function for both, so a controller predicts its matched simulator's touchdowns.

@@ -4,8 +4,8 @@ pinocchio's Python binding returns ``data.oMf[f].translation`` by reference: an 
 placement's own memory, which every pass that updates the frame placements
 (``framesForwardKinematics``, ``updateFramePlacements``) overwrites in place. Kept once, such
 views let a compiled loop read a pass's points (the planner's feet, the testbed's foot spheres)
-without a Python call per frame. Used by :mod:`planners.leg_kinematics` and
-:mod:`robots.pybullet.quadruped`.
+without a Python call per frame. Used by :mod:`idyn.planners.leg_kinematics` and
+:mod:`idyn.robots.pybullet.quadruped`.
 """
 from __future__ import annotations
 

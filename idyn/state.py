@@ -29,7 +29,7 @@ class RobotState:
     @classmethod
     def prechecked(cls, q: np.ndarray, v: np.ndarray, t: float) -> "RobotState":
         """Without the checks, for a testbed that reads the state every control step and has
-        already checked it (e.g. :class:`robots.pybullet.base.StateReader` checks q, v finite in
+        already checked it (e.g. :class:`idyn.robots.pybullet.base.StateReader` checks q, v finite in
         one pass): float64 vectors q (nq) and v (nv) it does not modify later, a finite time
         ``t``. Built in ~0.3 instead of ~3 us; anything else is the caller's bug, not an
         error this raises."""

@@ -2,7 +2,7 @@
 
 Solvers never raise on non-convergence (paper Sec. 4-6: a controller falls back to a regularised
 problem, another solver or a simpler model); they report one of these members instead.
-:attr:`idyn.lcp.LCPResult.status` and :attr:`controllers.ControlInfo.status` are this enum.
+:attr:`idyn.lcp.LCPResult.status` and :attr:`idyn.controllers.ControlInfo.status` are this enum.
 Each member's value is a stable lower-case name, the one saved in traces and recorded replays.
 """
 from __future__ import annotations

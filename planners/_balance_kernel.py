@@ -1,4 +1,4 @@
-"""Compiled step of :class:`planners.balance.BalanceController` (paper Sec. 7.3).
+"""Compiled step of :class:`idyn.planners.balance.BalanceController` (paper Sec. 7.3).
 
 Every control step the balance term forms a PD wrench from the base pose error, in the goal's
 heading frame, and maps it to joint torques through the contact normals (c_N = max(0, N_b w),
@@ -17,7 +17,7 @@ from idyn.jit import cached_jit
 
 
 def workspace_dtype(njoints: int, nv: int, na: int, contacts: int) -> np.dtype:
-    """The record of one :class:`~planners.balance.BalanceController`: its fixed indices (base
+    """The record of one :class:`~idyn.planners.balance.BalanceController`: its fixed indices (base
     linear and angular velocity, base and actuated velocities) and support masks, the wrench,
     forces and torques it answers, and room for the data of ``contacts`` contacts (frames,
     points, joints of bodies A and B, the 3m rows [N; S; T]). Aligned, as numba wants it."""

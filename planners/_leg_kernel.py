@@ -1,4 +1,4 @@
-"""Compiled Newton iteration of :class:`planners.leg_kinematics.LegKinematics`.
+"""Compiled Newton iteration of :class:`idyn.planners.leg_kinematics.LegKinematics`.
 
 Resolved-rate Newton IK of every leg at once (q <- q + J^-1 (x_goal - x(q)), with a per-leg
 backtracking line search) as one compiled loop between pinocchio's passes: pinocchio gives the
@@ -21,7 +21,7 @@ GATHER, ITERATE, STEP, TRIAL, GATHER_FINISH, FINISH, RATES = 0, 1, 2, 3, 4, 5, 6
 
 
 def newton_dtype(legs: int, joints: int, nq: int, nv: int) -> np.dtype:
-    """The record of :class:`planners.leg_kinematics.LegKinematics`'s Newton iteration: the leg
+    """The record of :class:`idyn.planners.leg_kinematics.LegKinematics`'s Newton iteration: the leg
     indices (velocity, configuration, actuated), pinocchio's configuration and velocity vectors
     (its passes read them in place), the iterate and trial (angles, foot points, Jacobians), the
     inverses, residuals, step, errors and the per-leg flags (int8: numba has no nested bools).
@@ -120,7 +120,7 @@ def newton_begin(ws, q_init):
 
 @cached_jit
 def newton_advance(ws, Jw, points, targets, tol, max_iters, xd, qd):
-    """Resolved-rate Newton IK of every leg (:meth:`~planners.leg_kinematics.LegKinematics.solve`)
+    """Resolved-rate Newton IK of every leg (:meth:`~idyn.planners.leg_kinematics.LegKinematics.solve`)
     begun by :func:`newton_begin`, resuming at ``ws[0].stage`` (``tol``, ``max_iters`` as
     there). ``Jw``: pinocchio's world joint Jacobians, ``points``: its foot frame translations
     (live views of the last pass). Returns :data:`NEED_PASS` when pinocchio's pass is wanted at

@@ -1,4 +1,4 @@
-"""Compiled control step of :class:`planners.quadruped_planner.QuadrupedPlanner`.
+"""Compiled control step of :class:`idyn.planners.quadruped_planner.QuadrupedPlanner`.
 
 Every 1 ms the planner ramps its twist toward the command, integrates the gait pose, asks the
 gait which feet are in stance, moves each foot (held, probing, settling or on its swing spline)
@@ -6,7 +6,7 @@ and expresses the targets relative to the gait pose: one compiled call on the pl
 workspace, a numpy record (:func:`workspace_dtype`) that holds the plan's whole state. The two
 things it cannot do itself are handed back to Python, which calls it again to resume:
 
-* planning a swing spline at liftoff (a dense solve, :class:`planners.spline.ClampedCubicSpline`),
+* planning a swing spline at liftoff (a dense solve, :class:`idyn.planners.spline.ClampedCubicSpline`),
   status :data:`NEED_SWINGS` with the legs flagged in ``replan``;
 * the measured foot positions (a pinocchio pass), wanted only when a late foot touches or a
   swing foot touches down early, status :data:`NEED_MEASURED`.
@@ -138,7 +138,7 @@ def plan_motion(ws, ik, t, base_p, R, command, measured, have_measured, touching
     ``base_p`` and rotation ``R`` and the commanded twist ``command`` (vx, vy, wz); resumes
     where the last call returned when ``ws[0].stage`` is 1. Returns :data:`DONE` (``x_rel``,
     ``xd``, ``xdd``, ``goal`` and ``q_guess`` written, and the leg IK's record ``ik`` started
-    from ``q_guess``: :func:`planners._leg_kernel.newton_begin`), :data:`NEED_SWINGS` (the legs
+    from ``q_guess``: :func:`idyn.planners._leg_kernel.newton_begin`), :data:`NEED_SWINGS` (the legs
     that lift off, or swing without a spline, flagged in ``replan``), :data:`NEED_MEASURED`
     (``next_leg`` set: the measured feet are wanted) or :data:`TIME_WENT_BACKWARDS` (nothing
     changed)."""

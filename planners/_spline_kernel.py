@@ -1,4 +1,4 @@
-"""Compiled evaluation of :class:`planners.spline.ClampedCubicSpline` (a swing foot's target).
+"""Compiled evaluation of :class:`idyn.planners.spline.ClampedCubicSpline` (a swing foot's target).
 
 The one evaluation of a swing spline, for the planner's compiled step and for Python callers.
 Cached on disk (:mod:`idyn.jit`).

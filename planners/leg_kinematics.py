@@ -182,7 +182,7 @@ class LegKinematics:
 
         Well-conditioned legs, the usual case, are recognised by a determinant bound without an
         SVD and get the plain inverse, both in one compiled call
-        (:func:`planners._leg_kernel.regular_inverses`); the damped one is formed only for the
+        (:func:`idyn.planners._leg_kernel.regular_inverses`); the damped one is formed only for the
         others."""
         if J.shape[2] != 3:
             return self._damped(J)
@@ -227,14 +227,14 @@ class LegKinematics:
 
     @property
     def workspace(self) -> np.ndarray:
-        """The Newton iteration's record (:func:`planners._leg_kernel.newton_dtype`), for compiled
-        callers: the planner's step starts the iteration (:func:`~planners._leg_kernel.newton_begin`)
+        """The Newton iteration's record (:func:`idyn.planners._leg_kernel.newton_dtype`), for compiled
+        callers: the planner's step starts the iteration (:func:`~idyn.planners._leg_kernel.newton_begin`)
         and reads the answer from it."""
         return self._ws
 
     def solve_begun(self, targets, xd, qd, tol: float, max_iters: int) -> np.ndarray:
         """:meth:`solve` (default line search) of an iteration a compiled caller began
-        (:func:`planners._leg_kernel.newton_begin`), for its own (L, 3) ``targets``; then the
+        (:func:`idyn.planners._leg_kernel.newton_begin`), for its own (L, 3) ``targets``; then the
         final inverses, the joint rates qd = J^-1 xd into ``qd`` (L, n) and the angles and rates
         into pinocchio's vectors for :meth:`drifts`. Returns the per-leg errors; the angles and
         inverses are in :attr:`workspace`."""
@@ -248,7 +248,7 @@ class LegKinematics:
         pin.updateFramePlacements(self._model, self._data)
 
     def _newton(self, targets, tol, max_iters, beta, min_step, xd, qd) -> None:
-        """Drive :func:`planners._leg_kernel.newton_advance` from pinocchio's first pass on:
+        """Drive :func:`idyn.planners._leg_kernel.newton_advance` from pinocchio's first pass on:
         further passes, the inverses it cannot certify and the line search happen here,
         everything else in the compiled loop."""
         ws, w = self._ws, self._w

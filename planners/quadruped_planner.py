@@ -3,7 +3,7 @@
 Given a commanded planar base twist, :class:`QuadrupedPlanner` produces, every control step,
 desired joint positions, velocities and accelerations (``idyn.state.Desired``) for the legs:
 
-* **gait** - a :class:`~planners.gait.Gait` says which feet are in stance;
+* **gait** - a :class:`~idyn.planners.gait.Gait` says which feet are in stance;
 * **stance feet** hold their footholds in the world. Relative to a base that moves with the
   commanded twist, a held foot moves with velocity -J_base * twist, where J_base are the base
   columns of the foot Jacobian (Pacer integrates exactly this velocity in the base frame; holding
@@ -12,7 +12,7 @@ desired joint positions, velocities and accelerations (``idyn.state.Desired``) f
 * **swing feet** follow, per axis, a velocity-clamped cubic spline planned at liftoff through
   start, start + h up, goal + h up + 0.1 (goal - start) and goal, with the stance velocity at
   both ends (zero in the world frame) and zero end accelerations
-  (:class:`~planners.spline.ClampedCubicSpline`). The goal is the foot's nominal position under
+  (:class:`~idyn.planners.spline.ClampedCubicSpline`). The goal is the foot's nominal position under
   the base pose predicted, from the measured base and the command, for the middle of the next
   stance phase. The authors fix the four control points but not when each is reached; the
   lift and the crossing are short and the lowering takes the last half of the swing, so the foot
@@ -24,10 +24,10 @@ desired joint positions, velocities and accelerations (``idyn.state.Desired``) f
 
 The planner also integrates the commanded twist into a *gait pose* (the planned base pose);
 :meth:`QuadrupedPlanner.base_goal` reports it for the balance term
-(:class:`~planners.balance.BalanceController`).
+(:class:`~idyn.planners.balance.BalanceController`).
 
 The planner's state lives in one workspace record (immutable model + reusable workspace): each
-control step is one compiled call (:func:`planners._plan_kernel.plan_motion`, which hands back
+control step is one compiled call (:func:`idyn.planners._plan_kernel.plan_motion`, which hands back
 only for a swing spline's solve and the measured feet), the leg IK (one compiled Newton loop
 between its pinocchio passes, :meth:`LegKinematics.solve_begun`), the drift pass and one
 compiled call for the joint accelerations.
@@ -100,7 +100,7 @@ class QuadrupedPlanner:
     foot_offsets:
         Leg label -> the planned point in the foot frame (the foot sphere centre); default zero.
     gait:
-        Timing and step height; default :class:`~planners.gait.TrotGait` (the paper's trot).
+        Timing and step height; default :class:`~idyn.planners.gait.TrotGait` (the paper's trot).
     overstep:
         Fraction of the step added beyond the goal at the third control point (0.1 in Pacer).
     swing_timing:

@@ -25,7 +25,7 @@ PAPER_WAYPOINTS = ((0.0, 0.0), (0.25, 0.0), (0.0, 0.25), (0.0, -0.25), (-0.25, 0
 
 
 class WaypointFollower:
-    """Turns the measured base pose into a :class:`~planners.base_motion.BaseCommand`.
+    """Turns the measured base pose into a :class:`~idyn.planners.base_motion.BaseCommand`.
 
     Parameters
     ----------

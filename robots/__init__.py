@@ -2,7 +2,7 @@
 
 ``robots.quadruped_urdf()`` and ``robots.quadruped()`` give the LINKS quadruped of the paper (or
 another known or public quadruped by name, or one from a URDF path); ``robots.from_urdf()`` builds
-any quadruped from its unedited URDF; the PyBullet testbeds live in :mod:`robots.pybullet`, which is
+any quadruped from its unedited URDF; the PyBullet testbeds live in :mod:`idyn.robots.pybullet`, which is
 imported only when used so that planners and controllers never pull in a simulator.
 """
 from .manipulator import Manipulator, manipulator, manipulator_urdf

@@ -1,7 +1,7 @@
 """Quadruped descriptions: the LINKS robot of the paper and any point-footed quadruped URDF.
 
 A :class:`Quadruped` bundles a floating-base :class:`idyn.RobotModel`, its feet (discovered
-from the URDF, see :mod:`robots.description`) and a standing configuration. The registry
+from the URDF, see :mod:`idyn.robots.description`) and a standing configuration. The registry
 :data:`KNOWN` holds the facts that are per robot (a joint-angle guess for standing and, for LINKS,
 the nominal stance of docs/robots.md); all behaviour is generic.
 """
@@ -253,7 +253,7 @@ def from_urdf(urdf, feet=None, *, foot_radius: float | None = None, name: str | 
     packages ship. ``feet``: None (the URDF's leaf links with a sphere collision), frame names
     (links or joints of the URDF; mesh feet) with ``foot_radius``, or a mapping frame -> radius.
     The body frame (forward, left, up) and the leg labels LF, RF, LH, RH are found from the
-    feet's and hips' positions at the neutral configuration (:func:`robots.description.body_axes`);
+    feet's and hips' positions at the neutral configuration (:func:`idyn.robots.description.body_axes`);
     a base link drawn along other axes gets its free flyer re-expressed in the body frame.
     The standing pose is ``leg_joint_guess`` (leg -> joint positions, feet then lowered onto the
     ground) or, by default, found by inverse kinematics with each foot below its hip at

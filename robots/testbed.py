@@ -1,6 +1,6 @@
-"""The testbed protocol: what a closed loop (:func:`experiments.loop.run_loop`) asks of a simulated
-or real robot. PyBullet (:mod:`robots.pybullet`), idyn.sim (:mod:`robots.sim`) and MuJoCo
-(:mod:`robots.mujoco`) implement it; so can a user's simulator or hardware. Conformance is
+"""The testbed protocol: what a closed loop (:func:`idyn.experiments.loop.run_loop`) asks of a simulated
+or real robot. PyBullet (:mod:`idyn.robots.pybullet`), idyn.sim (:mod:`idyn.robots.sim`) and MuJoCo
+(:mod:`idyn.robots.mujoco`) implement it; so can a user's simulator or hardware. Conformance is
 checked with physics, per clause, by ``tests/test_testbed_conformance.py``.
 """
 from __future__ import annotations

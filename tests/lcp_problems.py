@@ -1,6 +1,6 @@
 """Shared LCP test data: classic hard cases and hypothesis strategies over real robot states.
 
-The realistic builders live in :mod:`experiments.benchmarks.lcp_problems` (the benchmark needs
+The realistic builders live in :mod:`idyn.experiments.benchmarks.lcp_problems` (the benchmark needs
 them too and must not import from tests/); this module adds the strategies and the synthetic
 classics the tests use.
 """
@@ -11,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 from hypothesis import strategies as st
 
-from experiments.benchmarks.lcp_problems import build_problem
+from idyn.experiments.benchmarks.lcp_problems import build_problem
 
 
 @lru_cache(maxsize=256)

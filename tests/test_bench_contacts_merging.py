@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-import controllers
-from experiments.benchmarks import contacts as bench_contacts
-from experiments.benchmarks.controllers import standing_problem
+from idyn import controllers
+from idyn.experiments.benchmarks import contacts as bench_contacts
+from idyn.experiments.benchmarks.controllers import standing_problem
 from idyn import Status
 from idyn.errors import InvalidInputError
 from test_controllers import check_physics, weight

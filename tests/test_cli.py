@@ -7,9 +7,9 @@ import numpy as np
 
 import pytest
 
-from experiments.cli import main
-from experiments.runner import run_scenario
-from experiments.scenario import Scenario, terrain_scenario
+from idyn.experiments.cli import main
+from idyn.experiments.runner import run_scenario
+from idyn.experiments.scenario import Scenario, terrain_scenario
 from idyn.errors import InvalidInputError
 
 
@@ -29,7 +29,7 @@ def test_run_writes_metrics_trace_and_plot(tmp_path, capsys):
 
 def test_controller_options_reach_the_controller_and_runs_overlay(tmp_path, capsys):
     """Fig. 15 from the CLI: qp-coulomb with and without Stage II, overlaid by ``idyn plot``."""
-    from experiments.trace import Trace
+    from idyn.experiments.trace import Trace
 
     one, two = tmp_path / "stage1", tmp_path / "stage2"
     assert main(["run", "--duration", "0.03", "--controller-option", "stage2=false", "--out", str(one)]) == 0
@@ -47,9 +47,9 @@ def test_controller_options_reach_the_controller_and_runs_overlay(tmp_path, caps
 def test_contact_model_options_reach_the_idyn_sim_model(tmp_path, capsys):
     """The matched qp pair of ``idyn verify-forces`` from ``idyn run``: the gap rate on the
     controller and on idyn.sim's ``qp`` model; options without a named rigid model are refused."""
-    from experiments.runner import build_testbed
-    from experiments.scenario import Scenario
-    from experiments.trace import Trace
+    from idyn.experiments.runner import build_testbed
+    from idyn.experiments.scenario import Scenario
+    from idyn.experiments.trace import Trace
 
     out = tmp_path / "qp"
     assert main(["run", "--backend", "idyn", "--contact-model", "qp", "--mu", "0.5", "--duration", "0.03",
@@ -90,11 +90,11 @@ def test_every_command_takes_out_defaulting_to_results_command():
     """``--out DIR`` on every subcommand, ``results/<command>`` when not given (README)."""
     import importlib
 
-    from experiments.cli import COMMANDS, build_parser
+    from idyn.experiments.cli import COMMANDS, build_parser
 
     parser = build_parser()
     positional = {"bench": ["lcp"], "plot": ["somewhere"], "constraint-solver": ["pendulum"]}
-    names = [importlib.import_module(f"experiments.commands.{c}").NAME for c in COMMANDS]
+    names = [importlib.import_module(f"idyn.experiments.commands.{c}").NAME for c in COMMANDS]
     for name in names:
         argv = [name, *positional.get(name, [])]
         assert parser.parse_args(argv).out == f"results/{name}"
@@ -137,8 +137,8 @@ def test_malformed_foundation_case_is_an_argparse_error(tmp_path, capsys):
 
 
 def test_friction_limit_option(tmp_path, capsys):
-    from experiments.cli import build_parser
-    from experiments.scenario import LOCOMOTION_FRICTION_LIMIT
+    from idyn.experiments.cli import build_parser
+    from idyn.experiments.scenario import LOCOMOTION_FRICTION_LIMIT
 
     parser = build_parser()
     for command in ("run", "compare", "demo"):

@@ -6,10 +6,10 @@ the 30 s runs of the paper are marked slow.
 import numpy as np
 import pytest
 
-pytest.importorskip("robots.pybullet")
+pytest.importorskip("idyn.robots.pybullet")
 
-from experiments.runner import run_scenario  # noqa: E402
-from experiments.scenario import terrain_scenario  # noqa: E402
+from idyn.experiments.runner import run_scenario  # noqa: E402
+from idyn.experiments.scenario import terrain_scenario  # noqa: E402
 
 
 def _trot(controller, duration, terrain="rigid-high"):
@@ -87,13 +87,13 @@ def test_qp_coulomb_trots_on_its_own_contact_model():
     ground and diverges (measured at 6af8375: 1 of 31; at c232d36 the unperturbed run is one of
     them, at 1.97 s). So the property is checked on three runs (the default ridge and +-1e-6
     relative) and must hold on at least two; each run's outcome is printed."""
-    from experiments.loop import run_loop
-    from experiments.references import QuadrupedReference
-    from experiments.metrics import fall_index
+    from idyn.experiments.loop import run_loop
+    from idyn.experiments.references import QuadrupedReference
+    from idyn.experiments.metrics import fall_index
     from idyn.errors import SolverError
-    import controllers
-    import robots
-    from robots import sim as sim_testbeds
+    from idyn import controllers
+    from idyn import robots
+    from idyn.robots import sim as sim_testbeds
 
     robot = robots.quadruped("links")
     outcomes = []
@@ -124,7 +124,7 @@ def test_id_controllers_track_joints_better_than_pid_on_rigid_ground(tmp_path):
     baseline. Compared over the time every run is standing (a fall ends a run). Measured in
     the 30 s sweep of 5d3105d (rigid-high): qp-coulomb 0.0154 rad, lcp-coulomb 0.0157, pid
     0.0297 (pid fell at 15.47 s)."""
-    from experiments.trace import Trace
+    from idyn.experiments.trace import Trace
 
     traces = {}
     for controller in ("qp-coulomb", "lcp-coulomb", "pid"):

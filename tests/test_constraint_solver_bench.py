@@ -1,8 +1,8 @@
 """``idyn bench constraint-solver`` runs end to end on a tiny configuration (seconds)."""
 import json
 
-from experiments.benchmarks import constraint_solver as bench
-from experiments.cli import main
+from idyn.experiments.benchmarks import constraint_solver as bench
+from idyn.experiments.cli import main
 
 
 def test_bench_constraint_solver_times_ours_and_scipy_on_both_models(tmp_path):

@@ -11,7 +11,7 @@ from idyn.constraint_solver.geometry import sphere_plane, sphere_sphere, sphere_
 from idyn.constraint_solver.models import HertzLaw, hertz
 from idyn.constraint_solver.nonlinear import end_depth
 from idyn.sim import Box, Plane, Simulator, World
-from experiments.constraint_solver import sphere_stack
+from idyn.experiments.constraint_solver import sphere_stack
 
 
 @settings(max_examples=40, deadline=None)

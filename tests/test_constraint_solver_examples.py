@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from experiments.cli import main
-from experiments.constraint_solver import foundation, incline, pendulum, rom_pendulum, sphere_stack
+from idyn.experiments.cli import main
+from idyn.experiments.constraint_solver import foundation, incline, pendulum, rom_pendulum, sphere_stack
 
 
 def test_pendulum_deviation_is_second_order_and_energy_error_first_order_without_drift():

@@ -4,7 +4,7 @@ velocities, contact features and a whole simulator step agree to rounding."""
 import numpy as np
 import pytest
 
-import robots
+from idyn import robots
 from idyn import Contact, contact_drift, contact_jacobians
 from idyn.contact import ContactSet, contact_inputs, framed_contacts, tangent_frame, tangent_frames
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
@@ -265,7 +265,7 @@ def test_contact_set_frames_are_read_only_and_with_friction_changes_only_mu():
 
 def test_vectorized_detection_matches_per_probe_features():
     """World.detect against the one-pair geometry functions on three terrain kinds at once."""
-    from robots import sim as sim_testbeds
+    from idyn.robots import sim as sim_testbeds
     tb = sim_testbeds.QuadrupedTestbed("links", "rigid", 0.5)
     world = tb.sim.world
     rng = np.random.default_rng(3)
@@ -303,7 +303,7 @@ def test_vectorized_detection_matches_per_probe_features():
 def test_simulator_step_equals_the_straightforward_step(name, mu):
     """A trotting-pose LINKS step: the one-pass problem (M, h, J from the workspace) equals the one
     built from mass_matrix, bias_forces and per-contact frame Jacobians, and so does the step."""
-    from robots import sim as sim_testbeds
+    from idyn.robots import sim as sim_testbeds
     tb = sim_testbeds.QuadrupedTestbed("links", "compliant" if name == "penalty" else "rigid", mu,
                                        contact_model=name)
     sim, m = tb.sim, tb.model

@@ -1,4 +1,4 @@
-"""``ControlOutput.info`` is a typed :class:`controllers.ControlInfo` whose status is the one
+"""``ControlOutput.info`` is a typed :class:`idyn.controllers.ControlInfo` whose status is the one
 :class:`idyn.Status` the LCP and QP solvers report too.
 
 ``Controller.compute`` converts a controller's own info dict: ``status`` (a Status or its value),
@@ -12,11 +12,11 @@ from collections.abc import Mapping
 import numpy as np
 import pytest
 
-import controllers
+from idyn import controllers
 import idyn
-from controllers import ControlInfo, Controller, Desired, RobotState, Status
-from controllers.base import Solution
-from experiments.benchmarks.controllers import standing_problem
+from idyn.controllers import ControlInfo, Controller, Desired, RobotState, Status
+from idyn.controllers.base import Solution
+from idyn.experiments.benchmarks.controllers import standing_problem
 from idyn import lcp
 from idyn.errors import SolverError
 from idyn.qp import QPStatus, solve_qp

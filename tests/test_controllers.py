@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import controllers
-from controllers import Desired, RobotState
-from experiments.benchmarks.controllers import foot_contacts, standing_problem
+from idyn import controllers
+from idyn.controllers import Desired, RobotState
+from idyn.experiments.benchmarks.controllers import foot_contacts, standing_problem
 from idyn import Contact, contact_jacobians
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
 
@@ -215,7 +215,7 @@ def test_fingertips_hold_the_box(name, mu):
     Table 6 lists ID_LCP,mu as failing this task).  So lcp-coulomb is held to the physics
     checks only; every other predictor must predict forces that hold the box still.
     """
-    rm = pytest.importorskip("robots.manipulator")
+    rm = pytest.importorskip("idyn.robots.manipulator")
     man = rm.manipulator()
     mb = man.model_with_box
     q = man.combined_q(man.q0)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import controllers
-import robots
-from controllers import Desired, RobotState
-from experiments.benchmarks.controllers import foot_contacts
+from idyn import controllers
+from idyn import robots
+from idyn.controllers import Desired, RobotState
+from idyn.experiments.benchmarks.controllers import foot_contacts
 from idyn import contact_jacobians
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import controllers
-from experiments.benchmarks.controllers import standing_problem
+from idyn import controllers
+from idyn.experiments.benchmarks.controllers import standing_problem
 from idyn import Contact, Status
 
 MERGING = ["qp-coulomb", "qp-noslip", "qp-coulomb-1stage", "lcp-coulomb"]

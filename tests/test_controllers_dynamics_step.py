@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import controllers
-from controllers import _dynamics_kernel as kernel
-from controllers import lcp_noslip
-from experiments.benchmarks.controllers import standing_problem
+from idyn import controllers
+from idyn.controllers import _dynamics_kernel as kernel
+from idyn.controllers import lcp_noslip
+from idyn.experiments.benchmarks.controllers import standing_problem
 from idyn.lcp.find_indices import kept_mask
 from idyn.lcp.qr import column_pivots
 

@@ -9,10 +9,10 @@ import numpy as np
 from cvxopt import matrix, solvers
 from hypothesis import given, settings, strategies as st
 
-import controllers
-from controllers import _dissipation_kernel as kernel
-from controllers import dissipation
-from controllers.dissipation import build_stage_one
+from idyn import controllers
+from idyn.controllers import _dissipation_kernel as kernel
+from idyn.controllers import dissipation
+from idyn.controllers.dissipation import build_stage_one
 from idyn.contact import CONTACT_GAP
 from idyn.lcp.residuals import lcp_residuals
 from idyn.separation import LOADED_FRACTION, separating_loads

@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import controllers
-import robots
-from controllers import ControlInfo, ControlOutput, Desired, RobotState, lcp_noslip
-from controllers.warm_start import contact_keys
-from experiments.benchmarks.controllers import foot_contacts, standing_problem
+from idyn import controllers
+from idyn import robots
+from idyn.controllers import ControlInfo, ControlOutput, Desired, RobotState, lcp_noslip
+from idyn.controllers.warm_start import contact_keys
+from idyn.experiments.benchmarks.controllers import foot_contacts, standing_problem
 from idyn import Contact, Status, contact_jacobians
 from test_controllers import grasp_contacts
 
@@ -346,7 +346,7 @@ def test_release_update_kernel_equals_the_release_rule_in_numpy():
     """The compiled pass of the release rule gives the boolean arrays of its numpy statement
     (f_N <= 0, gaps opening or wider than contact_gap, loaded contacts sticking again), NaN
     speeds and zero impulses included."""
-    from controllers._noslip_kernel import release_update
+    from idyn.controllers._noslip_kernel import release_update
 
     rng = np.random.default_rng(5)
     for m in range(1, 9):

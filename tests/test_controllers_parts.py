@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import controllers
-from controllers import Desired, ErrorFeedback, RobotState
-from experiments.benchmarks.controllers import standing_problem
+from idyn import controllers
+from idyn.controllers import Desired, ErrorFeedback, RobotState
+from idyn.experiments.benchmarks.controllers import standing_problem
 from idyn import contact_jacobians
 from idyn.errors import InvalidInputError, ShapeError
 
@@ -90,8 +90,8 @@ def test_penetration_recovery_option_pushes_overlap_apart():
     for the full separation speed -phi/dt (paper eq. 35 taken literally)."""
     import numpy as np
 
-    import controllers
-    import robots
+    from idyn import controllers
+    from idyn import robots
     from idyn import Contact, contact_jacobians
     from idyn.state import Desired, RobotState
 

@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import controllers
-from controllers import Desired, RobotState
+from idyn import controllers
+from idyn.controllers import Desired, RobotState
 from idyn import Contact
 
 DATA = Path(__file__).parent / "data" / "controller_reference.npz"
@@ -64,7 +64,7 @@ class Sequence:
         self.robot, self.steps = robot, steps
 
     def model(self):
-        import robots
+        from idyn import robots
         return robots.manipulator().model_with_box if self.robot == "manipulator" else robots.quadruped(self.robot).model
 
     # -------------------------------------------------------------- npz (flat arrays)
@@ -241,8 +241,8 @@ class _Recorder:
 
 
 def _closed_loop(scenario, driver: str, skip: int = 0) -> Sequence:
-    from experiments.loop import run_loop
-    from experiments.runner import _robot, build_reference, build_testbed
+    from idyn.experiments.loop import run_loop
+    from idyn.experiments.runner import _robot, build_reference, build_testbed
 
     robot = _robot(scenario)
     testbed = build_testbed(scenario)
@@ -256,7 +256,7 @@ def _closed_loop(scenario, driver: str, skip: int = 0) -> Sequence:
 
 
 def _standing(robot: str, per_foot: int, mu: float, steps: int, seed: int) -> Sequence:
-    from experiments.benchmarks.controllers import standing_problem, trajectory
+    from idyn.experiments.benchmarks.controllers import standing_problem, trajectory
 
     p = standing_problem(robot, 4 * per_foot, mu, rng=np.random.default_rng(seed), noise=1e-3)
     w = p.model.total_mass * float(np.linalg.norm(p.model.gravity)) / len(p.contacts)
@@ -276,7 +276,7 @@ def _perturbed(seq: Sequence, rng: np.random.Generator) -> Sequence:
 
 def record(path: Path = DATA) -> None:
     """Record the inputs (module docstring) and every controller's outputs on them."""
-    from experiments.scenario import Scenario, terrain_scenario
+    from idyn.experiments.scenario import Scenario, terrain_scenario
 
     seqs = {
         "links_trot": _closed_loop(terrain_scenario("rigid-high", controller="qp-coulomb", duration=0.4),

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import controllers
-from controllers import RobotState
-from controllers.dissipation import build_stage_one, price_separation, separating_loads, solve_stage_one
+from idyn import controllers
+from idyn.controllers import RobotState
+from idyn.controllers.dissipation import build_stage_one, price_separation, separating_loads, solve_stage_one
 from idyn import Contact, contact_jacobians
 from idyn.contact import CONTACT_GAP
 from idyn.errors import InvalidInputError

@@ -22,9 +22,9 @@ import numpy as np
 from cvxopt import solvers
 from hypothesis import given, settings, strategies as st
 
-import controllers
-from controllers.dissipation import build_stage_one, solve_stage_two
-from experiments.benchmarks.controllers import standing_problem
+from idyn import controllers
+from idyn.controllers.dissipation import build_stage_one, solve_stage_two
+from idyn.experiments.benchmarks.controllers import standing_problem
 from idyn import Contact
 
 DT = 1e-3

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import controllers
-from experiments.benchmarks.controllers import standing_problem
+from idyn import controllers
+from idyn.experiments.benchmarks.controllers import standing_problem
 from idyn import Contact
 from idyn.errors import IdynError, InvalidInputError
 from idyn.state import Desired, RobotState

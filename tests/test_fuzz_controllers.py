@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import controllers
-import robots
+from idyn import controllers
+from idyn import robots
 from idyn import Contact, Status
 from idyn.errors import IdynError
 from idyn.state import Desired, RobotState

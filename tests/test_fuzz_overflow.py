@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
 import json, sys
 import numpy as np
-import controllers
-from experiments.benchmarks.controllers import standing_problem
+from idyn import controllers
+from idyn.experiments.benchmarks.controllers import standing_problem
 from idyn.errors import IdynError
 from idyn.state import RobotState
 p = standing_problem(sys.argv[1], 4)

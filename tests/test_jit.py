@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import controllers
+from idyn import controllers
 from idyn.jit import cached_jit, preparing, specialisations
 
 
@@ -37,7 +37,7 @@ def test_preparing_tells_compiled_from_loaded(tmp_path):
 _STEPS_AFTER_WARM_UP = """
 import numpy as np, controllers
 from idyn.jit import specialisations
-from experiments.benchmarks.controllers import standing_problem
+from idyn.experiments.benchmarks.controllers import standing_problem
 p = standing_problem("a1", 4, 0.6, rng=np.random.default_rng(3), noise=1e-3)
 ctrl = controllers.make({name!r}, p.model)
 before = specialisations()
@@ -66,7 +66,7 @@ def test_a_built_controller_meets_no_new_kernel_in_its_steps(name):
 
 
 def test_scenario_runs_compile_nothing_in_their_loop(tmp_path):
-    from experiments.runner import run_scenario
-    from experiments.scenario import terrain_scenario
+    from idyn.experiments.runner import run_scenario
+    from idyn.experiments.scenario import terrain_scenario
     metrics = run_scenario(terrain_scenario("rigid-high", controller="qp-coulomb", duration=0.8))
     assert metrics["kernels_compiled_in_loop"] == 0

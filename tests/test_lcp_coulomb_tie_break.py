@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import controllers
-from controllers import Desired, RobotState
-from controllers.lcp_coulomb import TIE_BREAKS
-from experiments.benchmarks.controllers import standing_problem
+from idyn import controllers
+from idyn.controllers import Desired, RobotState
+from idyn.controllers.lcp_coulomb import TIE_BREAKS
+from idyn.experiments.benchmarks.controllers import standing_problem
 from idyn import contact_jacobians
 from idyn.errors import InvalidInputError
 from test_controllers import check_physics, weight

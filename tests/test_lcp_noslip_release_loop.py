@@ -8,9 +8,9 @@ import itertools
 
 import numpy as np
 
-import controllers
-import controllers.lcp_noslip as lcp_noslip
-from experiments.benchmarks.controllers import standing_problem
+from idyn import controllers
+import idyn.controllers.lcp_noslip as lcp_noslip
+from idyn.experiments.benchmarks.controllers import standing_problem
 
 
 def test_an_exhausted_release_loop_labels_the_answer_with_the_set_it_solved(monkeypatch):

@@ -270,9 +270,9 @@ def test_lemke_reports_a_singular_refactorisation_instead_of_raising():
     """Stage I KKT LCP of a standing LINKS (seed 36 of 1e-5 rad jitter): the updated basis
     drifted and was singular when rebuilt; numba's inverse raised LinAlgError out of lemke
     (seen once in the 2000-step chatter test).  A solver reports, the fallback solves."""
-    import controllers
-    from controllers.dissipation import build_stage_one
-    from experiments.benchmarks.controllers import standing_problem
+    from idyn import controllers
+    from idyn.controllers.dissipation import build_stage_one
+    from idyn.experiments.benchmarks.controllers import standing_problem
 
     p = standing_problem("links", 4, 1.0)
     ctrl = controllers.make("qp-coulomb", p.model, feedback=False)

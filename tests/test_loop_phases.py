@@ -6,13 +6,13 @@ import time
 import numpy as np
 import pytest
 
-import controllers
-import robots
-from experiments.cli import main
-from experiments.loop import PHASES, run_loop
-from experiments.references import QuadrupedReference
+from idyn import controllers
+from idyn import robots
+from idyn.experiments.cli import main
+from idyn.experiments.loop import PHASES, run_loop
+from idyn.experiments.references import QuadrupedReference
 
-pb = pytest.importorskip("robots.pybullet")
+pb = pytest.importorskip("idyn.robots.pybullet")
 
 
 def test_every_step_is_timed_by_phase_and_the_phases_add_up_to_the_loop():

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from experiments.metrics import grasp_lost_index
-from experiments.runner import run_scenario
-from experiments.scenario import Scenario
+from idyn.experiments.metrics import grasp_lost_index
+from idyn.experiments.runner import run_scenario
+from idyn.experiments.scenario import Scenario
 
 
 def test_grasp_lost_index_is_the_first_step_beyond_the_tolerance():

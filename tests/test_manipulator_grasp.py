@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from experiments.runner import run_scenario
-from experiments.scenario import manipulator_sweep
+from idyn.experiments.runner import run_scenario
+from idyn.experiments.scenario import manipulator_sweep
 
 
 def _check(scenario):

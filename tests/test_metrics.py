@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from experiments.metrics import fall_index, force_prediction_error, summarize, torque_statistics
-from experiments.trace import Trace
+from idyn.experiments.metrics import fall_index, force_prediction_error, summarize, torque_statistics
+from idyn.experiments.trace import Trace
 
 
 def _trace(steps=100, dt=1e-3):

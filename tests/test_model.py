@@ -3,7 +3,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-import robots
+from idyn import robots
 from idyn import Contact, RobotModel, contact_drift, contact_jacobians
 from idyn.errors import ModelLoadError, NonFiniteError, ShapeError, UnknownFrameError
 

@@ -11,8 +11,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-import controllers
-from controllers.feedback import ErrorFeedback
+from idyn import controllers
+from idyn.controllers.feedback import ErrorFeedback
 from idyn import Contact, RobotModel, contact_jacobians
 from idyn.errors import InvalidInputError, ModelLoadError, QuaternionError
 from idyn.state import Desired, RobotState

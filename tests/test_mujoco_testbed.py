@@ -11,9 +11,9 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-import robots                                                    # noqa: E402
+from idyn import robots                                                    # noqa: E402
 from idyn.errors import InvalidInputError                        # noqa: E402
-from robots.mujoco import QuadrupedTestbed                       # noqa: E402
+from idyn.robots.mujoco import QuadrupedTestbed                       # noqa: E402
 
 ROBOTS = ("links", "a1")
 #: joint PD gains (N m/rad, N m s/rad) that keep each robot's stance
@@ -106,7 +106,7 @@ def test_cli_runs_on_mujoco(tmp_path, capsys):
     terrains MuJoCo does not model are refused in one line."""
     import json
 
-    from experiments.cli import main
+    from idyn.experiments.cli import main
 
     assert main(["run", "--backend", "mujoco", "--quadruped", "a1", "--duration", "0.03",
                  "--out", str(tmp_path / "run")]) == 0
@@ -122,8 +122,8 @@ def test_cli_runs_on_mujoco(tmp_path, capsys):
 def test_manipulator_box_and_cli(tmp_path):
     """The box MuJoCo simulates is the combined model's (mass, pose read back), and
     ``idyn run --robot manipulator --backend mujoco`` runs."""
-    from experiments.cli import main
-    from robots.mujoco import ManipulatorTestbed
+    from idyn.experiments.cli import main
+    from idyn.robots.mujoco import ManipulatorTestbed
 
     tb = ManipulatorTestbed()
     d = tb.description
@@ -142,7 +142,7 @@ def test_normal_totals_are_the_sensed_normals():
     """``sensed_normal_total`` (paper Table 5's quantity) is the sum of the reported contacts'
     sensed normal forces while every loaded contact is reported (0.05 s: the quadruped sags on
     its feet without torque; the fingers squeeze the box with 1 N m each)."""
-    from robots.mujoco import ManipulatorTestbed
+    from idyn.robots.mujoco import ManipulatorTestbed
 
     arm = ManipulatorTestbed()
     squeeze = np.zeros(arm.model.na)

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import controllers
-import robots
-from controllers import Desired, RobotState, lcp_noslip
-from experiments.benchmarks.controllers import foot_contacts, standing_problem
-from experiments.prediction_table import relative_prediction_error
+from idyn import controllers
+from idyn import robots
+from idyn.controllers import Desired, RobotState, lcp_noslip
+from idyn.experiments.benchmarks.controllers import foot_contacts, standing_problem
+from idyn.experiments.prediction_table import relative_prediction_error
 from idyn import Contact, RobotModel, Status, contact_jacobians
 from idyn.contact import CONTACT_GAP
 from idyn.errors import InvalidInputError
@@ -110,7 +110,7 @@ def test_the_projection_kernel_equals_the_pseudo_inverse(seed, k, d, dependent):
     against numpy's least squares and pseudo-inverse on random rows; with dependent rows of ``B``
     (a dropped row repeated) it declines, ``B`` still formed, and
     :func:`lcp_noslip.consistent_desired` takes its pseudo-inverse."""
-    from controllers import _noslip_kernel as kernel
+    from idyn.controllers import _noslip_kernel as kernel
     rng = np.random.default_rng(seed)
     nu, na, n = 6, 12, k + d + 1
     white, rows = rng.standard_normal((nu, n)), rng.standard_normal((n, nu + na))

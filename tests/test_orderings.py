@@ -1,6 +1,6 @@
 """The paper's orderings (Tables 4-6) judged on sweep rows: each verdict follows the numbers,
 the basis falls back from upright runs to every run only when the upright runs cannot decide."""
-from experiments.orderings import UP_TO_FALL, UPRIGHT, orderings_report, paper_orderings
+from idyn.experiments.orderings import UP_TO_FALL, UPRIGHT, orderings_report, paper_orderings
 
 
 def _row(controller, terrain, *, fell=False, rate=100.0, force=5.0, fall_time=None):

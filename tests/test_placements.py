@@ -4,7 +4,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-import robots
+from idyn import robots
 from idyn.errors import IdynError
 from idyn.placements import frame_translations
 

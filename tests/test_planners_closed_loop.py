@@ -4,14 +4,14 @@ import math
 import numpy as np
 import pytest
 
-import controllers
-import robots
-from experiments.loop import run_loop, torque_limits
-from experiments.references import ArmReference, QuadrupedReference
-from experiments.trace import Trace
+from idyn import controllers
+from idyn import robots
+from idyn.experiments.loop import run_loop, torque_limits
+from idyn.experiments.references import ArmReference, QuadrupedReference
+from idyn.experiments.trace import Trace
 from idyn.errors import InvalidInputError
 
-pb = pytest.importorskip("robots.pybullet")
+pb = pytest.importorskip("idyn.robots.pybullet")
 
 
 def test_quadruped_loop_records_a_loadable_trace_with_limited_torques(tmp_path):

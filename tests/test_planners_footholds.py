@@ -5,9 +5,9 @@ there continuously (a jump of the desired foot is a jump of every controller's f
 import numpy as np
 import pinocchio as pin
 
-import robots
+from idyn import robots
 from idyn.state import RobotState
-from planners import BaseCommand, QuadrupedPlanner
+from idyn.planners import BaseCommand, QuadrupedPlanner
 
 
 def test_late_foot_is_held_where_it_touched():

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from idyn.errors import InvalidInputError
-from planners import BaseCommand, ClampedCubicSpline, Gait, PlanarPose, TrotGait, predict
+from idyn.planners import BaseCommand, ClampedCubicSpline, Gait, PlanarPose, TrotGait, predict
 
 
 # ------------------------------------------------------------------ gait

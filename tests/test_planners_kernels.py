@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import robots
+from idyn import robots
 from idyn import Contact
 from idyn.errors import NonFiniteError, ShapeError
 from idyn.state import RobotState
-from planners import BalanceController, ClampedCubicSpline, LegKinematics
-from planners._plan_kernel import gait_frame_motion, workspace_dtype
-from planners.base_motion import base_rotation, rot_z
+from idyn.planners import BalanceController, ClampedCubicSpline, LegKinematics
+from idyn.planners._plan_kernel import gait_frame_motion, workspace_dtype
+from idyn.planners.base_motion import base_rotation, rot_z
 
 TOL = 1e-13
 

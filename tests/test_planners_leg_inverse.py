@@ -1,9 +1,9 @@
 """The leg inverse's fast paths give the inverse its definition asks for, and the leg Jacobians
 are the derivatives of the foot points.
 
-:meth:`planners.LegKinematics.inverse` is exact for a leg whose smallest singular value exceeds
+:meth:`idyn.planners.LegKinematics.inverse` is exact for a leg whose smallest singular value exceeds
 10 sqrt(damping) and damped otherwise; it recognises regular legs by a determinant bound
-(:func:`planners._leg_kernel.regular_inverses`) instead of an SVD. These tests hold it to the
+(:func:`idyn.planners._leg_kernel.regular_inverses`) instead of an SVD. These tests hold it to the
 definition, computed here with the SVD and numpy's inverse, to round-off.
 """
 import numpy as np
@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import robots
-from planners import BaseGoal, LegKinematics
+from idyn import robots
+from idyn.planners import BaseGoal, LegKinematics
 import pinocchio as pin
 
-from planners._leg_kernel import regular_inverses
+from idyn.planners._leg_kernel import regular_inverses
 from idyn.errors import NonFiniteError
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-import robots
+from idyn import robots
 from idyn.errors import InvalidInputError
 from idyn.state import RobotState
-from planners import BaseCommand, LegKinematics, QuadrupedPlanner, TrotGait
+from idyn.planners import BaseCommand, LegKinematics, QuadrupedPlanner, TrotGait
 
 
 def _planner(robot, **kw):

@@ -14,12 +14,12 @@ import pinocchio as pin
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import robots
+from idyn import robots
 from idyn import Contact
 from idyn.errors import InvalidInputError
 from idyn.state import RobotState
-from planners import BalanceController, BaseCommand, QuadrupedPlanner, WaypointFollower
-from planners.base_motion import clamp, wrap_angle
+from idyn.planners import BalanceController, BaseCommand, QuadrupedPlanner, WaypointFollower
+from idyn.planners.base_motion import clamp, wrap_angle
 
 FLOATS = st.floats(allow_nan=True, allow_infinity=True)
 
@@ -140,7 +140,7 @@ def test_balance_torque_is_compute_for_the_used_contacts():
 
 
 def test_reference_schedule_ignores_contacts_of_other_bodies():
-    from experiments.references import QuadrupedReference
+    from idyn.experiments.references import QuadrupedReference
     robot = robots.quadruped("links")
     ref = QuadrupedReference(robot, friction_limit=0.3)
     state = RobotState(robot.q_stand.copy(), np.zeros(robot.model.nv), 0.0)

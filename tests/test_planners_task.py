@@ -6,12 +6,12 @@ import pinocchio as pin
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import robots
+from idyn import robots
 from idyn import Contact
 from idyn.contact import contact_jacobians
 from idyn.errors import InvalidInputError
 from idyn.state import RobotState
-from planners import ArmSinusoid, BalanceController, BaseGoal, PAPER_WAYPOINTS, WaypointFollower
+from idyn.planners import ArmSinusoid, BalanceController, BaseGoal, PAPER_WAYPOINTS, WaypointFollower
 
 
 def _state(x=0.0, y=0.0, yaw=0.0, z=0.16, rpy=(0.0, 0.0), nq=19, nv=18, v=None):

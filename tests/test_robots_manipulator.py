@@ -5,8 +5,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-import robots
-from robots.manipulator import BOX_FRAME
+from idyn import robots
+from idyn.robots.manipulator import BOX_FRAME
 
 
 @pytest.fixture(scope="module")

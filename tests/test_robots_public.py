@@ -9,10 +9,10 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-pytest.importorskip("robots.pybullet")
+pytest.importorskip("idyn.robots.pybullet")
 
-import controllers  # noqa: E402
-import robots  # noqa: E402
+from idyn import controllers  # noqa: E402
+from idyn import robots  # noqa: E402
 from idyn.errors import InvalidInputError, ModelLoadError  # noqa: E402
 from idyn.state import Desired  # noqa: E402
 
@@ -44,7 +44,7 @@ def stand(quad, duration, controller="qp-coulomb"):
     """Hold the standing pose on rigid ground (mu 1, the controller planning with 0.3); return
     the testbed's weight, the first and last states and the predicted and sensed normal totals."""
     from idyn import Contact
-    from robots.pybullet import QuadrupedTestbed
+    from idyn.robots.pybullet import QuadrupedTestbed
     tb = QuadrupedTestbed(quad, terrain="rigid", mu=1.0)
     try:
         m = quad.model
@@ -124,8 +124,8 @@ def test_mesh_feet_need_their_frames():
 def test_continuous_joint_robot_trots_in_the_closed_loop():
     """aliengo's thighs are continuous joints: the planner's leg IK, the testbed's state and the
     error feedback work on their angles (pinocchio's difference), 1.5 s of the trot."""
-    from experiments.runner import run_scenario
-    from experiments.scenario import terrain_scenario
+    from idyn.experiments.runner import run_scenario
+    from idyn.experiments.scenario import terrain_scenario
     m = run_scenario(terrain_scenario("rigid-high", quadruped="aliengo", duration=1.5, friction_limit=0.3))
     assert not m["fell"]
     assert m["pos_error"] < 0.02
@@ -136,8 +136,8 @@ def test_continuous_joint_robot_trots_in_the_closed_loop():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["go1", "go2", "a1", "anymal_c", "solo12", "aliengo", "mini_cheetah", "laikago"])
 def test_public_quadruped_trots_10_s(name):
-    from experiments.runner import run_scenario
-    from experiments.scenario import terrain_scenario
+    from idyn.experiments.runner import run_scenario
+    from idyn.experiments.scenario import terrain_scenario
     m = run_scenario(terrain_scenario("rigid-high", quadruped=name, duration=10.0, friction_limit=0.3))
     assert not m["fell"], m
     assert m["distance"] > 1.0
@@ -154,7 +154,7 @@ def test_public_quadruped_stands_3_s_under_lcp_coulomb(name):
 def test_pybullet_state_of_continuous_joints_round_trips():
     """PyBullet's joint positions are angles; aliengo's continuous thighs have (cos, sin) in q:
     the testbed writes q's angles and reads back pinocchio's q, for angles beyond pi too."""
-    from robots.pybullet import QuadrupedTestbed
+    from idyn.robots.pybullet import QuadrupedTestbed
     quad = robots.quadruped("aliengo")
     m = quad.model
     assert not m.flat_actuation

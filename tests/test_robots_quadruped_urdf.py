@@ -3,9 +3,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-import robots
+from idyn import robots
 from idyn.errors import InvalidInputError
-from robots.pybullet.base import pybullet_urdf
+from idyn.robots.pybullet.base import pybullet_urdf
 
 
 @pytest.mark.parametrize("name", ["links", "a1"])
@@ -39,7 +39,7 @@ def test_nominal_stance_facts_place_the_feet_by_ik():
     feet at (+-L/2, +-W/2) on the ground and the base at the given height."""
     import numpy as np
 
-    from robots.quadruped import KNOWN, QuadrupedFacts, build
+    from idyn.robots.quadruped import KNOWN, QuadrupedFacts, build
 
     links = KNOWN["links"]
     quad = build(QuadrupedFacts(links.urdf, links.leg_joint_guess, base_height=0.161853,

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from experiments import runner
-from experiments.scenario import Scenario
+from idyn.experiments import runner
+from idyn.experiments.scenario import Scenario
 
 
 def _fake_run_one(item):

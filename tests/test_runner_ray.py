@@ -14,10 +14,10 @@ import time
 import numpy as np
 import pytest
 
-from experiments.cli import main
-from experiments.runner import run_sweep
-from experiments.scenario import terrain_scenario
-from experiments.trace import Trace
+from idyn.experiments.cli import main
+from idyn.experiments.runner import run_sweep
+from idyn.experiments.scenario import terrain_scenario
+from idyn.experiments.trace import Trace
 
 #: metrics measured on the wall clock: they differ between any two runs of the same scenario
 TIMING = {"realtime_factor", "solve_time_p50_us", "solve_time_p95_us", "solve_time_max_us", "deadline_misses"}
@@ -105,7 +105,7 @@ def test_cli_sweep_joins_the_cluster_at_ray_address(tmp_path):
         while not cluster_up():
             assert time.monotonic() < deadline and head.poll() is None, "ray start did not come up"
             time.sleep(2)
-        sweep = subprocess.run([sys.executable, "-m", "experiments.cli", "compare", "--controllers", "pid,sensed-1",
+        sweep = subprocess.run([sys.executable, "-m", "idyn.experiments.cli", "compare", "--controllers", "pid,sensed-1",
                                 "--terrains", "rigid-high", "--duration", "0.1", "--executor", "ray",
                                 "--out", str(tmp_path / "ray")],
                                env=dict(env, RAY_ADDRESS=address), capture_output=True, text=True, timeout=300)

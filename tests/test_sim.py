@@ -302,7 +302,7 @@ def test_bad_input_raises_typed_errors():
 def test_non_finite_torques_are_refused_at_the_boundary():
     """The step checks tau inside its compiled call: NaN or inf raise NonFiniteError, the
     simulator's state untouched."""
-    from robots import sim as sim_testbeds
+    from idyn.robots import sim as sim_testbeds
     tb = sim_testbeds.QuadrupedTestbed("links", "rigid", math.inf)
     q = tb.sim.q.copy()
     for bad in (np.nan, np.inf, -np.inf):
@@ -337,7 +337,7 @@ def test_overflowing_torques_stop_with_the_simulators_error():
     """Finite but huge torques (a controller that lost the robot reached 1e159 N m on the 30 s
     trot) overflow M^-1 tau: the step raises SolverError("diverged") before any contact solver
     sees NaN (lemke used to raise NonFiniteError about its own input)."""
-    from robots import sim as sim_testbeds
+    from idyn.robots import sim as sim_testbeds
     tb = sim_testbeds.QuadrupedTestbed("links", "rigid", math.inf, contact_model="noslip")
     with np.errstate(over="ignore", invalid="ignore"), pytest.raises(SolverError, match="diverged"):
         tb.sim.step(np.full(tb.na, 1e306))

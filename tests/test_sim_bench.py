@@ -1,7 +1,7 @@
 """``idyn bench sim`` runs end to end: every contact model against PyBullet, in one JSON."""
 import json
 
-from experiments.benchmarks import sim
+from idyn.experiments.benchmarks import sim
 
 
 def test_bench_sim_times_every_case_against_pybullet(tmp_path):

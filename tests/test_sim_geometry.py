@@ -99,7 +99,7 @@ def test_detection_does_not_reuse_a_pass_without_frame_placements():
     """A controller's pinocchio pass skips the frame placements (Workspace.compute_checked with
     placements=False): handed to World.detect at that same q it must not be read as placed, or the
     contacts would come from the previous configuration's frames."""
-    from robots import sim as sim_testbeds
+    from idyn.robots import sim as sim_testbeds
 
     tb = sim_testbeds.QuadrupedTestbed("links", "rigid", 0.5)
     world, model = tb.sim.world, tb.model

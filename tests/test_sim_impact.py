@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controllers import RobotState
-from experiments.benchmarks.controllers import foot_contacts, standing_problem
+from idyn.controllers import RobotState
+from idyn.experiments.benchmarks.controllers import foot_contacts, standing_problem
 from idyn import Contact, contact_jacobians, lcp
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
 from idyn.contact import NO_SLIP_MU
@@ -124,7 +124,7 @@ def test_a_sliding_foot_is_not_launched_by_its_impact():
     two independent QP solvers (cvxopt, quadprog), buys its friction impulse with normal impulse
     and launches the loaded feet at about mu |v_T|, which made the trot's landing feet chatter
     until LINKS fell (:mod:`idyn.impact`)."""
-    from robots import sim as sim_testbeds
+    from idyn.robots import sim as sim_testbeds
 
     tb = sim_testbeds.QuadrupedTestbed("links", "rigid", 0.5, contact_model="ap-lcp", impacts="passive")
     q = tb.sim.q.copy()
@@ -210,7 +210,7 @@ def test_an_unsolved_impact_reports_its_status_and_leaves_the_step_to_the_model(
     """If Lemke's method and its regularisation all fail, the impact carries zero impulses and its
     status, the simulator steps without the impact phase (the time-stepping scheme), and so does
     the controller; nothing is NaN."""
-    import controllers
+    from idyn import controllers
     import idyn.impact
 
     failed = lcp.lemke_regularized(np.array([[-1.0]]), np.array([-1.0]))   # a secondary ray
@@ -248,7 +248,7 @@ def test_the_impact_takes_no_actuator_impulse():
     """The time-stepping scheme lets held torques help stop a landing body; the passive impact
     does not: on the quadruped dropped at 0.5 m/s with 2 N m on every joint, the step mode has no
     impact phase and other forces, and the passive impact equals the one under zero torque."""
-    from robots import sim as sim_testbeds
+    from idyn.robots import sim as sim_testbeds
 
     def landing(mode, tau):
         tb = sim_testbeds.QuadrupedTestbed("links", "rigid", 0.5, impacts=mode)

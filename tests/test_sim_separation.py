@@ -16,17 +16,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import controllers
-import robots
-from controllers import Desired, RobotState
-from experiments.prediction_table import PUBLISHED_QP, relative_prediction_error
+from idyn import controllers
+from idyn import robots
+from idyn.controllers import Desired, RobotState
+from idyn.experiments.prediction_table import PUBLISHED_QP, relative_prediction_error
 from idyn import contact_jacobians
 from idyn.contact import CONTACT_GAP
 from idyn.errors import InvalidInputError
 from idyn.qp import solve_qp
 from idyn.separation import price_separation, separating_loads
 from idyn.sim import MaximalDissipation, make
-from robots import sim as sim_testbeds
+from idyn.robots import sim as sim_testbeds
 
 DT = 1e-3
 

@@ -1,16 +1,16 @@
 """Matched-model verification of contact-force predictions (paper Sec. 8.2, Table 5, issue 8).
 
 The trot runs in closed loop on idyn.sim with the simulator using the controller's own contact
-model (:mod:`experiments.prediction_table`: the same contact set, passive touchdown impacts on
+model (:mod:`idyn.experiments.prediction_table`: the same contact set, passive touchdown impacts on
 both sides, the same gap stabilisation); the controller's predicted summed normal force is
 compared with the simulator's, step by step. The 30 s runs are slow tests, short runs the
 default; ``idyn verify-forces`` prints the whole table.
 """
 import pytest
 
-from experiments.prediction_table import (BACKENDS, MATCHED, PREDICTING, contact_selection, matched_options,
+from idyn.experiments.prediction_table import (BACKENDS, MATCHED, PREDICTING, contact_selection, matched_options,
                                           planning_friction_limit, relative_prediction_error)
-from experiments.scenario import LOCOMOTION_FRICTION_LIMIT
+from idyn.experiments.scenario import LOCOMOTION_FRICTION_LIMIT
 
 
 SHORT = 0.3   # s of the trot: start, liftoff, the first two touchdowns
@@ -82,7 +82,7 @@ def test_verify_forces_command_prints_and_writes_the_table(tmp_path, capsys):
     import csv
     import json
 
-    from experiments.cli import main
+    from idyn.experiments.cli import main
 
     out = tmp_path / "vf"
     assert main(["verify-forces", "--duration", "0.02", "--controllers", "lcp-coulomb",
@@ -117,7 +117,7 @@ def test_only_the_matched_model_shares_its_contact_data():
     (["--duration", "0"], "--duration must be a positive"),
 ])
 def test_verify_forces_command_rejects_bad_input_in_one_line(tmp_path, capsys, argv, message):
-    from experiments.cli import main
+    from idyn.experiments.cli import main
 
     assert main(["verify-forces", *argv, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()

@@ -1,4 +1,4 @@
-"""Conformance of every testbed to :class:`robots.testbed.Testbed`, clause by clause, with physics.
+"""Conformance of every testbed to :class:`idyn.robots.testbed.Testbed`, clause by clause, with physics.
 
 Parametrised over the quadruped testbeds of PyBullet, idyn.sim and MuJoCo on LINKS; a user's
 testbed passes the same checks by adding its factory to ``FACTORIES``. Oracles are pinocchio's
@@ -11,25 +11,25 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-import robots
+from idyn import robots
 from idyn.errors import InvalidInputError
-from robots import testbed as protocol
+from idyn.robots import testbed as protocol
 
 GRAVITY = 9.81
 
 
 def _pybullet():
-    from robots.pybullet import QuadrupedTestbed
+    from idyn.robots.pybullet import QuadrupedTestbed
     return QuadrupedTestbed("links")
 
 
 def _idyn():
-    from robots.sim import QuadrupedTestbed
+    from idyn.robots.sim import QuadrupedTestbed
     return QuadrupedTestbed("links")
 
 
 def _mujoco():
-    from robots.mujoco import QuadrupedTestbed
+    from idyn.robots.mujoco import QuadrupedTestbed
     return QuadrupedTestbed("links")
 
 
@@ -239,17 +239,17 @@ def test_apply_rejects_bad_torques(testbed):
 
 # ---------------------------------------------------------------- the manipulator and its box
 def _pybullet_arm():
-    from robots.pybullet import ManipulatorTestbed
+    from idyn.robots.pybullet import ManipulatorTestbed
     return ManipulatorTestbed()
 
 
 def _idyn_arm():
-    from robots.sim import ManipulatorTestbed
+    from idyn.robots.sim import ManipulatorTestbed
     return ManipulatorTestbed()
 
 
 def _mujoco_arm():
-    from robots.mujoco import ManipulatorTestbed
+    from idyn.robots.mujoco import ManipulatorTestbed
     return ManipulatorTestbed()
 
 

@@ -9,10 +9,10 @@ import pytest
 from idyn.contact import ContactSet
 from idyn.errors import InvalidInputError, NonFiniteError
 
-pb = pytest.importorskip("robots.pybullet")
-from robots.pybullet._testbed_kernel import ANY_LINK  # noqa: E402
-from robots.pybullet.base import attribute_forces  # noqa: E402
-from robots.pybullet.quadruped import _foot_contacts  # noqa: E402
+pb = pytest.importorskip("idyn.robots.pybullet")
+from idyn.robots.pybullet._testbed_kernel import ANY_LINK  # noqa: E402
+from idyn.robots.pybullet.base import attribute_forces  # noqa: E402
+from idyn.robots.pybullet.quadruped import _foot_contacts  # noqa: E402
 
 
 def _raw(point, normal, gap):

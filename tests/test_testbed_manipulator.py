@@ -6,7 +6,7 @@ import pytest
 
 from idyn import contact_jacobians
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
-from robots.pybullet import ManipulatorTestbed
+from idyn.robots.pybullet import ManipulatorTestbed
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ import pinocchio as pin
 import pybullet as pb
 import pytest
 
-import robots
+from idyn import robots
 from idyn import Contact, contact_jacobians
 from idyn.errors import IdynError, InvalidInputError, NonFiniteError, ShapeError
-from robots.pybullet import QuadrupedTestbed, rough_heightmap
+from idyn.robots.pybullet import QuadrupedTestbed, rough_heightmap
 
 ROBOTS = ["links", "a1"]
 
@@ -208,7 +208,7 @@ def test_rough_terrain_is_seeded_and_per_cell_friction():
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_bare_links_out_of_collision_detection_change_nothing(robot, monkeypatch):
     """The links without a collision shape are filtered out of collision detection
-    (:func:`robots.pybullet.base.exclude_bare_links`): a stance under PD control gives the same
+    (:func:`idyn.robots.pybullet.base.exclude_bare_links`): a stance under PD control gives the same
     states and sensed forces, to the bit, as with them left in (as PyBullet loads them)."""
     runs = []
     for exclude in (True, False):
@@ -233,8 +233,8 @@ def test_probe_skips_pybullet_only_where_it_finds_nothing(terrain):
     """SphereProbe.nearest given the terrain's top answers a sphere out of reach without PyBullet:
     around the threshold (margin + TOP_SLACK above the top, over the highest node of the rough
     ground) the answers are PyBullet's, point for point, and both sides of it occur."""
-    from robots.pybullet.base import TOP_SLACK
-    from robots.terrain import ROUGH_RESOLUTION, ROUGH_SIZE
+    from idyn.robots.pybullet.base import TOP_SLACK
+    from idyn.robots.terrain import ROUGH_RESOLUTION, ROUGH_SIZE
     with QuadrupedTestbed("links", terrain, mu=math.inf if terrain == "rigid" else math.nan) as tb:
         probe, body, top = tb._foot_probes[0], tb.terrain.body, tb.terrain.max_height
         x, y = 0.1, -0.2

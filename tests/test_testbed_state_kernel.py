@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from idyn.errors import NonFiniteError
-from robots.pybullet.base import StateReader
+from idyn.robots.pybullet.base import StateReader
 
 finite = st.floats(-10.0, 10.0, allow_nan=False)
 

@@ -32,7 +32,7 @@ import platform
 
 import numpy as np
 
-from experiments.constraint_solver import foundation, sphere_stack
+from idyn.experiments.constraint_solver import foundation, sphere_stack
 from idyn.errors import InvalidInputError
 
 from .controllers import single_threaded_blas, write_report

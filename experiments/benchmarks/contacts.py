@@ -8,7 +8,7 @@ floor and every controller are timed at every count, in two series:
   as the paper's controllers did, so this series measures what Fig. 19 measured, the scaling
   of each model with the number of contacts;
 * **merging on** (idyn's default, only the controllers that merge: ``Controller.merge_duplicates``):
-  exact duplicates are solved once (:mod:`controllers.duplicates`), so every count costs about
+  exact duplicates are solved once (:mod:`idyn.controllers.duplicates`), so every count costs about
   what four contacts cost plus the merge.
 
 Both series are timed in the same steps (one after the other, so machine load falls on both
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-import controllers
+from idyn import controllers
 from idyn.errors import InvalidInputError
 
 from .controllers import single_threaded_blas, standing_problem, time_controllers, write_report

@@ -8,7 +8,7 @@ prints median and p99 step time per controller and the ratio of medians to the f
 DIR/bench.json holds all of it (p90 too).
 
 :func:`standing_problem` (the standing quadruped with k duplicated contacts per foot) is shared
-by :mod:`experiments.benchmarks.contacts` and the controller conformance tests.
+by :mod:`idyn.experiments.benchmarks.contacts` and the controller conformance tests.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-import controllers
-import robots
+from idyn import controllers
+from idyn import robots
 from idyn import Contact
 from idyn.state import Desired, RobotState
 
@@ -128,7 +128,7 @@ def time_controllers(problems: list[StandingProblem], names, repeats: int) -> di
     """Median, p90 and p99 of the floor and of each controller over ``problems`` x ``repeats`` steps.
 
     ``names`` lists controller names, or maps a label to ``(name, options)`` of
-    :func:`controllers.make` to time variants of one controller side by side; results are keyed
+    :func:`idyn.controllers.make` to time variants of one controller side by side; results are keyed
     by name or label.
 
     Each problem is run as a ``repeats``-step :func:`trajectory` (after one untimed warm-up

@@ -1,7 +1,7 @@
 """The LCP benchmark suite behind ``idyn bench lcp``.
 
 For every ``n`` in :data:`CONTACT_COUNTS` it builds realistic problems
-(:mod:`experiments.benchmarks.lcp_problems`: LINKS and a1, standing and mid-trot, seeded
+(:mod:`idyn.experiments.benchmarks.lcp_problems`: LINKS and a1, standing and mid-trot, seeded
 jitter of duplicated foot contacts) and times each solver on them:
 
 * ``ppm_contact/noslip`` - Algorithm 2 on (N, M, f*, J), including the O(m^2 n) factor set-up;
@@ -13,7 +13,7 @@ jitter of duplicated foot contacts) and times each solver on them:
 Each row reports the median and p90 wall time in microseconds over all problems and repeats,
 the median pivot count and the fraction of problems solved (status SOLVED *and* the residual
 check of :func:`idyn.lcp.lcp_residuals` on the dense problem).  Run with one BLAS thread, as a
-control loop runs (:func:`experiments.benchmarks.controllers.single_threaded_blas`).
+control loop runs (:func:`idyn.experiments.benchmarks.controllers.single_threaded_blas`).
 """
 from __future__ import annotations
 

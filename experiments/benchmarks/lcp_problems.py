@@ -125,7 +125,7 @@ def build_problem(robot: str = "links", state: str = "standing", n_contacts: int
     seeded random joint rates and desired accelerations, as in the middle of a trot.
     Contact copies beyond the first per foot are jittered by up to ``jitter`` metres in x, y.
     """
-    from robots.quadruped import quadruped  # robots -> idyn; only this builder needs a robot
+    from idyn.robots.quadruped import quadruped  # robots -> idyn; only this builder needs a robot
 
     quad = quadruped(robot)
     model = quad.model

@@ -2,7 +2,7 @@
 
 Runs one scenario (default: LINKS trotting the waypoint course under ``qp-coulomb`` on rigid
 high-friction ground in PyBullet, as ``idyn demo``) ``repeats`` times and reports, per phase of
-the step (:data:`experiments.loop.PHASES`: testbed state and contact query, planner, contact
+the step (:data:`idyn.experiments.loop.PHASES`: testbed state and contact query, planner, contact
 schedule, controller, balance, simulator, sensed forces, the loop's bookkeeping), the median,
 p99 and mean time and its share of the run, plus the whole step and the real-time factor.
 
@@ -20,11 +20,11 @@ import time
 
 import numpy as np
 
-import controllers
-import robots
-from experiments.loop import PHASES, dry_run, run_loop
-from experiments.runner import WARM_UP, _fallen, build_reference, build_testbed
-from experiments.scenario import Scenario, terrain_scenario
+from idyn import controllers
+from idyn import robots
+from idyn.experiments.loop import PHASES, dry_run, run_loop
+from idyn.experiments.runner import WARM_UP, _fallen, build_reference, build_testbed
+from idyn.experiments.scenario import Scenario, terrain_scenario
 
 from .controllers import single_threaded_blas, write_report
 
@@ -33,7 +33,7 @@ CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
 def time_loop(scenario: Scenario, clock: str = "cpu") -> dict:
     """One run of the quadruped ``scenario`` with its phases timed by ``clock``, built and run
-    as :func:`experiments.runner.run_scenario` does (fall test included); per-phase statistics
+    as :func:`idyn.experiments.runner.run_scenario` does (fall test included); per-phase statistics
     (us). A run that falls ends there."""
     testbed = build_testbed(scenario)
     try:

@@ -3,7 +3,7 @@
 Both backends run the standing LINKS quadruped on rigid ground under the same joint-space PD
 hold, in the same process, taking turns in blocks of steps (load hits all alike), one BLAS thread (the
 control-size matrices gain nothing from more, see
-:func:`experiments.benchmarks.controllers.single_threaded_blas`). Timed: one
+:func:`idyn.experiments.benchmarks.controllers.single_threaded_blas`). Timed: one
 ``testbed.step()`` (PyBullet: ``stepSimulation`` plus setting the torques; idyn.sim: detection,
 dynamics, contact model and integration). Printed as median and p90 in microseconds per contact
 model, with the ratio to PyBullet (of the medians and of the p90s) and the machine's load average
@@ -67,8 +67,8 @@ def run(out="results/bench", *, counts=None, seeds: int = 1, repeats: int = 2000
     """Time ``repeats`` steps per backend (``counts`` and ``seeds`` are ignored)."""
     if (child := single_threaded_blas(__name__, out, repeats=repeats, robot=robot)) is not None:
         return child
-    from robots import pybullet as pb_testbeds
-    from robots import sim as sim_testbeds
+    from idyn.robots import pybullet as pb_testbeds
+    from idyn.robots import sim as sim_testbeds
 
     report = {"benchmark": "sim", "robot": robot, "python": platform.python_version(),
               "machine": platform.machine(), "blas_threads": 1, "pybullet": {}, "idyn": {}}

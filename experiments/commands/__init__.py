@@ -1,4 +1,4 @@
-"""The ``idyn`` subcommands (one module each, listed in :data:`experiments.cli.COMMANDS`)."""
+"""The ``idyn`` subcommands (one module each, listed in :data:`idyn.experiments.cli.COMMANDS`)."""
 from __future__ import annotations
 
 import argparse

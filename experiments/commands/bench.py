@@ -36,7 +36,7 @@ def run(args) -> int:
     from ..cli import CommandError
 
     try:
-        suite = importlib.import_module(f"experiments.benchmarks.{args.kind.replace('-', '_')}")
+        suite = importlib.import_module(f"idyn.experiments.benchmarks.{args.kind.replace('-', '_')}")
     except ModuleNotFoundError as exc:
         raise CommandError(f"the {args.kind} benchmark suite is not available: {exc}") from exc
     defaults = _DEFAULTS.get(args.kind, _DEFAULTS[None])

@@ -4,7 +4,7 @@ Runs LINKS on the waypoint course (``idyn demo``'s scenario by default) and prin
 phase of the step (testbed state, contact query, planner, contact schedule, controller, balance,
 simulator, sensed forces, loop bookkeeping), the median, p99 and mean time and its share, the
 whole step (also as a multiple of the simulator phase), the kernels first met inside the loop
-and the real-time factor; writes DIR/bench.json (:mod:`experiments.benchmarks.loop`).
+and the real-time factor; writes DIR/bench.json (:mod:`idyn.experiments.benchmarks.loop`).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import controllers
+    from idyn import controllers
 
     from ..benchmarks import loop
     from ..cli import CommandError

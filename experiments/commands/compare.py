@@ -3,7 +3,7 @@
 Prints the paper's Tables 3, 4 and 5 with our numbers beside theirs and the Table 6 scorecard,
 and writes ``DIR/metrics.csv`` (one row per run), ``DIR/meta.json`` (package versions, git
 revision, seeds, machine), ``DIR/tables.txt``, ``DIR/orderings.json`` (the paper's orderings of
-Tables 4-6 judged on this sweep, :mod:`experiments.orderings`), ``DIR/comparison.png`` and each run's trace.
+Tables 4-6 judged on this sweep, :mod:`idyn.experiments.orderings`), ``DIR/comparison.png`` and each run's trace.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def run(args) -> int:
     from dataclasses import asdict
     from pathlib import Path
 
-    import controllers
+    from idyn import controllers
 
     from ..meta import run_metadata
     from ..orderings import paper_orderings

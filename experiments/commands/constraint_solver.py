@@ -11,7 +11,7 @@ import importlib
 import json
 import os
 
-from experiments.constraint_solver import EXAMPLES
+from idyn.experiments.constraint_solver import EXAMPLES
 
 NAME = "constraint-solver"
 HELP = ("run an example of the L-stable constraint solver paper: "
@@ -55,7 +55,7 @@ def _case(text: str) -> tuple:
 
 
 def run(args) -> int:
-    mod = importlib.import_module(f"experiments.constraint_solver.{_MODULES[args.example]}")
+    mod = importlib.import_module(f"idyn.experiments.constraint_solver.{_MODULES[args.example]}")
     options = {"backend": args.backend, "formulation": args.formulation}
     if args.example in ("elastic-foundation", "sphere-stack"):
         options["budget"] = args.budget

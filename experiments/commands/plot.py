@@ -46,7 +46,7 @@ def run(args) -> int:
 
 def _load_run(directory):
     """(trace, scenario, model) of a saved run."""
-    import robots
+    from idyn import robots
 
     from ..scenario import Scenario
     from ..trace import Trace

@@ -1,7 +1,7 @@
 """``idyn run``: one scenario (robot, controller, terrain, friction, duration, seed, backend).
 
 Writes ``DIR/metrics.json`` (the metrics of docs/experiments.md), ``DIR/trace.npz`` (the per-step
-trace, see :mod:`experiments.trace`) and ``DIR/run.png``.
+trace, see :mod:`idyn.experiments.trace`) and ``DIR/run.png``.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import controllers
+    from idyn import controllers
 
     from ..report import print_run_summary
     from ..runner import run_scenario

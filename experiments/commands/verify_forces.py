@@ -4,7 +4,7 @@ Sec. 8.2, Table 5 and its footnote), PyBullet and MuJoCo included.
 Runs the trot once per (controller, model) cell, prints the table of mean relative errors of the
 predicted summed normal force (matched models marked ``*``) and writes ``DIR/verify_forces.json``
 (settings, rows, run metadata) and ``DIR/verify_forces.csv`` (one row per cell). See
-:mod:`experiments.prediction_table` for what makes a pair matched.
+:mod:`idyn.experiments.prediction_table` for what makes a pair matched.
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ Why not relative to ``scale_w`` alone (the first version did that): a solver tha
 impulses of ``1e12``-``1e33`` (opposite friction-pyramid edges growing together, a nearly
 singular basis) produces ``w`` whose negative entries, though large in physical units
 (``w_N = -1e3`` m/s), are tiny next to ``||M|| max|z|``; such answers passed as SOLVED and only
-the controllers' physical check (:meth:`controllers.dynamics.Step.complementarity_violation`)
+the controllers' physical check (:meth:`idyn.controllers.dynamics.Step.complementarity_violation`)
 caught them.  When ``q = 0`` the only solution a solver returns is ``z = 0`` (every residual 0).
 
 A solution passes when all five are at most ``tol`` (default ``1e-9``).

@@ -40,7 +40,7 @@ different answers (most of the matched pair's prediction error; docs/design.md).
 the held contacts are chosen from the state at the start of the step, before any impulse, as
 those touching and not moving apart, ``max(phi, phi + dt N v) <= CONTACT_GAP``
 (:data:`idyn.contact.CONTACT_GAP`); the others get no friction. It is ``lcp-noslip``'s
-``release="state"`` (:mod:`controllers.lcp_noslip`, "The state rule"), whose answers this model
+``release="state"`` (:mod:`idyn.controllers.lcp_noslip`, "The state rule"), whose answers this model
 reproduces to round-off. The price is one step of friction at a lift-off: a contact that was
 touching and at rest at the start of the step keeps its no-slip rows through the step even if
 it ends it apart unloaded.

@@ -91,7 +91,7 @@ class Heightmap:
     """Terrain ``z = H(x, y)`` sampled on a regular grid, bilinearly interpolated.
 
     ``heights[iy, ix]`` is the height at ``(x0 + ix * spacing, y0 + iy * spacing)`` (the layout
-    of :func:`robots.pybullet.terrain.rough_heightmap`). ``mu`` is a scalar or one coefficient per
+    of :func:`idyn.robots.pybullet.terrain.rough_heightmap`). ``mu`` is a scalar or one coefficient per
     grid cell (shape ``(ny - 1, nx - 1)``) or per node (same shape as ``heights``, read at the
     nearest node). Outside the grid the border height continues flat.
     """

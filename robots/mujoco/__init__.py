@@ -1,7 +1,7 @@
 """MuJoCo testbeds (``--backend mujoco``): the quadruped (rigid plane, rough heightfield) and the manipulator.
 
-The interface and conventions are those of :class:`robots.testbed.Testbed`, as for
-:mod:`robots.pybullet` and :mod:`robots.sim`. Importing this package imports MuJoCo (PyPI
+The interface and conventions are those of :class:`idyn.robots.testbed.Testbed`, as for
+:mod:`idyn.robots.pybullet` and :mod:`idyn.robots.sim`. Importing this package imports MuJoCo (PyPI
 ``mujoco``, in the ``mujoco`` and ``test`` extras); ``robots`` itself does not.
 """
 from .manipulator import ManipulatorTestbed

@@ -1,7 +1,7 @@
 """MuJoCo testbed of the fixed-base manipulator grasping a heavy box (paper Sec. 8.4.1).
 
-Same constructor, methods and conventions as :class:`robots.pybullet.ManipulatorTestbed`
-(:class:`robots.testbed.Testbed`): the state is that of ``Manipulator.model_with_box`` (the 11
+Same constructor, methods and conventions as :class:`idyn.robots.pybullet.ManipulatorTestbed`
+(:class:`idyn.robots.testbed.Testbed`): the state is that of ``Manipulator.model_with_box`` (the 11
 arm and finger joints, then the box free-flyer, MuJoCo's free joint of the same name). Contact
 parameters are the quadruped's rigid ones (:mod:`.quadruped`) on every geom. Friction
 (docs/robots.md): fingertip-box ``mu_grasp`` (MuJoCo has no cap: 100 is simulated as 100), box

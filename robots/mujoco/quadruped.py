@@ -1,7 +1,7 @@
 """MuJoCo testbed for any point-footed quadruped on a rigid plane or the rough heightfield.
 
-Same constructor, methods and conventions as :class:`robots.pybullet.QuadrupedTestbed`
-(:class:`robots.testbed.Testbed`). The MuJoCo model is compiled from the quadruped's own URDF
+Same constructor, methods and conventions as :class:`idyn.robots.pybullet.QuadrupedTestbed`
+(:class:`idyn.robots.testbed.Testbed`). The MuJoCo model is compiled from the quadruped's own URDF
 (:func:`.base.urdf_spec`), on a ground plane whose contact parameters make rigid ground behave
 rigidly (module constants, measured in docs/robots.md):
 
@@ -12,12 +12,12 @@ rigidly (module constants, measured in docs/robots.md):
   ``noslip_iterations`` to remove the creep of MuJoCo's soft friction at standstill.
 
 Terrains: ``"rigid"``, the plane; ``"rough"``, the seeded heights of
-:func:`robots.terrain.rough_heightmap` as a MuJoCo heightfield (MuJoCo triangulates the grid
+:func:`idyn.robots.terrain.rough_heightmap` as a MuJoCo heightfield (MuJoCo triangulates the grid
 where idyn.sim interpolates it bilinearly) with the same per-cell friction: a heightfield has one
 coefficient, so, as the PyBullet testbed does, each foot takes the friction of the cell under its
 centre (:class:`idyn.sim.Heightmap`'s lookup) before every collision, and the feet outrank the
 ground. No ``"compliant"``: MuJoCo's contact softness is a time constant or a stiffness per unit
-of effective mass, not the N/m of :mod:`robots.terrain`.
+of effective mass, not the N/m of :mod:`idyn.robots.terrain`.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class QuadrupedTestbed(Testbed):
 
     Parameters
     ----------
-    robot: ``"links"``, ``"a1"`` or a :class:`robots.Quadruped`.
+    robot: ``"links"``, ``"a1"`` or a :class:`idyn.robots.Quadruped`.
     terrain: ``"rigid"`` or ``"rough"``.
     mu: Coulomb friction of the plane (``math.inf`` = no slip, simulated as 100); ignored on
         rough terrain, whose friction is per cell.

@@ -1,4 +1,4 @@
-"""PyBullet's state as pinocchio's (q, v), compiled (:class:`robots.pybullet.base.StateReader`).
+"""PyBullet's state as pinocchio's (q, v), compiled (:class:`idyn.robots.pybullet.base.StateReader`).
 
 PyBullet reports the pose of the base's *inertial* frame (centre of mass c, unit quaternion
 q_c) with the world velocity of the centre of mass and the world angular velocity w; pinocchio's

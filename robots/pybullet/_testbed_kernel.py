@@ -1,4 +1,4 @@
-"""The PyBullet testbeds' per-step force attribution, compiled (:func:`robots.pybullet.base.attribute_forces`).
+"""The PyBullet testbeds' per-step force attribution, compiled (:func:`idyn.robots.pybullet.base.attribute_forces`).
 
 Every control step sums PyBullet's contact points into the forces on the testbed's contacts:
 per point a body-pair test against every contact, a distance and a three-term force, then a
@@ -14,7 +14,7 @@ import numpy as np
 
 from idyn.jit import cached_jit
 
-#: a contact pair's "any link of the body" (:class:`robots.pybullet.base.BodyLink` with link
+#: a contact pair's "any link of the body" (:class:`idyn.robots.pybullet.base.BodyLink` with link
 #: None); PyBullet's link indices are -1 (the base) and up
 ANY_LINK = -2
 

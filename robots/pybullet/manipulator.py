@@ -32,7 +32,7 @@ CONTACT_MARGIN = 0.005
 class ManipulatorTestbed(Testbed):
     """The 11-DOF manipulator and its box in their own PyBullet client, torque controlled."""
 
-    #: (m) :meth:`contacts` reports the features within this gap (:class:`robots.testbed.Testbed`)
+    #: (m) :meth:`contacts` reports the features within this gap (:class:`idyn.robots.testbed.Testbed`)
     contact_margin = CONTACT_MARGIN
 
     def __init__(self, mu_grasp=100.0, dt: float = 0.001, gui: bool = False):

@@ -1,6 +1,6 @@
 """PyBullet testbed for any point-footed quadruped on rigid, compliant or rough terrain.
 
-Nothing here is specific to LINKS: the robot is a :class:`robots.Quadruped` (from its URDF), the
+Nothing here is specific to LINKS: the robot is a :class:`idyn.robots.Quadruped` (from its URDF), the
 feet are its leaf sphere links, and PyBullet joints are mapped to pinocchio's order by name.
 """
 from __future__ import annotations
@@ -33,15 +33,15 @@ class QuadrupedTestbed(Testbed):
 
     Parameters
     ----------
-    robot: a :class:`robots.Quadruped`, or what :func:`robots.quadruped` takes (``"links"``, ``"a1"``,
+    robot: a :class:`idyn.robots.Quadruped`, or what :func:`idyn.robots.quadruped` takes (``"links"``, ``"a1"``,
         a public name such as ``"go1"``, a URDF path).
-    terrain: ``"rigid"``, ``"compliant"`` or ``"rough"`` (see :mod:`robots.pybullet.terrain`).
+    terrain: ``"rigid"``, ``"compliant"`` or ``"rough"`` (see :mod:`idyn.robots.pybullet.terrain`).
     mu: Coulomb friction of the planar terrains (``math.inf`` = no slip, simulated as 100);
         ignored on rough terrain, whose friction is per cell.
     seed: seed of the rough terrain (heights and frictions).
     """
 
-    #: (m) :meth:`contacts` reports the feet within this gap (:class:`robots.testbed.Testbed`)
+    #: (m) :meth:`contacts` reports the feet within this gap (:class:`idyn.robots.testbed.Testbed`)
     contact_margin = CONTACT_MARGIN
 
     def __init__(self, robot="links", terrain: str = "rigid", mu=math.inf, seed: int = 0,

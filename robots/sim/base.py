@@ -1,6 +1,6 @@
 """What every idyn.sim testbed shares: the simulator, held torques, stepping and sensed forces.
 
-The methods and conventions are those of :mod:`robots.pybullet` (docs/conventions.md), so an
+The methods and conventions are those of :mod:`idyn.robots.pybullet` (docs/conventions.md), so an
 experiment runs unchanged on either backend:
 
 * ``contacts()`` returns exactly the contacts the next :meth:`step` will use, detected at the
@@ -42,7 +42,7 @@ class SimTestbed:
     @property
     def contact_margin(self) -> float:
         """(m) the simulator's detection margin (:class:`idyn.sim.World`; it also reports pairs
-        closing to within it in the coming step, :class:`robots.testbed.Testbed`)."""
+        closing to within it in the coming step, :class:`idyn.robots.testbed.Testbed`)."""
         return self.sim.world.margin
 
     def apply(self, tau) -> None:

@@ -1,6 +1,6 @@
 """idyn.sim testbed of the fixed-base manipulator grasping a heavy box (paper Sec. 8.4.1).
 
-Same constructor, methods and conventions as :class:`robots.pybullet.ManipulatorTestbed`: the
+Same constructor, methods and conventions as :class:`idyn.robots.pybullet.ManipulatorTestbed`: the
 state is that of ``Manipulator.model_with_box`` (11 arm and finger joints, then the box
 free-flyer); fingertip-box contacts have ``mu_grasp`` (100 = no slip), box and arm against the
 ground mu = 1 (docs/robots.md). Unlike PyBullet, which clamps a combined friction at 10, mu = 100

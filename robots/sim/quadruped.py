@@ -1,13 +1,13 @@
 """idyn.sim testbed for any point-footed quadruped on rigid, compliant or rough terrain.
 
-Same constructor, methods and conventions as :class:`robots.pybullet.QuadrupedTestbed`, with the
-terrains of :mod:`robots.terrain` rebuilt as idyn.sim geometry:
+Same constructor, methods and conventions as :class:`idyn.robots.pybullet.QuadrupedTestbed`, with the
+terrains of :mod:`idyn.robots.terrain` rebuilt as idyn.sim geometry:
 
 * ``rigid``: a plane with friction mu (inf is simulated as 100, i.e. no slip);
 * ``compliant``: the same plane with the ``penalty`` contact model, stiffness and damping
   computed as for PyBullet (sink of 1 mm under the robot's weight on four feet, critically
   damped per foot);
-* ``rough``: the same seeded heightmap (:func:`robots.terrain.rough_heightmap`) with
+* ``rough``: the same seeded heightmap (:func:`idyn.robots.terrain.rough_heightmap`) with
   per-cell friction, bilinear heights and gradient normals.
 
 The contact model defaults to ``ap-lcp`` on rigid terrain (no-slip contacts where mu >= 100, as
@@ -45,7 +45,7 @@ class QuadrupedTestbed(SimTestbed):
 
     Parameters
     ----------
-    robot: a :class:`robots.Quadruped`, or what :func:`robots.quadruped` takes (``"links"``, ``"a1"``,
+    robot: a :class:`idyn.robots.Quadruped`, or what :func:`idyn.robots.quadruped` takes (``"links"``, ``"a1"``,
         a public name such as ``"go1"``, a URDF path).
     terrain: ``"rigid"``, ``"compliant"`` or ``"rough"``.
     mu: Coulomb friction of the planar terrains (``math.inf`` = no slip, simulated as 100);

@@ -1,0 +1,1 @@
+"""Experiments of both papers, benchmarks and the ``idyn`` command line (:mod:`idyn.experiments.cli`)."""
