@@ -80,3 +80,19 @@ def test_bad_solver_options_raise_typed_errors(solver, option):
             "ppm_contact": lambda: ppm_contact(np.eye(2), np.eye(2), np.zeros(2), offset=q, **option)}[solver]
     with pytest.raises(InvalidInputError):
         call()
+
+
+@pytest.mark.parametrize("n", [16, 24])
+def test_regularized_pivots_are_bounded_by_one_limit_for_the_whole_call(n):
+    """Murty's problem beyond the default limit: each of lemke_regularized's attempts used to
+    get a full limit (7 x 2^22 / n^2 pivots); the whole call now stops within one limit, and
+    says MAX_PIVOTS unless an attempt passed."""
+
+    M, q = murty(n)
+    res = lemke_regularized(M, q)
+    assert res.pivots <= default_max_pivots(n)
+    assert res.status in (Status.MAX_PIVOTS, Status.REGULARIZED, Status.SOLVED)
+    if res.status is Status.MAX_PIVOTS:
+        assert not res.solved
+    limited = lemke_regularized(M, q, max_pivots=50)
+    assert limited.pivots <= 50 and limited.status is Status.MAX_PIVOTS

@@ -9,12 +9,17 @@ answer need not solve ``(q, M)``), ``regularization = eps``, ``w = (M + eps I) z
 ``original_residual``, the answer's worst residual on ``(q, M)``, so the caller knows it got
 the solution of a perturbed problem (physically: a small compliance added to every contact)
 and how far it is from solving the original.
+
+The pivot limit (``max_pivots``, default :func:`idyn.lcp.inputs.default_max_pivots`) bounds the
+whole call: every attempt draws on what the earlier ones left, so the fallback schedule costs at
+most one limit's pivots, not one per attempt; when it runs out the call stops with MAX_PIVOTS
+unless an attempt passed.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .inputs import check_lcp, check_options
+from .inputs import check_lcp, check_options, default_max_pivots
 from .lemke import checked_lemke
 from .residuals import lcp_residuals
 from .result import LCPResult, LCPStatus
@@ -37,13 +42,17 @@ def lemke_regularized(M, q, *, schedule=REGULARIZATION_SCHEDULE, **opts) -> LCPR
 def regularized_checked(M: np.ndarray, q: np.ndarray, *, schedule=REGULARIZATION_SCHEDULE, **opts) -> LCPResult:
     """:func:`lemke_regularized` for ``(M, q)`` a caller built itself (finite float arrays, ``M``
     square, ``q`` of its size): no second input check."""
-    first = checked_lemke(M, q, **opts)
+    budget = opts.pop("max_pivots", None)
+    budget = default_max_pivots(q.shape[0]) if budget is None else int(budget)
+    first = checked_lemke(M, q, max_pivots=budget, **opts)
     if first.solved:
         return first
     pivots = first.pivots
     eye = np.eye(q.shape[0])
     for eps in schedule:
-        res = checked_lemke(M + eps * eye, q, **opts)
+        if pivots >= budget:
+            return LCPResult(first.z, first.w, LCPStatus.MAX_PIVOTS, pivots, 0.0, first.basis)
+        res = checked_lemke(M + eps * eye, q, max_pivots=budget - pivots, **opts)
         pivots += res.pivots
         if res.solved:
             return LCPResult(res.z, res.w, LCPStatus.REGULARIZED, pivots, float(eps), res.basis,
