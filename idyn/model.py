@@ -80,14 +80,24 @@ _NEXT, _PREV = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 
 @cached_jit
-def _unit_quaternions(q, starts, tol):
-    """Whether the quaternion q[i:i + 4] of every i in ``starts`` has a norm within ``tol`` of 1
-    (one compiled pass: a control step checks its state's base quaternion)."""
-    for i in starts:
-        norm = math.sqrt(q[i] * q[i] + q[i + 1] * q[i + 1] + q[i + 2] * q[i + 2] + q[i + 3] * q[i + 3])
-        if not abs(norm - 1.0) <= tol:
+def _unit_blocks(q, blocks, tol):
+    """Whether every block ``q[i:i + k]`` of ``blocks`` (rows ``(i, k)``) has a norm within
+    ``tol`` of 1 (one compiled pass: a control step checks its state's base quaternion)."""
+    for b in range(blocks.shape[0]):
+        i, k = blocks[b, 0], blocks[b, 1]
+        s = 0.0
+        for j in range(i, i + k):
+            s += q[j] * q[j]
+        if not abs(math.sqrt(s) - 1.0) <= tol:
             return False
     return True
+
+
+#: (offset in the joint's q, length) of the unit-norm block of each pinocchio joint whose
+#: configuration lives on a manifold: a quaternion (x, y, z, w) or a (cos, sin) pair
+_UNIT_BLOCK = {"JointModelFreeFlyer": (3, 4), "JointModelSpherical": (0, 4), "JointModelPlanar": (2, 2),
+               "JointModelRUBX": (0, 2), "JointModelRUBY": (0, 2), "JointModelRUBZ": (0, 2),
+               "JointModelRevoluteUnboundedUnaligned": (0, 2)}
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -186,7 +196,12 @@ class RobotModel:
         #: appended free bodies)
         self.quaternion_q = tuple(jm.idx_q + 3 for jm in self._model.joints[1:]
                                   if jm.shortname() == "JointModelFreeFlyer")
-        self._quaternion_starts = np.array(self.quaternion_q, dtype=np.intp)
+        #: (start in q, length, joint name) of every unit-norm block of q: the quaternions above,
+        #: spherical joints' and the (cos, sin) of continuous and planar joints
+        self.unit_blocks = tuple((jm.idx_q + _UNIT_BLOCK[jm.shortname()][0], _UNIT_BLOCK[jm.shortname()][1],
+                                  self._model.names[jm.id]) for jm in self._model.joints[1:]
+                                 if jm.shortname() in _UNIT_BLOCK)
+        self._unit_blocks = np.array([b[:2] for b in self.unit_blocks], dtype=np.intp).reshape(-1, 2)
         self._P = np.zeros((self.actuated_v.size, self._model.nv))
         self._P[np.arange(self.actuated_v.size), self.actuated_v] = 1.0
         self._P.setflags(write=False)
@@ -354,19 +369,22 @@ class RobotModel:
         return self.check_quaternions(validation.vector(q, self.nq, "q"))
 
     def check_quaternions(self, q: np.ndarray) -> np.ndarray:
-        """``q`` (a float vector of length nq) if the quaternion of every free flyer in it,
-        pinocchio's (x, y, z, w), has a norm within :data:`QUATERNION_TOL` of 1; else
-        :class:`idyn.errors.QuaternionError`. Not normalised silently: an unnormalised
-        quaternion scales the rotation pinocchio builds from it (the torques were 85-635 %
-        off), and a w-x-y-z quaternion passed as x-y-z-w is a caller's bug the norm cannot see."""
-        if self._quaternion_starts.size == 0 or _unit_quaternions(q, self._quaternion_starts, QUATERNION_TOL):
+        """``q`` (a float vector of length nq) if every unit-norm block in it (:attr:`unit_blocks`:
+        the quaternion of every free flyer, pinocchio's (x, y, z, w), and of every spherical
+        joint; the (cos, sin) of every continuous or planar joint) has a norm within
+        :data:`QUATERNION_TOL` of 1; else :class:`idyn.errors.QuaternionError` naming the joint.
+        Not normalised silently: an unnormalised quaternion scales the rotation pinocchio builds
+        from it (the torques were 85-635 % off), a scaled (cos, sin) changes the torques too, and
+        a w-x-y-z quaternion passed as x-y-z-w is a caller's bug the norm cannot see."""
+        if self._unit_blocks.shape[0] == 0 or _unit_blocks(q, self._unit_blocks, QUATERNION_TOL):
             return q
-        for i in self.quaternion_q:
-            x, y, z, w = q[i:i + 4].tolist()
-            norm = math.sqrt(x * x + y * y + z * z + w * w)
+        for i, k, joint in self.unit_blocks:
+            block = q[i:i + k].tolist()
+            norm = math.sqrt(sum(x * x for x in block))
             if not abs(norm - 1.0) <= QUATERNION_TOL:
+                what = "quaternion (x, y, z, w)" if k == 4 else "(cos, sin)"
                 raise QuaternionError(
-                    f"the quaternion q[{i}:{i + 4}] (x, y, z, w) = ({x:.9g}, {y:.9g}, {z:.9g}, {w:.9g}) of "
+                    f"the {what} q[{i}:{i + k}] = ({', '.join(f'{x:.9g}' for x in block)}) of joint {joint!r} of "
                     f"model {self._model.name!r} has norm {norm:.9g}, not 1 within {QUATERNION_TOL:g}")
         return q
 

@@ -143,6 +143,23 @@ def test_quaternion_norm_is_checked(model):
             model.mass_matrix(wrong)
 
 
+def test_continuous_joint_cos_sin_norm_is_checked(model):
+    """A continuous joint's (cos, sin) is a point of the circle: scaled, it changes the torques,
+    so it is refused like a quaternion, naming the joint; a unit one at any angle passes."""
+    blocks = [b for b in model.unit_blocks if b[1] == 2]
+    assert blocks, "the fixture has a continuous joint"
+    i, _, joint = blocks[0]
+    q = model.neutral()
+    for angle in (0.0, 2.5, -3.0):
+        q[i:i + 2] = np.cos(angle), np.sin(angle)
+        model.check_q(q)
+    for scale in (1.5, 1.0 + 2e-6, 0.0):
+        wrong = q.copy()
+        wrong[i:i + 2] *= scale
+        with pytest.raises(QuaternionError, match=joint):
+            model.check_q(wrong)
+
+
 def test_urdf_error_names_the_file(tmp_path):
     bad = tmp_path / "bad.urdf"
     bad.write_text("<robot name='x'><link name='a'/></robot")
