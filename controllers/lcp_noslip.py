@@ -481,6 +481,8 @@ def min_deviation(step: Step, impulses, tau, v_next, info: dict, qp_backend: str
     z[:m] = np.maximum(z[:m], 0.0)
     tau, v_next = step.resolve(step.rows.T @ z, qd=step.qd + delta)
     info["desired_deviation"] = float(np.linalg.norm(delta))
+    if info.get("status", "solved") != "solved":   # the LCP failed: this QP, not it, made tau
+        info["fallback"] = "min-deviation"
     return z, tau, v_next
 
 
