@@ -10,8 +10,8 @@ from ..errors import InvalidInputError, ShapeError
 from ..jit import cached_jit
 
 #: :func:`default_max_pivots`: the basis-inverse entries a default pivot limit lets a pivoting
-#: method update (a pivot updates about ``n^2``): 2^22, about 20 ms of Lemke's loop here, the
-#: work of Murty's n = 14 problem (2^14 pivots) that needs exponentially many.
+#: method update (a pivot updates about ``n^2``): 2^22, the work of Murty's n = 14 problem
+#: (2^14 pivots), which needs exponentially many.
 PIVOT_WORK = 2 ** 22
 
 
