@@ -20,7 +20,7 @@ import math
 import numpy as np
 import pinocchio as pin
 
-from idyn.contact import framed_contacts_prechecked
+from idyn.contact import contact_batch
 from idyn.errors import InvalidInputError, ModelLoadError
 from idyn.state import RobotState
 
@@ -128,7 +128,7 @@ class ManipulatorTestbed(Testbed):
                 body_b.append(None)
                 owners.append((self._box, self._ground))
         rows = np.array(rows, dtype=float).reshape(-1, 7)
-        out, points, frames = framed_contacts_prechecked(body_a, body_b, rows, np.array(mus, dtype=float))
+        out, points, frames = contact_batch(body_a, rows[:, :3], rows[:, 3:6], mus, rows[:, 6], body_b)
         self._remember(out, np.array(owners, dtype=int).reshape(-1, 2), points, frames)
         return list(out)
 

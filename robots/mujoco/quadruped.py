@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from idyn.contact import CONTACT_GAP, framed_contacts_prechecked
+from idyn.contact import CONTACT_GAP, contact_batch
 from idyn.errors import InvalidInputError, ModelLoadError
 from idyn.sim.geometry import Heightmap, sphere_heightmap
 from idyn.state import RobotState
@@ -195,23 +195,21 @@ class QuadrupedTestbed(Testbed):
         d = self.robot.data
         con = d.contact
         g1, g2, dist = con.geom1, con.geom2, con.dist
-        found, rows, mus, owners = [], [], [], []
+        found, ks = [], []
+        ground = self._ground
         for i, geom in enumerate(self._foot_geoms):
-            ground = self._ground
             hits = np.flatnonzero(((g1 == geom) & (g2 == ground)) | ((g2 == geom) & (g1 == ground)))
             hits = hits[dist[hits] <= self.contact_margin]
-            if not hits.size:
-                continue
-            k = hits[np.argmin(dist[hits])]
-            n = con.frame[k, :3] * (1.0 if g1[k] == ground else -1.0)
-            rows.append(np.concatenate((con.pos[k] - 0.5 * dist[k] * n, n, [dist[k]])))
-            mus.append(con.friction[k, 0])
-            found.append(self._foot_names[i])
-            owners.append((geom, self._ground))
-        rows = np.array(rows, dtype=float).reshape(-1, 7)
-        out, points, frames = framed_contacts_prechecked(found, (None,) * len(found), rows,
-                                                    np.array(mus, dtype=float))
-        self._remember(out, np.array(owners, dtype=int).reshape(-1, 2), points, frames)
+            if hits.size:
+                ks.append(hits[np.argmin(dist[hits])])
+                found.append(i)
+        gaps = dist[ks]
+        normals = con.frame[ks, :3] * np.where(g1[ks] == ground, 1.0, -1.0)[:, None]
+        out, points, frames = contact_batch([self._foot_names[i] for i in found],
+                                            con.pos[ks] - 0.5 * gaps[:, None] * normals, normals,
+                                            con.friction[ks, 0], gaps)
+        owners = np.column_stack((self._foot_geoms[found], np.full(len(found), ground))).astype(int)
+        self._remember(out, owners.reshape(-1, 2), points, frames)
         return list(out)
 
     def sensed_normal_total(self) -> float:
