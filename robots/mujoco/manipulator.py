@@ -73,7 +73,8 @@ class ManipulatorTestbed(Testbed):
         box_body.add_freejoint().name = f"{BOX_FRAME}_joint"
         box = box_body.add_geom()
         box.name, box.type, box.size = "box", mujoco.mjtGeom.mjGEOM_BOX, [d.box_side / 2] * 3
-        box.mass = d.box_mass
+        box_body.mass, box_body.explicitinertial = d.box_mass, True     # a solid cube's inertia
+        box_body.inertia = np.diag(d.box_inertia).tolist()
         box.contype, box.conaffinity, box.priority = 1, 1, 1
         box.friction = [GROUND_MU, 0.0, 0.0]
         for geom in spec.geoms:

@@ -119,10 +119,17 @@ class QuadrupedTestbed(Testbed):
         foot_geoms = []
         for f in self._feet:
             body = spec.body(f.link)
-            sphere = mujoco.mjtGeom.mjGEOM_SPHERE
-            spheres = [] if body is None else [g for g in body.geoms if g.type == sphere]
-            if not spheres:
-                raise ModelLoadError(f"MuJoCo's model of {self.quadruped.urdf} has no sphere on {f.link}")
+            if body is None:
+                raise ModelLoadError(f"MuJoCo's model of {self.quadruped.urdf} has no body {f.link}")
+            spheres = [g for g in body.geoms if g.type == mujoco.mjtGeom.mjGEOM_SPHERE]
+            if not spheres:     # a mesh foot: the description's sphere (robots.from_urdf) replaces it
+                for g in body.geoms:
+                    g.contype, g.conaffinity = 0, 0
+                spheres = [body.add_geom()]
+                spheres[0].type, spheres[0].size = mujoco.mjtGeom.mjGEOM_SPHERE, [f.radius, 0.0, 0.0]
+                spheres[0].pos = np.asarray(f.offset, dtype=float).reshape(3)
+                spheres[0].contype, spheres[0].conaffinity, spheres[0].priority = 1, 0, 0
+                spheres[0].mass = 0.0        # the URDF link's inertial stays the body's
             spheres[0].name = f"{f.link}_sphere"
             spheres[0].margin, spheres[0].gap = 0.0, self.contact_margin
             if self.heightmap is not None:      # the feet's per-cell friction is the contact's
