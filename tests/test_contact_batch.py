@@ -408,3 +408,25 @@ def test_simulator_step_equals_the_straightforward_step(name, mu):
     result = sim.step(tau)
     np.testing.assert_allclose(result.forces, expected.impulses / sim.dt, rtol=1e-7, atol=1e-8)
     np.testing.assert_allclose(sim.v, ref.velocity(expected.impulses), rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["qp-coulomb", "lcp-coulomb"])
+def test_controllers_take_a_batch_as_the_contacts_built_one_by_one(name):
+    """compute(state, desired, contacts) with Contact.batch's list: the torques and forces of the
+    same contacts built one by one, to the solvers' round-off (1e-9 relative asserted)."""
+    from idyn import controllers
+    from idyn.state import Desired, RobotState
+    quad = robots.quadruped("a1")
+    m = quad.model
+    feet = list(quad.feet.values())
+    points = quad.foot_centres(quad.q_stand) - [[0.0, 0.0, f.radius] for f in feet]
+    normals = np.tile([0.0, 0.0, 1.0], (4, 1))
+    batch = Contact.batch([f.link for f in feet], points, normals, 0.5)
+    single = [Contact(f.link, None, p, n, 0.5) for f, p, n in zip(feet, points, normals)]
+    state = RobotState(quad.q_stand, np.zeros(m.nv), 0.0)
+    desired = Desired(m.joint_positions(quad.q_stand), np.zeros(m.na), np.zeros(m.na))
+    a = controllers.make(name, m).compute(state, desired, batch)
+    b = controllers.make(name, m).compute(state, desired, single)
+    scale = np.abs(b.tau).max()
+    np.testing.assert_allclose(a.tau, b.tau, rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(a.contact_forces, b.contact_forces, rtol=0, atol=1e-9 * m.total_mass * 9.81)
