@@ -3,9 +3,12 @@ joint errors, with no contact model and no feed-forward dynamics.
 
     tau = kp (q_des - q) + kv (qd_des - qd) + ki * integral (q_des - q) dt
 
-The gains are *torque* gains (N m/rad, N m s/rad, N m/(rad s)). Their defaults are the authors'
-joint PID gains for LINKS (Pacer, ``example/models/links-moby/vars.xml``, joint-PID-controller:
-kp 20, kv 0.1, ki 0.003 on every joint). The inverse-dynamics controllers instead add the
+The gains are *torque* gains (N m/rad, N m s/rad, N m/(rad s)). Their defaults are LINKS's, for
+every robot: the authors' joint PID gains for the 4.8 kg LINKS (Pacer,
+``example/models/links-moby/vars.xml``, joint-PID-controller: kp 20, kv 0.1, ki 0.003 on every
+joint), also used for the paper's grasping arm. Give another robot its own (``kp``, ``kv``,
+``ki``; ``--controller-option kp=...``): the torque a joint needs to hold a stance grows with
+the robot's mass times its leg length, so LINKS's gains let a heavier robot sag. The inverse-dynamics controllers instead add the
 shared feedback of :mod:`idyn.controllers.feedback` (kp 1e3, kv 63.2, ki 1) to a desired
 *acceleration*; mapping those acceleration gains through the legs' own joint inertia (about
 1e-4 kg m^2) gave about 0.1 N m/rad, far too weak to carry LINKS (it sagged to 0.04 m), which

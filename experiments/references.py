@@ -15,7 +15,7 @@ from idyn.planners import (ArmSinusoid, BalanceController, QuadrupedPlanner, Tro
                       WaypointFollower)
 from idyn.planners.base_motion import base_rotation
 
-from .scenario import check_friction_limit
+from .scenario import LOCOMOTION_FRICTION_LIMIT, check_friction_limit
 
 
 #: a fingertip counts as touching when its gap is below this (m)
@@ -32,9 +32,11 @@ class QuadrupedReference:
     contact the testbed reports; the matched-model verification of paper Sec. 8.2 gives the
     controller exactly the simulator's contact data).
 
-    ``friction_limit`` (default ``None``: the terrain's coefficient) caps the Coulomb
-    coefficient of the contacts handed to the controller: a friction safety factor, as legged
-    controllers plan with a conservative mu. Why it matters for the paper's Coulomb controllers:
+    ``friction_limit`` caps the Coulomb coefficient of the contacts handed to the controller: a
+    friction safety factor, as legged controllers plan with a conservative mu. The default is
+    the command line's, :data:`idyn.experiments.scenario.LOCOMOTION_FRICTION_LIMIT` (0.3);
+    ``None`` hands the controller the terrain's coefficient, as the paper did (and as the
+    matched-model verification must: the controller then shares the simulator's contact data). Why it matters for the paper's Coulomb controllers:
     at high friction their forces can hold a stance foot down only through friction (jamming:
     the tangential force pushes the foot into the ground), so the forward problem has a second
     solution in which the foot lifts off with zero force, and a simulator may return that one.
@@ -46,7 +48,8 @@ class QuadrupedReference:
     CONTACT_SELECTIONS = ("schedule", "all")
 
     def __init__(self, quadruped, *, gait=None, follower: WaypointFollower | None = None,
-                 balance=True, contacts: str = "schedule", friction_limit: float | None = None,
+                 balance=True, contacts: str = "schedule",
+                 friction_limit: float | None = LOCOMOTION_FRICTION_LIMIT,
                  **planner_options):
         if contacts not in self.CONTACT_SELECTIONS:
             raise InvalidInputError(f"contacts must be one of {self.CONTACT_SELECTIONS}, got {contacts!r}")

@@ -26,7 +26,8 @@ TERRAINS = {
 ROBOTS = ("quadruped", "manipulator")
 
 #: The largest Coulomb coefficient the locomotion runs tell the controllers (a friction safety
-#: factor; why: :class:`idyn.experiments.references.QuadrupedReference`, ``friction_limit``).
+#: factor; why: :class:`idyn.experiments.references.QuadrupedReference`, ``friction_limit``),
+#: the one default of QuadrupedReference, Scenario and the commands' ``--friction-limit``.
 LOCOMOTION_FRICTION_LIMIT = 0.3
 
 

@@ -73,26 +73,24 @@ def tangent_rows(normals, s, t):
 
 
 @cached_jit
-def framed_rows(rows, mu, frames, points):
-    """Validate and frame m contacts given as ``rows`` (m, 7: point, normal of any non-zero
-    length, gap) with friction ``mu`` (m,), in one call: ``frames`` (m, 3, 3) gets the rows n, s,
-    t (n the unit normal, s and t from :func:`tangent_rows`), ``points`` (m, 3) the points.
-    Returns 0, or ``4 i + code`` for the first bad row i with code 1 for a non-finite number, 2
-    for a zero normal, 3 for a friction coefficient that is NaN or negative (the checks of
-    :class:`idyn.ContactSet`)."""
-    m = rows.shape[0]
+def framed_batch(points, normals, gaps, mu, frames):
+    """Validate and frame m contacts, points (m, 3), normals (m, 3) of any non-zero length, gaps
+    (m,) and friction ``mu`` (m,), in one call: ``frames`` (m, 3, 3) gets the rows n, s, t (n
+    the unit normal, s and t from :func:`tangent_rows`). Returns 0, or ``4 i + code`` for the
+    first bad row i with code 1 for a non-finite point, normal or gap, 2 for a zero normal, 3
+    for a friction coefficient that is NaN or negative (the checks of :class:`idyn.ContactSet`)."""
+    m = points.shape[0]
     for i in range(m):
-        for k in range(7):
-            if not np.isfinite(rows[i, k]):
-                return 4 * i + 1
+        n0, n1, n2 = normals[i, 0], normals[i, 1], normals[i, 2]
+        if not (np.isfinite(points[i, 0]) and np.isfinite(points[i, 1]) and np.isfinite(points[i, 2])
+                and np.isfinite(n0) and np.isfinite(n1) and np.isfinite(n2) and np.isfinite(gaps[i])):
+            return 4 * i + 1
         if np.isnan(mu[i]) or mu[i] < 0.0:
             return 4 * i + 3
-        n0, n1, n2 = rows[i, 3], rows[i, 4], rows[i, 5]
         norm = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         if norm < 1e-12:
             return 4 * i + 2
         frames[i, 0, 0], frames[i, 0, 1], frames[i, 0, 2] = n0 / norm, n1 / norm, n2 / norm
-        points[i, 0], points[i, 1], points[i, 2] = rows[i, 0], rows[i, 1], rows[i, 2]
     tangent_rows(frames[:, 0], frames[:, 1], frames[:, 2])
     return 0
 

@@ -6,7 +6,7 @@ import pytest
 
 from idyn import robots
 from idyn import Contact, contact_drift, contact_jacobians
-from idyn.contact import ContactSet, contact_inputs, framed_contacts, tangent_frame, tangent_frames
+from idyn.contact import ContactSet, contact_batch, contact_inputs, tangent_frame, tangent_frames
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
 from idyn.sim import ContactProblem, Heightmap, Plane, StaticBox
 from idyn.sim.geometry import sphere_box, sphere_heightmap, sphere_plane
@@ -186,7 +186,100 @@ def test_contact_set_round_trip_and_typed_errors():
 FRAME = 1e-14
 
 
-def test_framed_contacts_equal_the_validated_contact_set_and_reject_bad_rows():
+def _rows_batch(names, bodies_b, rows, mu):
+    rows = np.asarray(rows, dtype=float).reshape(-1, 7)
+    return contact_batch(names, rows[:, :3], rows[:, 3:6], mu, rows[:, 6], bodies_b)
+
+
+def test_batch_equals_contacts_built_one_by_one_field_by_field():
+    """Contact.batch gives what Contact(...) gives for each row: the same bodies, mu and gap,
+    the same point (copied, not computed), unit normal, tangents and frame to round-off (the two
+    normalisations differ in the last bit at most: 2.2e-16 measured, FRAME asserted); the
+    batch's arrays are its own (the inputs changed afterwards change nothing)."""
+    rng = np.random.default_rng(7)
+    for m in range(7):
+        points = rng.normal(size=(m, 3))
+        normals = rng.normal(size=(m, 3)) * rng.uniform(1e-3, 1e3, (m, 1))
+        normals[:m // 3] = (0.0, 0.0, -2.0)                          # the shortest arc's special case
+        mu = rng.uniform(0, 2, m)
+        mu[:m // 2] = np.inf
+        gaps = rng.normal(scale=1e-3, size=m)
+        names = [f"foot{i}" for i in range(m)]
+        others = [None if i % 2 else f"box{i}" for i in range(m)]
+        for body_b in (None, others):
+            got = Contact.batch(names, points, normals, mu, gaps, body_b)
+            assert isinstance(got, list) and len(got) == m
+            for i, a in enumerate(got):
+                b = Contact(names[i], None if body_b is None else body_b[i], points[i], normals[i], mu[i], gaps[i])
+                assert type(a) is Contact
+                assert (a.body_a, a.body_b, a.mu, a.phi) == (b.body_a, b.body_b, b.mu, b.phi)
+                assert type(a.mu) is float and type(a.phi) is float
+                np.testing.assert_array_equal(a.point, b.point)
+                np.testing.assert_allclose(a.normal, b.normal, rtol=0, atol=FRAME)
+                for sa, sb in zip(a.tangents, b.tangents):
+                    np.testing.assert_allclose(sa, sb, rtol=0, atol=FRAME)
+                np.testing.assert_allclose(a.frame(), b.frame(), rtol=0, atol=FRAME)
+                assert not a.point.flags.writeable and not a.frame().flags.writeable
+            kept = [c.point.copy() for c in got]
+            points_before = points.copy()
+            points += 1.0
+            for c, p in zip(got, kept):
+                np.testing.assert_array_equal(c.point, p)
+            points = points_before
+    # scalars for mu and gaps; gaps default to touching
+    got = Contact.batch(["a", "b"], [[0, 0, 0], [1, 0, 0]], [[0, 0, 1], [0, 0, 3]], 0.5)
+    assert [(c.mu, c.phi) for c in got] == [(0.5, 0.0), (0.5, 0.0)]
+    got = Contact.batch(["a", "b"], [[0, 0, 0], [1, 0, 0]], [[0, 0, 1], [0, 0, 3]], [0.5, 1.0], -1e-3)
+    assert [(c.mu, c.phi) for c in got] == [(0.5, -1e-3), (1.0, -1e-3)]
+    assert Contact.batch([], np.zeros((0, 3)), np.zeros((0, 3)), 1.0) == []
+
+
+def test_batch_contacts_drive_the_contact_matrices_as_single_ones():
+    """What the controllers read of a contact list (contact_inputs: bodies, frames, points, gaps,
+    friction) is the same for a batch and for contacts built one by one."""
+    m = robots.quadruped("links").model
+    feet = robots.quadruped("links").foot_frames
+    rng = np.random.default_rng(1)
+    points, normals = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    batch = Contact.batch(feet, points, normals, [0.5, 1.0, np.inf, 0.2], [0.0, -1e-4, 1e-3, 0.0])
+    single = [Contact(f, None, p, n, mu, g) for f, p, n, mu, g in
+              zip(feet, points, normals, [0.5, 1.0, np.inf, 0.2], [0.0, -1e-4, 1e-3, 0.0])]
+    for x, y in zip(contact_inputs(m, batch), contact_inputs(m, single)):
+        np.testing.assert_allclose(x, y, rtol=0, atol=FRAME)
+
+
+@pytest.mark.parametrize("where, bad, error", [
+    ("points", np.nan, NonFiniteError), ("points", np.inf, NonFiniteError), ("normals", -np.inf, NonFiniteError),
+    ("gaps", np.nan, NonFiniteError), ("normals", "zero", InvalidInputError), ("mu", -1.0, InvalidInputError),
+    ("mu", np.nan, InvalidInputError)])
+def test_batch_rejects_a_bad_row_naming_it(where, bad, error):
+    rng = np.random.default_rng(0)
+    arrays = {"points": rng.normal(size=(4, 3)), "normals": rng.normal(size=(4, 3)), "mu": np.ones(4),
+              "gaps": np.zeros(4)}
+    if where in ("points", "normals"):
+        arrays[where][2] = 0.0 if bad == "zero" else (0.0, bad, 1.0)
+    else:
+        arrays[where][2] = bad
+    with pytest.raises(error, match=r"contact row 2 \(body 'c'\)"):
+        Contact.batch(["a", "b", "c", "d"], arrays["points"], arrays["normals"], arrays["mu"], arrays["gaps"])
+
+
+def test_batch_rejects_inputs_of_the_wrong_form():
+    p, n = np.zeros((2, 3)), np.tile([0.0, 0.0, 1.0], (2, 1))
+    for args in ((p[:1], n, 1.0), (p, n[:, :2], 1.0), (p, n, [1.0, 1.0, 1.0]), (p, n, 1.0, [0.0])):
+        with pytest.raises(ShapeError):
+            Contact.batch(["a", "b"], *args)
+    with pytest.raises(ShapeError):
+        Contact.batch(["a", "b"], p, n, 1.0, None, [None])
+    for args in ((p, n, "high"), ([["x", 0, 0], [0, 0, 0]], n, 1.0), (p, n, None), (p, n, 1.0, "0")):
+        with pytest.raises(InvalidInputError):
+            Contact.batch(["a", "b"], *args)
+    with pytest.raises(InvalidInputError, match="contact row 1"):
+        Contact.batch(["a", "b"], p, n, 1.0, None, [None, "b"])
+
+
+def test_rows_batch_equals_the_validated_contact_set():
+    """The testbeds' form (rows [point, normal, gap] split into views) gives ContactSet's contacts."""
     rng = np.random.default_rng(3)
     for m in range(6):
         rows = np.column_stack((rng.normal(size=(m, 3)), rng.normal(size=(m, 3)) * rng.uniform(1e-3, 1e3, (m, 1)),
@@ -194,7 +287,7 @@ def test_framed_contacts_equal_the_validated_contact_set_and_reject_bad_rows():
         rows[:m // 2, 3:6] = (0.0, 0.0, -2.0)                       # the shortest arc's special case
         mu = rng.uniform(0, 2, m)
         names = [f"foot{i}" for i in range(m)]
-        got, points, frames = framed_contacts(names, [None] * m, rows, mu)
+        got, points, frames = _rows_batch(names, [None] * m, rows, mu)
         want = ContactSet(names, [None] * m, rows[:, :3], rows[:, 3:6], mu, rows[:, 6]).contacts()
         assert not points.flags.writeable and not frames.flags.writeable and frames.shape == (m, 3, 3)
         for i, (a, b) in enumerate(zip(got, want)):
@@ -204,29 +297,16 @@ def test_framed_contacts_equal_the_validated_contact_set_and_reject_bad_rows():
             np.testing.assert_allclose(a.frame(), b.frame(), rtol=0, atol=FRAME)
             np.testing.assert_allclose(a.frame(), np.vstack((a.normal,) + tuple(a.tangents)), rtol=0, atol=0)
             assert a.frame() is not None and np.shares_memory(a.frame(), frames) and np.shares_memory(a.point, points)
-    good = [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
-    for bad, error in (([0.0, np.nan, 0, 0, 0, 1, 0], NonFiniteError), ([0, 0, 0, 0, 0, 1, np.inf], NonFiniteError),
-                       ([0, 0, 0, 0, 0, 0, 0], InvalidInputError)):
-        with pytest.raises(error):
-            framed_contacts(["a", "b"], [None, None], [good, bad], [1.0, 1.0])
-    for mu in ([1.0, -1.0], [1.0, np.nan]):
-        with pytest.raises(InvalidInputError):
-            framed_contacts(["a", "b"], [None, None], [good, good], mu)
-    with pytest.raises(ShapeError):
-        framed_contacts(["a"], [None], [good, good], [1.0])
-    with pytest.raises(InvalidInputError):
-        framed_contacts(["a"], ["a"], [good], [1.0])
-    assert framed_contacts([], [], np.zeros((0, 7)), np.zeros(0))[0] == []
 
 
 def test_stacked_contacts_make_normal_and_tangents_from_their_frame_on_first_use():
-    """Contacts from stacks (ContactSet.contacts, framed_contacts) set their normal and tangents
+    """Contacts from stacks (ContactSet.contacts, Contact.batch) set their normal and tangents
     when first read, as read-only views of their frame's rows; equality, copies, pickling and
     with_friction see them; any other missing attribute is an AttributeError."""
     import copy
     import pickle
     rows = np.array([[0.1, 0.2, 0.0, 0.0, 0.3, 1.0, -1e-4], [0.1, -0.2, 0.0, 0.0, 0.0, -1.0, 0.0]])
-    got, _, frames = framed_contacts(["LF", "RF"], [None, None], rows, [0.5, np.inf])
+    got, _, frames = _rows_batch(["LF", "RF"], [None, None], rows, [0.5, np.inf])
     a = got[0]
     assert "normal" not in vars(a) and "tangents" not in vars(a)
     b = a.with_friction(0.5)
@@ -328,3 +408,25 @@ def test_simulator_step_equals_the_straightforward_step(name, mu):
     result = sim.step(tau)
     np.testing.assert_allclose(result.forces, expected.impulses / sim.dt, rtol=1e-7, atol=1e-8)
     np.testing.assert_allclose(sim.v, ref.velocity(expected.impulses), rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["qp-coulomb", "lcp-coulomb"])
+def test_controllers_take_a_batch_as_the_contacts_built_one_by_one(name):
+    """compute(state, desired, contacts) with Contact.batch's list: the torques and forces of the
+    same contacts built one by one, to the solvers' round-off (1e-9 relative asserted)."""
+    from idyn import controllers
+    from idyn.state import Desired, RobotState
+    quad = robots.quadruped("a1")
+    m = quad.model
+    feet = list(quad.feet.values())
+    points = quad.foot_centres(quad.q_stand) - [[0.0, 0.0, f.radius] for f in feet]
+    normals = np.tile([0.0, 0.0, 1.0], (4, 1))
+    batch = Contact.batch([f.link for f in feet], points, normals, 0.5)
+    single = [Contact(f.link, None, p, n, 0.5) for f, p, n in zip(feet, points, normals)]
+    state = RobotState(quad.q_stand, np.zeros(m.nv), 0.0)
+    desired = Desired(m.joint_positions(quad.q_stand), np.zeros(m.na), np.zeros(m.na))
+    a = controllers.make(name, m).compute(state, desired, batch)
+    b = controllers.make(name, m).compute(state, desired, single)
+    scale = np.abs(b.tau).max()
+    np.testing.assert_allclose(a.tau, b.tau, rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(a.contact_forces, b.contact_forces, rtol=0, atol=1e-9 * m.total_mass * 9.81)

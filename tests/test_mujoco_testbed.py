@@ -204,3 +204,44 @@ def test_rough_terrain_heights_and_cell_friction(seed):
             i = quad.foot_frames.index(c.body_a)
             assert c.mu == pytest.approx(tb.heightmap.frictions_at(centres[i:i + 1])[0], rel=1e-12)
             assert c.normal[2] > 0.9
+
+
+def test_non_physical_inertias_are_made_physical_with_the_least_change():
+    """robots.mujoco.base.physical_inertia: a physical inertia comes back as it is; one that
+    MuJoCo refuses (a non-positive moment, the triangle inequality broken) gets its smallest
+    principal moment raised to C - B (relative margin INERTIA_FLOOR), axes and the other moments
+    kept: go1's dummy root link (moments 0, 0, 3e-6) and mini_cheetah's thighs."""
+    from idyn.robots.mujoco.base import INERTIA_FLOOR, physical_inertia
+    rng = np.random.default_rng(0)
+    R = pin.Quaternion(rng.normal(size=4) / np.linalg.norm(rng.normal(size=4))).normalized().toRotationMatrix()
+    good = R @ np.diag([1.0, 2.0, 2.5]) @ R.T
+    assert physical_inertia(good) is good
+    for moments in ([0.0, 0.0, 3e-6], [4.0789e-4, 1.79082e-3, 2.29528e-3], [-1e-22, 8e-23, 3e-3]):
+        fixed = physical_inertia(R @ np.diag(moments) @ R.T)
+        e = np.linalg.eigvalsh(fixed)
+        c = moments[2]
+        assert e.min() > 0 and e[0] + e[1] >= e[2] * (1 + 0.5 * INERTIA_FLOOR)
+        b = max(moments[1], INERTIA_FLOOR * c)
+        np.testing.assert_allclose(e, np.sort([c * (1 + INERTIA_FLOOR) - b, b, c]), rtol=0, atol=1e-9 * c)
+        if moments[1] > INERTIA_FLOOR * c:     # three distinct moments: the same principal axes
+            D = R.T @ fixed @ R
+            np.testing.assert_allclose(D, np.diag(np.diag(D)), rtol=0, atol=1e-12 * c)
+            np.testing.assert_allclose(np.diag(D), [c * (1 + INERTIA_FLOOR) - moments[1], moments[1], c], rtol=1e-9)
+    zero = np.zeros((3, 3))         # nothing to make physical from (laikago's chassis): left to MuJoCo
+    assert physical_inertia(zero) is zero
+
+
+@pytest.mark.parametrize("name", ["go2", "anymal_c"])
+def test_mesh_feet_get_the_description_sphere_and_mass_is_the_urdf(name):
+    """go2's mesh feet collide as the description's spheres (the mesh made non-colliding);
+    anymal_c's links without an inertial are massless in MuJoCo as in pinocchio."""
+    tb = QuadrupedTestbed(robots.quadruped(name))
+    assert abs(tb.robot.mass - tb.model.total_mass) <= 1e-9 * tb.model.total_mass
+    m = tb.robot.mj
+    for f, g in zip(tb._feet, tb._foot_geoms):
+        assert m.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE and m.geom_size[g, 0] == pytest.approx(f.radius)
+        np.testing.assert_allclose(m.geom_pos[g], np.asarray(f.offset, dtype=float).reshape(3), atol=1e-12)
+        others = [k for k in range(m.ngeom) if m.geom_bodyid[k] == m.geom_bodyid[g] and k != g]
+        if name == "go2":           # its feet were meshes
+            assert all(m.geom_contype[k] == 0 and m.geom_conaffinity[k] == 0 for k in others)   # or dropped
+    assert len(tb.contacts()) == 4

@@ -8,6 +8,7 @@ from idyn import controllers
 from idyn import robots
 from idyn.experiments.loop import run_loop, torque_limits
 from idyn.experiments.references import ArmReference, QuadrupedReference
+from idyn.experiments.scenario import LOCOMOTION_FRICTION_LIMIT
 from idyn.experiments.trace import Trace
 from idyn.errors import InvalidInputError
 
@@ -67,10 +68,11 @@ def _foot_contacts(quad, mus):
 def test_reference_caps_the_friction_the_controller_is_told(selection):
     quad = robots.quadruped("links")
     contacts = _foot_contacts(quad, [math.inf, 100.0, 0.1, 0.3])   # LF RF LH RH
-    ref = QuadrupedReference(quad, contacts=selection, friction_limit=0.3)
+    ref = QuadrupedReference(quad, contacts=selection)       # default: the command line's 0.3
+    assert ref.friction_limit == LOCOMOTION_FRICTION_LIMIT == 0.3
     ref.desired(controllers.RobotState(quad.q_stand, np.zeros(quad.model.nv), 0.0), contacts)
     active = ref.active_contacts(contacts)
-    literal = QuadrupedReference(quad, contacts=selection)       # default: the terrain's mu
+    literal = QuadrupedReference(quad, contacts=selection, friction_limit=None)   # the terrain's mu
     literal.desired(controllers.RobotState(quad.q_stand, np.zeros(quad.model.nv), 0.0), contacts)
     uncapped = literal.active_contacts(contacts)
     # "schedule": the trot starts with one diagonal pair in swing

@@ -34,17 +34,28 @@ FAMILIES = {
 }
 
 
+#: the families MuJoCo simulates as pinocchio models them (MuJoCo's total mass is the URDF's; the
+#: few non-physical inertias made physical, robots.mujoco.base.physical_inertia). Not laikago:
+#: its 13.7 kg chassis has zero inertia, which MuJoCo refuses for a moving body. Measured, 2 s
+#: stand (mean over the last 0.5 s): predicted and sensed normal totals within 0.05 % of the
+#: weight, the base within 0.1 mm of its start.
+MUJOCO_FAMILIES = [name for name in FAMILIES if name != "laikago"]
+
+
 def _robot(name):
     if name == "a1":
         return robots.from_urdf("pybullet_data:a1/a1.urdf")
     return robots.quadruped(name)
 
 
-def stand(quad, duration, controller="qp-coulomb"):
-    """Hold the standing pose on rigid ground (mu 1, the controller planning with 0.3); return
-    the testbed's weight, the first and last states and the predicted and sensed normal totals."""
-    from idyn import Contact
-    from idyn.robots.pybullet import QuadrupedTestbed
+def stand(quad, duration, controller="qp-coulomb", backend="pybullet"):
+    """Hold the standing pose on rigid ground (mu 1, the controller planning with 0.3) in PyBullet
+    or MuJoCo; return the testbed's weight, the first and last states and the predicted and
+    sensed normal totals."""
+    if backend == "mujoco":
+        from idyn.robots.mujoco import QuadrupedTestbed
+    else:
+        from idyn.robots.pybullet import QuadrupedTestbed
     tb = QuadrupedTestbed(quad, terrain="rigid", mu=1.0)
     try:
         m = quad.model
@@ -54,7 +65,7 @@ def stand(quad, duration, controller="qp-coulomb"):
         pred, sensed = [], []
         for _ in range(int(round(duration / tb.dt))):
             state = tb.state()
-            contacts = [Contact(c.body_a, c.body_b, c.point, c.normal, mu=0.3) for c in tb.contacts()]
+            contacts = [c.with_friction(0.3) for c in tb.contacts()]
             out = ctrl.compute(state, desired, contacts)
             tb.apply(out.tau)
             tb.step()
@@ -84,6 +95,21 @@ def test_public_quadruped_stands_2_s(name):
     assert np.mean(pred[-500:]) / weight == pytest.approx(1.0, abs=tol)
     if tol <= 0.02:
         assert np.mean(sensed[-500:]) / weight == pytest.approx(1.0, abs=tol)
+
+
+@pytest.mark.parametrize("name", MUJOCO_FAMILIES)
+def test_public_quadruped_stands_2_s_in_mujoco(name):
+    """The same stand in MuJoCo (robots.mujoco): mesh feet get the description's sphere, MuJoCo's
+    masses are the URDF's (no mass from the collision geometry), forces within 1 % of the weight."""
+    pytest.importorskip("mujoco")
+    quad = _robot(name)
+    weight, first, last, pred, sensed = stand(quad, 2.0, backend="mujoco")
+    assert weight == pytest.approx(quad.model.total_mass * 9.81, rel=1e-6)
+    assert abs(last.q[2] - first.q[2]) < 0.01
+    R = pin.Quaternion(last.q[3:7]).toRotationMatrix()
+    assert R[2, 2] > np.cos(np.radians(3.0))
+    assert np.mean(pred[-500:]) / weight == pytest.approx(1.0, abs=0.01)
+    assert np.mean(sensed[-500:]) / weight == pytest.approx(1.0, abs=0.01)
 
 
 def test_body_axes_of_a_y_up_base():
@@ -171,3 +197,27 @@ def test_pybullet_state_of_continuous_joints_round_trips():
             assert np.allclose(state.v, v, atol=1e-12)
     finally:
         tb.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MUJOCO_FAMILIES)
+def test_public_quadruped_trots_10_s_in_mujoco(name):
+    """README's MuJoCo table: ``idyn run --backend mujoco --quadruped NAME --duration 10
+    --friction-limit 0.3``."""
+    pytest.importorskip("mujoco")
+    from idyn.experiments.runner import run_scenario
+    from idyn.experiments.scenario import terrain_scenario
+    m = run_scenario(terrain_scenario("rigid-high", quadruped=name, duration=10.0, friction_limit=0.3,
+                                      backend="mujoco"))
+    assert not m["fell"], m
+    assert m["distance"] > 1.0
+    assert m["force_error_rel"] < 10.0          # %: 0.8-7.1 % measured (README)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MUJOCO_FAMILIES)
+def test_public_quadruped_stands_3_s_under_lcp_coulomb_in_mujoco(name):
+    pytest.importorskip("mujoco")
+    weight, first, last, pred, sensed = stand(_robot(name), 3.0, "lcp-coulomb", backend="mujoco")
+    assert abs(last.q[2] - first.q[2]) < 0.01
+    assert np.mean(pred[-500:]) / weight == pytest.approx(1.0, abs=0.01)

@@ -50,12 +50,11 @@ class StandingProblem:
 def foot_contacts(robot: robots.Quadruped, q, mu: float, per_foot: int = 1) -> list[Contact]:
     """Ground contacts under the spherical feet; ``per_foot > 1`` duplicates each one (the
     timing experiment of paper Fig. 19 duplicates contacts at the foot-ground interface)."""
-    out = []
-    for foot, centre in zip(robot.feet.values(), robot.foot_centres(q)):
-        point = centre - np.array([0.0, 0.0, foot.radius])
-        out.extend(Contact(foot.link, None, point, (0.0, 0.0, 1.0), mu, phi=float(point[2]))
-                   for _ in range(per_foot))
-    return out
+    feet = list(robot.feet.values())
+    points = np.asarray(robot.foot_centres(q), dtype=float) - [[0.0, 0.0, f.radius] for f in feet]
+    points = np.repeat(points, per_foot, axis=0)
+    return Contact.batch([f.link for f in feet for _ in range(per_foot)], points,
+                         np.tile([0.0, 0.0, 1.0], (len(points), 1)), mu, points[:, 2])
 
 
 def standing_problem(name: str = "links", n_contacts: int = 4, mu: float = 1.0, *,

@@ -71,9 +71,53 @@ def _mesh_path(urdf: Path, name: str) -> str:
     return str(path if path.is_absolute() else (urdf.parent / path).resolve())
 
 
+#: relative floor (of the largest principal moment) below which :func:`physical_inertia` raises
+#: a principal moment, and the relative margin it keeps over the triangle inequality
+INERTIA_FLOOR = 1e-6
+
+
+def physical_inertia(inertia: np.ndarray) -> np.ndarray:
+    """The nearest inertia MuJoCo accepts for a body of positive mass: principal moments positive
+    (at least :data:`INERTIA_FLOOR` times the largest) and satisfying the triangle inequality
+    A + B >= C, the smallest raised to C - B where it does not; the principal axes kept.
+    ``inertia`` (3, 3) is returned unchanged when it is already physical. Public URDFs carry a
+    few that are not (a dummy root link with one non-zero moment, a camera's or a thigh's
+    moments 4 % short of the triangle), which pinocchio takes and MuJoCo refuses to compile;
+    the change is small against the robot's (docs/robots.md)."""
+    e, R = np.linalg.eigh(inertia)
+    top = max(e[2], 0.0)
+    if top <= 0.0:
+        return inertia
+    floor = INERTIA_FLOOR * top
+    fixed = np.maximum(e, floor)
+    if fixed[0] + fixed[1] < fixed[2] * (1.0 + INERTIA_FLOOR):
+        fixed[0] = fixed[2] * (1.0 + INERTIA_FLOOR) - fixed[1]
+    if np.array_equal(fixed, e):
+        return inertia
+    return (R * fixed) @ R.T
+
+
+def _repair_inertias(root) -> None:
+    """:func:`physical_inertia` on every URDF link of positive mass (massless links: welded
+    frames, which MuJoCo takes as they are)."""
+    names = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+    for inertial in root.iter("inertial"):
+        mass, inertia = inertial.find("mass"), inertial.find("inertia")
+        if mass is None or inertia is None or float(mass.get("value", 0.0)) <= 0.0:
+            continue
+        xx, xy, xz, yy, yz, zz = (float(inertia.get(k, 0.0)) for k in names)
+        I = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+        fixed = physical_inertia(I)
+        if fixed is not I:
+            for k, (i, j) in zip(names, ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))):
+                inertia.set(k, repr(float(fixed[i, j])))
+
+
 def urdf_spec(urdf, floating_base: bool) -> "mujoco.MjSpec":
     """A MuJoCo spec of the URDF ``urdf``: collision geometry only (mesh paths made absolute),
-    every link a body, a free joint on the root link if ``floating_base``."""
+    every link a body, its inertia the URDF's (none: massless, as in pinocchio; not from the
+    geometry), inertias MuJoCo refuses made physical (:func:`physical_inertia`), a free
+    joint on the root link if ``floating_base``."""
     urdf = Path(urdf)
     try:
         root = ET.parse(str(urdf)).getroot()
@@ -84,11 +128,12 @@ def urdf_spec(urdf, floating_base: bool) -> "mujoco.MjSpec":
             link.remove(visual)
     for mesh in root.iter("mesh"):
         mesh.set("filename", _mesh_path(urdf, mesh.get("filename", "")))
+    _repair_inertias(root)
     for extension in root.findall("mujoco"):
         root.remove(extension)
     ext = ET.SubElement(root, "mujoco")
     ET.SubElement(ext, "compiler", discardvisual="true", fusestatic="false", strippath="false",
-                  balanceinertia="false", angle="radian")
+                  balanceinertia="false", inertiafromgeom="false", angle="radian")
     try:
         spec = mujoco.MjSpec.from_string(ET.tostring(root, encoding="unicode"))
     except Exception as exc:          # MuJoCo raises ValueError with its parser's message

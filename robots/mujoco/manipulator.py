@@ -20,7 +20,7 @@ import math
 import numpy as np
 import pinocchio as pin
 
-from idyn.contact import framed_contacts_prechecked
+from idyn.contact import contact_batch
 from idyn.errors import InvalidInputError, ModelLoadError
 from idyn.state import RobotState
 
@@ -73,7 +73,8 @@ class ManipulatorTestbed(Testbed):
         box_body.add_freejoint().name = f"{BOX_FRAME}_joint"
         box = box_body.add_geom()
         box.name, box.type, box.size = "box", mujoco.mjtGeom.mjGEOM_BOX, [d.box_side / 2] * 3
-        box.mass = d.box_mass
+        box_body.mass, box_body.explicitinertial = d.box_mass, True     # a solid cube's inertia
+        box_body.inertia = np.diag(d.box_inertia).tolist()
         box.contype, box.conaffinity, box.priority = 1, 1, 1
         box.friction = [GROUND_MU, 0.0, 0.0]
         for geom in spec.geoms:
@@ -128,7 +129,7 @@ class ManipulatorTestbed(Testbed):
                 body_b.append(None)
                 owners.append((self._box, self._ground))
         rows = np.array(rows, dtype=float).reshape(-1, 7)
-        out, points, frames = framed_contacts_prechecked(body_a, body_b, rows, np.array(mus, dtype=float))
+        out, points, frames = contact_batch(body_a, rows[:, :3], rows[:, 3:6], mus, rows[:, 6], body_b)
         self._remember(out, np.array(owners, dtype=int).reshape(-1, 2), points, frames)
         return list(out)
 

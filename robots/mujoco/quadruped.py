@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from idyn.contact import CONTACT_GAP, framed_contacts_prechecked
+from idyn.contact import CONTACT_GAP, contact_batch
 from idyn.errors import InvalidInputError, ModelLoadError
 from idyn.sim.geometry import Heightmap, sphere_heightmap
 from idyn.state import RobotState
@@ -119,10 +119,17 @@ class QuadrupedTestbed(Testbed):
         foot_geoms = []
         for f in self._feet:
             body = spec.body(f.link)
-            sphere = mujoco.mjtGeom.mjGEOM_SPHERE
-            spheres = [] if body is None else [g for g in body.geoms if g.type == sphere]
-            if not spheres:
-                raise ModelLoadError(f"MuJoCo's model of {self.quadruped.urdf} has no sphere on {f.link}")
+            if body is None:
+                raise ModelLoadError(f"MuJoCo's model of {self.quadruped.urdf} has no body {f.link}")
+            spheres = [g for g in body.geoms if g.type == mujoco.mjtGeom.mjGEOM_SPHERE]
+            if not spheres:     # a mesh foot: the description's sphere (robots.from_urdf) replaces it
+                for g in body.geoms:
+                    g.contype, g.conaffinity = 0, 0
+                spheres = [body.add_geom()]
+                spheres[0].type, spheres[0].size = mujoco.mjtGeom.mjGEOM_SPHERE, [f.radius, 0.0, 0.0]
+                spheres[0].pos = np.asarray(f.offset, dtype=float).reshape(3)
+                spheres[0].contype, spheres[0].conaffinity, spheres[0].priority = 1, 0, 0
+                spheres[0].mass = 0.0        # the URDF link's inertial stays the body's
             spheres[0].name = f"{f.link}_sphere"
             spheres[0].margin, spheres[0].gap = 0.0, self.contact_margin
             if self.heightmap is not None:      # the feet's per-cell friction is the contact's
@@ -195,23 +202,21 @@ class QuadrupedTestbed(Testbed):
         d = self.robot.data
         con = d.contact
         g1, g2, dist = con.geom1, con.geom2, con.dist
-        found, rows, mus, owners = [], [], [], []
+        found, ks = [], []
+        ground = self._ground
         for i, geom in enumerate(self._foot_geoms):
-            ground = self._ground
             hits = np.flatnonzero(((g1 == geom) & (g2 == ground)) | ((g2 == geom) & (g1 == ground)))
             hits = hits[dist[hits] <= self.contact_margin]
-            if not hits.size:
-                continue
-            k = hits[np.argmin(dist[hits])]
-            n = con.frame[k, :3] * (1.0 if g1[k] == ground else -1.0)
-            rows.append(np.concatenate((con.pos[k] - 0.5 * dist[k] * n, n, [dist[k]])))
-            mus.append(con.friction[k, 0])
-            found.append(self._foot_names[i])
-            owners.append((geom, self._ground))
-        rows = np.array(rows, dtype=float).reshape(-1, 7)
-        out, points, frames = framed_contacts_prechecked(found, (None,) * len(found), rows,
-                                                    np.array(mus, dtype=float))
-        self._remember(out, np.array(owners, dtype=int).reshape(-1, 2), points, frames)
+            if hits.size:
+                ks.append(hits[np.argmin(dist[hits])])
+                found.append(i)
+        gaps = dist[ks]
+        normals = con.frame[ks, :3] * np.where(g1[ks] == ground, 1.0, -1.0)[:, None]
+        out, points, frames = contact_batch([self._foot_names[i] for i in found],
+                                            con.pos[ks] - 0.5 * gaps[:, None] * normals, normals,
+                                            con.friction[ks, 0], gaps)
+        owners = np.column_stack((self._foot_geoms[found], np.full(len(found), ground))).astype(int)
+        self._remember(out, owners.reshape(-1, 2), points, frames)
         return list(out)
 
     def sensed_normal_total(self) -> float:

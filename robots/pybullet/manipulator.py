@@ -17,12 +17,12 @@ import numpy as np
 import pinocchio as pin
 import pybullet as pb
 
-from idyn.contact import Contact
+from idyn.contact import contact_batch
 from idyn.errors import InvalidInputError
 
 from ..manipulator import BOX_FRAME, GROUND_MU, manipulator
 from .base import (BodyLink, MultiBodyMap, SphereProbe, StateReader, Testbed, base_raw, com_from_free_flyer,
-                   contact_stacks, owner_pairs)
+                   owner_pairs)
 from .terrain import Terrain, simulated_mu
 
 #: default margin (m) within which a fingertip or box corner is a contact candidate
@@ -89,7 +89,7 @@ class ManipulatorTestbed(Testbed):
         return self._reader.read(raw)
 
     # ---------------------------------------------------------------- contacts
-    def contacts(self, margin: float = CONTACT_MARGIN) -> list[Contact]:
+    def contacts(self, margin: float = CONTACT_MARGIN) -> list:
         """Fingertip spheres against the box faces (body_b = "box"), then box corners near the
         ground (body_a = "box", body_b = None), each with its signed gap phi.
 
@@ -101,20 +101,25 @@ class ManipulatorTestbed(Testbed):
             raise InvalidInputError(f"margin must be finite and >= 0, got {margin}")
         q = self.state().q
         pin.framesForwardKinematics(self.description.model.pinocchio_model, self._data, q[:self._na_q])
-        out, owners = [], []
+        body_a, body_b, points, normals, mus, gaps, owners = [], [], [], [], [], [], []
         for tip, fid, link in zip(self._tips, self._tip_ids, self._tip_links):
             centre = self._data.oMf[fid].act(tip.offset)
             cp = self._probes[tip.radius].closest(centre, self.box, margin)
             if cp is not None:
-                out.append(Contact(tip.link, BOX_FRAME, cp.point_on_b, cp.normal, self.mu_grasp, cp.distance))
+                body_a.append(tip.link), body_b.append(BOX_FRAME), mus.append(self.mu_grasp)
+                points.append(cp.point_on_b), normals.append(cp.normal), gaps.append(cp.distance)
                 owners.append((BodyLink(self.robot.body, link), BodyLink(self.box)))
         box = pin.XYZQUATToSE3(q[self._na_q:])
         for corner in self._corners:
             p = box.act(corner)
             if p[2] <= margin:
-                out.append(Contact(BOX_FRAME, None, [p[0], p[1], 0.0], [0.0, 0.0, 1.0], GROUND_MU, p[2]))
+                body_a.append(BOX_FRAME), body_b.append(None), mus.append(GROUND_MU)
+                points.append((p[0], p[1], 0.0)), normals.append((0.0, 0.0, 1.0)), gaps.append(p[2])
                 owners.append((BodyLink(self.box), BodyLink(self.ground.body)))
-        self._remember(out, owner_pairs(owners), *contact_stacks(out))
+        m = len(body_a)
+        out, points, frames = contact_batch(body_a, np.reshape(points, (m, 3)), np.reshape(normals, (m, 3)),
+                                            mus, gaps, body_b)
+        self._remember(out, owner_pairs(owners), points, frames)
         return list(out)
 
     def sensed_contact_forces(self) -> np.ndarray:

@@ -11,7 +11,7 @@ import numpy as np
 import pinocchio as pin
 import pybullet as pb
 
-from idyn.contact import Contact, framed_contacts_prechecked
+from idyn.contact import Contact, contact_batch
 from idyn.errors import InvalidInputError
 from idyn.placements import frame_translations
 from idyn.state import RobotState
@@ -209,8 +209,8 @@ def _foot_contacts(links: list[str], rows: list[float], frictions) -> tuple[list
     """Terrain contacts of the feet ``links`` from the numbers of PyBullet's closest points, seven
     per foot (the point on the terrain, the normal towards the foot, the signed gap), with their
     point and frame stacks: validated, normalised and framed as one batch
-    (:func:`idyn.contact.framed_contacts` without re-checking the form of what is built here,
-    the numbers of :class:`idyn.ContactSet`). ``frictions(points)``: the terrain's coefficients
-    (float64) at the (m, 3) points."""
+    (:func:`idyn.contact.contact_batch`, the stacks of :meth:`idyn.Contact.batch`).
+    ``frictions(points)``: the terrain's coefficients (float64) at the (m, 3) points."""
     rows = np.fromiter(rows, float).reshape(-1, 7)
-    return framed_contacts_prechecked(links, (None,) * len(links), rows, frictions(rows[:, :3]))
+    points = rows[:, :3]
+    return contact_batch(links, points, rows[:, 3:6], frictions(points), rows[:, 6])
