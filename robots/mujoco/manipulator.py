@@ -26,9 +26,8 @@ from idyn.state import RobotState
 
 from ..manipulator import BOX_FRAME, GROUND_MU, manipulator
 from ..terrain import simulated_mu
-from .base import GRAVITY, MjRobot, Testbed, mujoco, urdf_spec
-from .quadruped import (CONTACT_MARGIN, NOSLIP_ITERATIONS, SOLIMP, SOLREF_DAMPING, SOLREF_STEPS,
-                        SOLVER_ITERATIONS, SOLVER_TOLERANCE)
+from .base import MjRobot, Testbed, mujoco, urdf_spec
+from .quadruped import CONTACT_MARGIN, SOLIMP, SOLREF_DAMPING, SOLREF_STEPS, configure_solver
 
 
 class ManipulatorTestbed(Testbed):
@@ -46,13 +45,7 @@ class ManipulatorTestbed(Testbed):
         self.description = d = manipulator()
         self.model = d.model_with_box
         spec = urdf_spec(d.urdf, floating_base=False)
-        spec.option.timestep = self.dt
-        spec.option.gravity = [0.0, 0.0, -GRAVITY]
-        spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-        spec.option.noslip_iterations = NOSLIP_ITERATIONS
-        spec.option.iterations = SOLVER_ITERATIONS
-        spec.option.tolerance = SOLVER_TOLERANCE
-        spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
+        configure_solver(spec, self.dt)
         self._tips = list(d.fingertips.values())
         tip_geoms = []
         for tip in self._tips:

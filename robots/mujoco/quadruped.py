@@ -56,6 +56,19 @@ GAP_RANGE = 0.05
 SOLVER_ITERATIONS, SOLVER_TOLERANCE = 100, 1e-10
 
 
+def configure_solver(spec, dt: float) -> None:
+    """The options every idyn MuJoCo testbed shares: time step ``dt``, gravity, elliptic
+    friction cones, the no-slip pass and the solver's iterations and tolerance above, and MuJoCo's
+    semi-implicit Euler integrator."""
+    spec.option.timestep = dt
+    spec.option.gravity = [0.0, 0.0, -GRAVITY]
+    spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    spec.option.noslip_iterations = NOSLIP_ITERATIONS
+    spec.option.iterations = SOLVER_ITERATIONS
+    spec.option.tolerance = SOLVER_TOLERANCE
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
+
+
 class QuadrupedTestbed(Testbed):
     """A quadruped in MuJoCo, torque controlled, on a rigid plane or the rough heightfield.
 
@@ -87,13 +100,7 @@ class QuadrupedTestbed(Testbed):
         self.legs = list(self.quadruped.feet)
         self._feet = [self.quadruped.feet[leg] for leg in self.legs]
         spec = urdf_spec(self.quadruped.urdf, floating_base=True)
-        spec.option.timestep = self.dt
-        spec.option.gravity = [0.0, 0.0, -GRAVITY]
-        spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-        spec.option.noslip_iterations = NOSLIP_ITERATIONS
-        spec.option.iterations = SOLVER_ITERATIONS
-        spec.option.tolerance = SOLVER_TOLERANCE
-        spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
+        configure_solver(spec, self.dt)
         self.terrain_kind = terrain
         ground = spec.worldbody.add_geom()
         ground.name = "ground"
