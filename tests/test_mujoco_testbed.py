@@ -245,3 +245,14 @@ def test_mesh_feet_get_the_description_sphere_and_mass_is_the_urdf(name):
         if name == "go2":           # its feet were meshes
             assert all(m.geom_contype[k] == 0 and m.geom_conaffinity[k] == 0 for k in others)   # or dropped
     assert len(tb.contacts()) == 4
+
+
+def test_a_re_expressed_base_is_refused_not_mis_mapped():
+    """laikago's URDF base is y-up: robots.from_urdf moves pinocchio's free flyer to a z-up body
+    frame, while MuJoCo's free joint stays on the root link; mapping one onto the other would
+    turn the robot by 90 degrees, so the testbed refuses it with a typed error."""
+    from idyn import robots
+    from idyn.errors import InvalidInputError
+    from idyn.robots.mujoco import QuadrupedTestbed
+    with pytest.raises(InvalidInputError, match="re-expressed"):
+        QuadrupedTestbed(robots.quadruped("laikago"))
