@@ -94,6 +94,9 @@ class Contact:
         if self.body_a == self.body_b:
             raise InvalidInputError("a contact needs two different bodies")
         normal = normal / norm
+        point = point.copy()              # the contact's own, read-only: a caller's buffer reused
+        point.setflags(write=False)       # or rewritten later cannot move it (or make it NaN)
+        normal.setflags(write=False)
         object.__setattr__(self, "point", point)
         object.__setattr__(self, "normal", normal)
         object.__setattr__(self, "mu", mu)

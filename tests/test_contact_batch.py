@@ -430,3 +430,16 @@ def test_controllers_take_a_batch_as_the_contacts_built_one_by_one(name):
     scale = np.abs(b.tau).max()
     np.testing.assert_allclose(a.tau, b.tau, rtol=0, atol=1e-9 * scale)
     np.testing.assert_allclose(a.contact_forces, b.contact_forces, rtol=0, atol=1e-9 * m.total_mass * 9.81)
+
+
+def test_a_contact_owns_its_point():
+    """Contact(point=p) copies p and makes it read-only: rewriting the caller's buffer later
+    (a reused array, a NaN) does not move or corrupt a contact already built."""
+    p = np.array([0.1, 0.2, 0.0])
+    c = Contact("a", None, p, [0.0, 0.0, 1.0], 1.0)
+    p[:] = np.nan
+    assert np.array_equal(c.point, [0.1, 0.2, 0.0])
+    with pytest.raises(ValueError):
+        c.point[0] = 1.0
+    with pytest.raises(ValueError):
+        c.normal[0] = 1.0
