@@ -68,12 +68,8 @@ def _example_robot_data(*parts) -> str:
 #: standing configuration found from the geometry). ``feet`` and ``foot_radius``: the foot frames
 #: of robots whose feet have mesh collisions (no sphere to find), with the ball fitted to the
 #: mesh (least squares on its support distance towards the ground over +-70 deg of tilt) plus the
-#: 1 mm collision margin PyBullet adds around a convex mesh. go2's foot_convex.stl: centre
-#: (-1.5, 0, 0.1) mm, radius 22.8 mm, 1.3 mm off a sphere; the 10 s trot (qp-coulomb, PyBullet)
-#: needs that centre: at (0, 0, 0) with 22 mm the probes saw 1-2 mm gaps under load, the gait
-#: schedule kept no stance foot and it fell at 0.25 s, with 24.5 mm at 3.2 s, and at the fitted
-#: centre with 23.5 mm at 6.9 s (23.8 mm: no fall, 3.1 % force error). solo12's solo_foot.stl is
-#: a 16.0 mm disc in the sagittal plane (0.0175; with 0.016 it fell after 3 s of the trot).
+#: 1 mm collision margin PyBullet adds around a convex mesh; how the fits were checked is in
+#: docs/robots.md ("Mesh feet").
 PUBLIC: dict[str, dict] = {
     "go1": {"urdf": "example-robot-data:go1_description/urdf/go1.urdf"},
     "go2": {"urdf": "example-robot-data:go2_description/urdf/go2.urdf",

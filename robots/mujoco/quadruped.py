@@ -39,8 +39,7 @@ from .base import GRAVITY, MjRobot, Testbed, mujoco, urdf_spec
 #: (idyn.contact.CONTACT_GAP). MuJoCo has no speculative contacts: it pushes only on contacts that
 #: penetrate at the start of a step, so a foot still above the ground gets no force in the coming
 #: step, however fast it closes. Reported, such a foot is one the controller plans to stop within
-#: the step; with PyBullet's 1 cm, qp-coulomb's trot had 6.4 % (LINKS) and 7.4 % (a1) normal
-#: force error against 3.0 % and 1.8 % with this margin (docs/robots.md).
+#: the step, which MuJoCo will not do (the measured effect on the force error: docs/robots.md).
 CONTACT_MARGIN = CONTACT_GAP
 #: ground contact: solref time constant in steps dt, damping ratio; solimp; noslip iterations
 SOLREF_STEPS, SOLREF_DAMPING = 2.0, 1.0
