@@ -47,20 +47,27 @@ class StandingProblem:
         return self.robot.model
 
 
-def foot_contacts(robot: robots.Quadruped, q, mu: float, per_foot: int = 1) -> list[Contact]:
+def foot_contacts(robot: robots.Quadruped, q, mu: float, per_foot: int = 1, patch: float = 0.0) -> list[Contact]:
     """Ground contacts under the spherical feet; ``per_foot > 1`` duplicates each one (the
-    timing experiment of paper Fig. 19 duplicates contacts at the foot-ground interface)."""
+    timing experiment of paper Fig. 19 duplicates contacts at the foot-ground interface), or
+    with ``patch > 0`` (a diameter, m) spreads ``per_foot`` distinct points evenly on the circle
+    of that diameter around the foot's lowest point, as a contact detector reports a patch."""
     out = []
+    angles = 2.0 * np.pi * np.arange(per_foot) / per_foot
+    ring = 0.5 * patch * np.column_stack((np.cos(angles), np.sin(angles), np.zeros(per_foot)))
     for foot, centre in zip(robot.feet.values(), robot.foot_centres(q)):
         point = centre - np.array([0.0, 0.0, foot.radius])
-        out.extend(Contact(foot.link, None, point, (0.0, 0.0, 1.0), mu, phi=float(point[2]))
-                   for _ in range(per_foot))
+        points = point + ring if patch > 0.0 and per_foot > 1 else np.tile(point, (per_foot, 1))
+        out.extend(Contact(foot.link, None, pt, (0.0, 0.0, 1.0), mu, phi=float(pt[2])) for pt in points)
     return out
 
 
 def standing_problem(name: str = "links", n_contacts: int = 4, mu: float = 1.0, *,
-                     rng: np.random.Generator | None = None, noise: float = 0.0) -> StandingProblem:
-    """``n_contacts`` (a multiple of 4) ground contacts under a standing quadruped.
+                     rng: np.random.Generator | None = None, noise: float = 0.0,
+                     patch: float = 0.0) -> StandingProblem:
+    """``n_contacts`` (a multiple of 4) ground contacts under a standing quadruped: each foot's
+    contact duplicated, or ``n_contacts / 4`` distinct points per foot on a patch of diameter
+    ``patch`` (m, :func:`foot_contacts`).
 
     ``noise`` perturbs the joint angles and velocities (radians, rad/s) with ``rng``; the desired
     motion is to hold the nominal stance.
@@ -77,7 +84,7 @@ def standing_problem(name: str = "links", n_contacts: int = 4, mu: float = 1.0, 
         v[model.actuated_v] += noise * rng.standard_normal(model.na)
     na = model.na
     desired = Desired(robot.q_stand[model.actuated_q], np.zeros(na), np.zeros(na))
-    return StandingProblem(robot, RobotState(q, v), desired, foot_contacts(robot, q, mu, n_contacts // 4))
+    return StandingProblem(robot, RobotState(q, v), desired, foot_contacts(robot, q, mu, n_contacts // 4, patch))
 
 
 def floor_step(problem: StandingProblem):
