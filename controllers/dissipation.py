@@ -62,7 +62,7 @@ import numpy as np
 
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp.inputs import finite_data
-from idyn.lcp.lemke import cold_checked
+from idyn.lcp.lemke import basis_checked, cold_checked
 from idyn.lcp.regularized import regularized_checked
 from idyn.lcp.residuals import DEFAULT_TOL
 from idyn.qp import BACKENDS, PD_TOL, solve_built
@@ -102,6 +102,9 @@ class StageOne:
     qlcp: np.ndarray | None = None
     #: the controller's work arrays (:func:`arrays`), or None
     buffers: dict | None = None
+    #: indices of the KKT LCP's ``z`` to try as its basis first (:func:`solve_stage_one`), or
+    #: None; after a Lemke solve, that answer's basis (so a priced re-solve starts from it)
+    warm: np.ndarray | None = None
 
     def __post_init__(self):
         if self.E is None:
@@ -231,23 +234,69 @@ def arrays(buffers: dict | None, key: tuple, layout) -> tuple[np.ndarray, ...]:
 
 def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
     """Stage I optimum ``z0`` (any one of them) and solver info: Lemke's method on the KKT LCP
-    (``method="lemke"`` without equality rows), then regularised Lemke, then the QP."""
+    (``method="lemke"`` without equality rows), then regularised Lemke, then the QP.
+
+    Warm start: when ``prob.warm`` names a basis (the previous step's, :func:`stage_one_layout`),
+    that basis alone is tried first (:func:`idyn.lcp.lemke.basis_checked`, no pivot); the cold
+    path runs when it fails.  ``info["stage1_start"]`` says which: ``"warm"``, ``"cold"`` or
+    ``"cold (warm basis failed)"``; ``prob.warm`` is left at the answer's support (None after
+    the QP).  The support, not :func:`idyn.lcp.lemke.answer_pattern`: Stage I's KKT LCP has many
+    impulses of zero reduced cost beside the loaded ones (indeterminate contact), and the
+    least-norm solve over all of them leaves the cone more often (measured on foot patches,
+    docs/performance.md)."""
     if method == "lemke" and not prob.E.shape[0]:
         Mlcp, qlcp = prob.lcp()
         if not finite_data(qlcp, Mlcp):  # cold_checked takes finite data only; the QP reports it
+            prob.warm = None
             return _stage_one_qp(prob, method, qp_backend)
+        start = "cold"
+        if prob.warm is not None and prob.warm.size:
+            res = basis_checked(Mlcp, qlcp, prob.warm)
+            if res is not None:
+                prob.warm = res.basis
+                return res.z[:prob.k], {"stage1_status": "solved", "pivots": 0, "regularization": 0.0,
+                                        "stage1_start": "warm"}
+            start = "cold (warm basis failed)"
         z = np.empty(qlcp.size)
         passed, pivots = cold_checked(Mlcp, qlcp, 1e-12, DEFAULT_TOL, z)
         if passed:
-            return z[:prob.k], {"stage1_status": "solved", "pivots": pivots, "regularization": 0.0}
+            prob.warm = np.flatnonzero(z > 0.0)
+            return z[:prob.k], {"stage1_status": "solved", "pivots": pivots, "regularization": 0.0,
+                                "stage1_start": start}
         try:
             res = regularized_checked(Mlcp, qlcp)
         except np.linalg.LinAlgError:  # a solver must report, not raise; fall through to the QP
             res = None
         if res is not None and res.solved:
+            prob.warm = res.basis
             return res.z[:prob.k], {"stage1_status": res.status.value, "pivots": res.pivots,
-                                    "regularization": res.regularization}
+                                    "regularization": res.regularization, "stage1_start": start}
+    prob.warm = None
     return _stage_one_qp(prob, method, qp_backend)
+
+
+def stage_one_layout(prob: StageOne, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(contact, block)`` of each variable of Stage I's KKT LCP, for a warm start by contact
+    identity (:class:`idyn.controllers.warm_start.BasisMemory`): impulses ``[f_N; f_S+; f_S-;
+    f_T+; f_T-]`` are blocks 0-4, the non-penetration multipliers 5, the cone multipliers 6 (of
+    the contacts with finite ``mu`` among ``mu``, the coefficients the cone rows were built from).
+    None when rows no impulse can change were dropped (the rows no longer follow the contacts)."""
+    m = prob.k // 5
+    cones = prob.cone.shape[0]
+    if prob.G.shape[0] != m + cones:
+        return None
+    return _layout(m, np.isfinite(mu).tobytes() if cones else b"")
+
+
+@lru_cache(maxsize=64)
+def _layout(m: int, finite: bytes) -> tuple[np.ndarray, np.ndarray]:
+    contacts = np.arange(m)
+    coned = np.flatnonzero(np.frombuffer(finite, dtype=bool)) if finite else np.zeros(0, dtype=np.intp)
+    contact = np.concatenate((np.tile(contacts, 6), coned))
+    block = np.concatenate((np.repeat(np.arange(6), m), np.full(coned.size, 6)))
+    contact.setflags(write=False)
+    block.setflags(write=False)
+    return contact, block
 
 
 def _stage_one_qp(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
