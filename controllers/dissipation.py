@@ -250,14 +250,13 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
             prob.warm = None
             return _stage_one_qp(prob, method, qp_backend)
         start = "cold"
-        if prob.warm is not None and prob.warm.size:
-            res = basis_checked(Mlcp, qlcp, prob.warm)
-            if res is not None:
-                prob.warm = res.basis
-                return res.z[:prob.k], {"stage1_status": "solved", "pivots": 0, "regularization": 0.0,
-                                        "stage1_start": "warm"}
-            start = "cold (warm basis failed)"
         z = np.empty(qlcp.size)
+        if prob.warm is not None and prob.warm.size:
+            if basis_checked(Mlcp, qlcp, prob.warm, DEFAULT_TOL, z):
+                prob.warm = np.flatnonzero(z > 0.0)
+                return z[:prob.k], {"stage1_status": "solved", "pivots": 0, "regularization": 0.0,
+                                    "stage1_start": "warm"}
+            start = "cold (warm basis failed)"
         passed, pivots = cold_checked(Mlcp, qlcp, 1e-12, DEFAULT_TOL, z)
         if passed:
             prob.warm = np.flatnonzero(z > 0.0)

@@ -68,11 +68,13 @@ at the cost of a second LCP.  The inconsistency comes from the shared error feed
 (:mod:`idyn.controllers.feedback`), where a contact-consistent projection would belong; plain Lemke
 (``tie_break="none"``) trots the paper's course (docs/results.md).
 
-Option ``warm_start`` (True): Lemke's method starts from the previous step's terminal basis
-(``LCPResult.basic``), remembered by contact identity (:mod:`idyn.controllers.warm_start`), with
-no pivot when it still solves (:func:`idyn.lcp.lemke.warm_lemke`); when that path fails (a
-singular basis, a secondary ray, a rejected answer) the cold start with its regularisation
-fallback runs, so Lemke's robustness on degenerate problems is kept.
+Option ``warm_start`` (True): on LCPs of at least :data:`idyn.controllers.warm_start.MIN_WARM_VARIABLES`
+variables, Lemke's method starts from the previous step's terminal basis
+(``LCPResult.basic``), remembered by contact identity (:mod:`idyn.controllers.warm_start`): one
+compiled solve when it still solves (:func:`idyn.lcp.lemke.basis_checked`), else Lemke's path
+from it (:func:`idyn.lcp.lemke.warm_lemke`); when that path fails (a singular basis, a
+secondary ray, a rejected answer) the cold start with its regularisation fallback runs, so
+Lemke's robustness on degenerate problems is kept.
 ``out.info.details["lcp_start"]`` says which (``"warm"``, ``"cold"``, ``"cold (warm basis failed)"``).
 """
 from __future__ import annotations
@@ -85,7 +87,7 @@ import numpy as np
 from idyn.contact import NO_SLIP_MU
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import mindiff
-from idyn.lcp.lemke import warm_lemke
+from idyn.lcp.lemke import warm_checked, warm_lemke
 from idyn.lcp.mlcp import reduce_checked
 from idyn.lcp.regularized import regularized_checked
 from idyn.qp import DEFAULT_BACKEND, solve_qp
@@ -94,7 +96,7 @@ from .base import Controller, Solution, register
 from .dissipation import build_stage_one, solve_one_stage
 from ._dynamics_kernel import coulomb_mlcp
 from .dynamics import Step
-from .warm_start import BasisMemory, contact_keys
+from .warm_start import MIN_WARM_VARIABLES, BasisMemory, contact_keys
 
 #: relative tolerance of the physical acceptance check of an LCP answer
 CHECK_TOL = 1e-6
@@ -143,7 +145,9 @@ class LCPCoulomb(Controller):
             return Solution(tau, np.zeros((0, 3)), v_next)
         k = 5 * step.m
         R = step.directions(pyramid=True)
-        self._keys = contact_keys(contacts) if self.warm_start else None
+        self._keys = contact_keys(contacts) if self.warm_start and 6 * step.m >= MIN_WARM_VARIABLES else None
+        if self._keys is None and self.warm_start:
+            self._basis.reset()
         try:
             z, x, info = self._solve_lcp(step, self._mlcp(step))
             if self.consistent_stance:
@@ -219,12 +223,12 @@ class LCPCoulomb(Controller):
             layout = _layout(step.m)
             warm = self._basis.recall(self._keys, *layout)
             if warm.size:
-                lcp = warm_lemke(red.Q, red.r, warm)
-                warm_pivots = lcp.pivots
-                if lcp.solved:
-                    start = "warm"
-                else:
-                    lcp, start = None, "cold (warm basis failed)"
+                lcp, warm_pivots = warm_checked(red.Q, red.r, warm), 0
+                if lcp is None:                       # the path from that basis, then cold
+                    lcp = warm_lemke(red.Q, red.r, warm)
+                    warm_pivots = lcp.pivots
+                    lcp = lcp if lcp.solved else None
+                start = "warm" if lcp is not None else "cold (warm basis failed)"
         if lcp is None:
             lcp = regularized_checked(red.Q, red.r)
             if start != "cold":

@@ -19,7 +19,8 @@ Options (besides the common ones of :class:`idyn.controllers.Controller`):
   friction bound in Stage I's objective as its end-of-step gap rate, so contacts at a distance are
   loaded only to close their gap; see "Contacts at a distance" in :mod:`idyn.controllers.dissipation`),
   ``warm_start`` (True: Stage I's Lemke tries the previous step's basis first, remembered by
-  contact identity, :mod:`idyn.controllers.warm_start`; a cold start when it fails, as the
+  contact identity, :mod:`idyn.controllers.warm_start`, on LCPs of at least
+  :data:`~idyn.controllers.warm_start.MIN_WARM_VARIABLES` variables; a cold start when it fails, as the
   authors warm-start their LCP solver for Fig. 19; ``info.details["stage1_start"]`` says which).
 """
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .base import Controller, Solution, register
 from .dissipation import (OBJECTIVES, build_stage_one, new_outputs, solve_one_stage, solve_priced, solve_stage_two,
                           stage_one_layout)
 from .dynamics import Step
-from .warm_start import BasisMemory, contact_keys
+from .warm_start import MIN_WARM_VARIABLES, BasisMemory, contact_keys
 
 
 class DissipationController(Controller):
@@ -92,7 +93,8 @@ class DissipationController(Controller):
         prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate,
                                lcp=self.stage1_solver == "lemke", buffers=self._buffers)
         layout = None
-        if self.warm_start and self.stage1_solver == "lemke" and not prob.E.shape[0]:
+        if (self.warm_start and self.stage1_solver == "lemke" and not prob.E.shape[0]
+                and prob.k + prob.G.shape[0] >= MIN_WARM_VARIABLES):
             keys, layout = contact_keys(contacts), stage_one_layout(prob, step.jac.mu)
             if layout is not None:
                 prob.warm = self._basis.recall(keys, *layout)

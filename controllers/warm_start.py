@@ -50,6 +50,10 @@ class ActiveSetMemory:
 
 
 _NO_INDICES = np.zeros(0, dtype=np.intp)
+#: LCPs with fewer variables start Lemke cold: on them the compiled cold path (10-20 us at
+#: 4 contacts, 8-17 pivots) costs no more than a warm start's check and bookkeeping, and the
+#: path from a failed basis costs more (a1 trot and foot patches, docs/performance.md)
+MIN_WARM_VARIABLES = 64
 
 
 class BasisMemory:
@@ -64,17 +68,21 @@ class BasisMemory:
 
     def reset(self) -> None:
         self._keys: list | None = None
-        self._contact = self._block = _NO_INDICES
+        self._contact = self._block = self._basis = _NO_INDICES
+        self._layout = None
 
     def store(self, keys: list[tuple], contact: np.ndarray, block: np.ndarray, basis: np.ndarray) -> None:
         """Remember the variables ``basis`` (indices into this step's layout)."""
         self._keys, self._contact, self._block = keys, contact[basis], block[basis]
+        self._basis, self._layout = basis, (contact, block)
 
     def recall(self, keys: list[tuple], contact: np.ndarray, block: np.ndarray) -> np.ndarray:
         """Indices into this step's layout of the remembered variables whose contact and block
         still exist (sorted)."""
         if self._keys is None or not self._contact.size:
             return _NO_INDICES
+        if keys == self._keys and self._layout[0] is contact and self._layout[1] is block:
+            return self._basis                      # the same contacts and layout: the same indices
         old_contact, old_block = self._contact, self._block
         if keys != self._keys:                      # contacts came, went or moved in the list
             where = {k: i for i, k in enumerate(keys)}

@@ -14,7 +14,7 @@ from idyn import Contact, controllers
 from idyn.controllers.warm_start import BasisMemory, contact_keys
 from idyn.experiments.benchmarks.controllers import standing_problem, trajectory
 from idyn.lcp import lemke
-from idyn.lcp.lemke import basis_checked, warm_lemke
+from idyn.lcp.lemke import warm_checked, warm_lemke
 from idyn.lcp.residuals import lcp_residuals
 
 from test_controllers import check_physics
@@ -36,8 +36,9 @@ def test_basis_memory_follows_contacts_across_lists():
 
 
 def test_warm_paths_accept_only_solutions():
-    """From its own terminal basis Lemke makes no pivot; from any other pattern the warm path and
-    the support check either solve (residual check) or say they failed, never a wrong answer."""
+    """From its own terminal basis Lemke makes no pivot and the basis check solves; from any other
+    pattern the warm path and the check either solve (residual check) or say they failed, never
+    a wrong answer."""
     rng = np.random.default_rng(4)
     seen = 0
     for _ in range(30):
@@ -56,8 +57,9 @@ def test_warm_paths_accept_only_solutions():
                 continue
             other = warm_lemke(M, q, np.sort(pattern))
             assert not other.solved or lcp_residuals(M, q, other.z).ok(1e-9)
-            check = basis_checked(M, q, np.sort(pattern))
-            assert check is None or lcp_residuals(M, q, check.z).ok(1e-9)
+            check = warm_checked(M, q, np.sort(pattern).astype(np.intp))
+            assert check is None or (check.pivots == 0 and lcp_residuals(M, q, check.z).ok(1e-9))
+        assert warm_checked(M, q, cold.basic) is not None     # Lemke's own basis still solves
     assert seen >= 10
 
 

@@ -18,8 +18,9 @@ alike).
 per foot: the 12-joint quadruped ``patch_robot`` (a1) stands on ``n / 4`` distinct points per foot
 spread on a 4 mm circle (:func:`idyn.experiments.benchmarks.controllers.foot_contacts`), so the
 duplicate merge cannot apply; every controller runs with its defaults, timed with the floor of
-the same count in the same steps, and is reported in us (median, p99) and as a multiple of the
-floor.
+the same count in the same steps, and is reported in us (median, p99), as a multiple of the
+floor and by its pivots (LCP) or iterations (QP) per step; the warm-started controllers also run
+cold (``warm_start=False``) in the same steps.
 
 Writes DIR/bench.json (``floor``, ``merging_off`` and ``merging_on``: controller -> contact count
 -> median/p90/p99 us and solver statuses; ``patch``: its robot, diameter, floor and controllers
@@ -45,6 +46,9 @@ SERIES = {"merging_off": ({"merge_duplicates": False}, "off (paper)"),
 CASES = ("duplicates", "patch")
 #: diameter (m) of the foot patch of the patch case
 PATCH = 0.004
+#: the patch case's extra variants: the warm-started controllers started cold every step
+COLD = {"qp-coulomb (cold)": ("qp-coulomb", {"warm_start": False}),
+        "lcp-coulomb (cold)": ("lcp-coulomb", {"warm_start": False})}
 
 
 def run(out="results/bench", *, counts=None, seeds: int = 2, repeats: int = 15, robot: str = "links",
@@ -77,22 +81,24 @@ def run(out="results/bench", *, counts=None, seeds: int = 2, repeats: int = 15, 
 
 
 def _patch(robot: str, counts, seeds: int, repeats: int) -> dict:
-    """The patch case: every controller (defaults) and the floor, by contact count."""
-    names = controllers.available()
-    out = {"robot": robot, "diameter_m": PATCH, "floor": {}, "controllers": {n: {} for n in names}}
-    print(f"\npatch case: {robot}, n/4 distinct points per foot on a {PATCH * 1e3:g} mm patch; "
-          "median us / p99 us / median x floor")
-    print(f"{'contacts':>8s} {'floor':>7s} " + " ".join(f"{n:>22s}" for n in names))
+    """The patch case: every controller (defaults), the warm-started ones also cold
+    (:data:`COLD`), and the floor, by contact count."""
+    variants = {n: (n, {}) for n in controllers.available()}
+    variants.update(COLD)
+    out = {"robot": robot, "diameter_m": PATCH, "floor": {}, "controllers": {n: {} for n in variants}}
+    print(f"\npatch case: {robot}, n/4 distinct points per foot on a {PATCH * 1e3:g} mm patch")
+    print(f"{'contacts':>8s} {'controller':20s} {'median us':>10s} {'p99 us':>10s} {'x floor':>8s} "
+          f"{'pivots':>7s} {'p99':>5s}")
     for n in counts:
         rng = np.random.default_rng(n)
         problems = [standing_problem(robot, n, 1.0, rng=rng, noise=1e-3, patch=PATCH) for _ in range(seeds)]
-        res = time_controllers(problems, names, repeats)
-        out["floor"][str(n)] = res["floor"]
-        for name in names:
-            out["controllers"][name][str(n)] = res["controllers"][name]
-        cells = (f"{e['median_us']:8.0f} {e['p99_us']:7.0f} {e['ratio_to_floor']:5.1f}x"
-                 for e in (res["controllers"][m] for m in names))
-        print(f"{n:8d} {res['floor']['median_us']:7.1f} " + " ".join(f"{c:>22s}" for c in cells))
+        res = time_controllers(problems, variants, repeats)
+        out["floor"][str(n)] = f = res["floor"]
+        print(f"{n:8d} {'floor':20s} {f['median_us']:10.1f} {f['p99_us']:10.1f}")
+        for name in variants:
+            out["controllers"][name][str(n)] = e = res["controllers"][name]
+            print(f"{n:8d} {name:20s} {e['median_us']:10.1f} {e['p99_us']:10.1f} {e['ratio_to_floor']:8.1f} "
+                  f"{e['pivots_median']:7.0f} {e['pivots_p99']:5.0f}")
     return out
 
 

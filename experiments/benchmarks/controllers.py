@@ -148,6 +148,7 @@ def time_controllers(problems: list[StandingProblem], names, repeats: int) -> di
     ctrls = {label: controllers.make(name, model, **options) for label, (name, options) in specs.items()}
     times = {name: [] for name in ("floor",) + tuple(ctrls)}
     statuses = {name: {} for name in ctrls}
+    pivots = {name: [] for name in ctrls}
     for k, p in enumerate(problems):
         states = trajectory(p, repeats + 1, np.random.default_rng(k))
         floors = [floor_step(StandingProblem(p.robot, st, p.desired, p.contacts)) for st in states]
@@ -178,11 +179,14 @@ def time_controllers(problems: list[StandingProblem], names, repeats: int) -> di
                     times[name].append(t1 - t0)
                     code = out.info.status.value
                     statuses[name][code] = statuses[name].get(code, 0) + 1
+                    pivots[name].append(out.info.pivots)
     result = {"floor": summary(np.array(times["floor"])), "controllers": {}}
     for name in ctrls:
         entry = summary(np.array(times[name]))
         entry["ratio_to_floor"] = entry["median_us"] / result["floor"]["median_us"]
         entry["statuses"] = statuses[name]
+        entry["pivots_median"] = float(np.median(pivots[name])) if pivots[name] else 0.0
+        entry["pivots_p99"] = float(np.percentile(pivots[name], 99)) if pivots[name] else 0.0
         result["controllers"][name] = entry
     return result
 

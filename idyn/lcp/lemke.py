@@ -47,7 +47,7 @@ excessive pivoting"; our benchmark (``idyn bench lcp``) measures it.  A warm sta
 secondary ray is retried cold, so it can cost time but never a solution.  A control loop whose
 previous basis usually still solves the next step starts from it with :func:`warm_lemke` (one
 ``b x b`` factorisation sets the path up, no pivot when the basis still solves) or checks only
-the previous support (:func:`basis_checked`, a least-norm solve), and follows the cold path when
+the previous pattern (:func:`basis_checked`, a compiled least-norm solve), and follows the cold path when
 that fails, so Lemke's robustness on degenerate problems is kept.
 """
 from __future__ import annotations
@@ -147,29 +147,44 @@ def warm_lemke(M: np.ndarray, q: np.ndarray, basis: np.ndarray, *, pivot_tol: fl
                   singular_cold=False)
 
 
-def basis_checked(M: np.ndarray, q: np.ndarray, basis: np.ndarray, tol: float = DEFAULT_TOL) -> LCPResult | None:
-    """A solution of the LCP ``(q, M)`` (finite, validated by the caller) with the complementarity
-    pattern ``basis`` (``w_b = 0``, the other ``z`` zero): the least-norm ``z_b`` of
-    ``M_bb z_b = -q_b``, clipped to ``z >= 0``, if it passes the residual check
-    :func:`idyn.lcp.residuals.exact_pass`; None otherwise (the caller then starts cold).
+@cached_jit
+def basis_checked(M, q, basis, tol, z):
+    """A solution of the finite LCP ``(q, M)`` (checked by the caller) with the complementarity
+    pattern ``basis`` (non-empty ``intp`` indices: ``w_b = 0``, the other ``z`` zero): ``z``
+    (output) the least-norm ``z_b`` of ``M_bb z_b = -q_b``, clipped to ``z >= 0``; returns whether
+    it passes the residual check :func:`idyn.lcp.residuals.exact_pass` (else the caller starts
+    Lemke's path), as one compiled call.
 
-    A warm start without pivots: a control loop's previous pattern (``LCPResult.basis``, the
-    support of its ``z``) often still solves.  Least norm, not ``M_bb^-1``: an indeterminate contact problem (more
-    loaded impulses than the base has motions, Stage I of :mod:`idyn.controllers.dissipation`)
-    makes ``M_bb`` singular, and the system is then consistent with a face of solutions, any
-    point of which the residual check accepts."""
+    A warm start without pivots: a control loop's previous pattern (its support, or Lemke's
+    terminal basis ``LCPResult.basic``) often still solves.  Least norm, not ``M_bb^-1``: an
+    indeterminate contact problem (more loaded impulses than the base has motions, Stage I of
+    :mod:`idyn.controllers.dissipation`) makes the support's ``M_bb`` singular, and the system is
+    then consistent with a face of solutions, any point of which the residual check accepts."""
+    n, b = q.shape[0], basis.shape[0]
+    Mbb, qb = np.empty((b, b)), np.empty(b)
+    for i in range(b):
+        qb[i] = -q[basis[i]]
+        for j in range(b):
+            Mbb[i, j] = M[basis[i], basis[j]]
+    zb = np.linalg.lstsq(Mbb, qb, rcond=b * 2.220446049250313e-16)[0]
+    z[:] = 0.0
+    for i in range(b):
+        if not np.isfinite(zb[i]):
+            return False
+        if zb[i] > 0.0:
+            z[basis[i]] = zb[i]
+    return exact_pass(M, q, z, np.dot(M, z) + q, tol)
+
+
+def warm_checked(M: np.ndarray, q: np.ndarray, basis: np.ndarray, tol: float = DEFAULT_TOL) -> LCPResult | None:
+    """:func:`basis_checked` as an :class:`LCPResult` (no pivot, ``basic`` = ``basis``), or None
+    when the pattern does not solve."""
     if not basis.size:
         return None
-    try:
-        zb = np.linalg.lstsq(M[np.ix_(basis, basis)], -q[basis], rcond=None)[0]
-    except np.linalg.LinAlgError:
+    z = np.empty(q.shape[0])
+    if not basis_checked(M, q, basis, tol, z):
         return None
-    if not np.isfinite(zb).all():
-        return None
-    z = np.zeros(q.shape[0])
-    z[basis] = zb
-    res = _clipped_finish(M, q, z, LCPStatus.SOLVED, 0, tol)
-    return res if res.solved else None
+    return LCPResult(z, M @ z + q, LCPStatus.SOLVED, 0, 0.0, np.flatnonzero(z > 0.0), basic=basis)
 
 
 def _with_pivots(res: LCPResult, pivots: int) -> LCPResult:
