@@ -105,6 +105,9 @@ class StageOne:
     #: indices of the KKT LCP's ``z`` to try as its basis first (:func:`solve_stage_one`), or
     #: None; after a Lemke solve, that answer's basis (so a priced re-solve starts from it)
     warm: np.ndarray | None = None
+    #: Stage II's inequality rows to start DAQP's working set from (:func:`solve_stage_two`), or
+    #: None; after Stage II, the rows active at its answer (None if it gave none)
+    stage_two_active: np.ndarray | None = None
 
     def __post_init__(self):
         if self.E is None:
@@ -287,6 +290,24 @@ def stage_one_layout(prob: StageOne, mu: np.ndarray) -> tuple[np.ndarray, np.nda
     return _layout(m, np.isfinite(mu).tobytes() if cones else b"")
 
 
+def stage_two_layout(prob: StageOne, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(contact, block)`` of each inequality row of Stage II (:func:`solve_stage_two`): the
+    impulse bounds ``z0 + W w >= 0`` (blocks 0-4, as :func:`stage_one_layout`), then the cone rows
+    (block 6), for a warm start of its working set by contact identity."""
+    return _layout_two(prob.k // 5, np.isfinite(mu).tobytes() if prob.cone.shape[0] else b"")
+
+
+@lru_cache(maxsize=64)
+def _layout_two(m: int, finite: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_layout` without the non-penetration rows (block 5)."""
+    contact, block = _layout(m, finite)
+    keep = np.concatenate((np.arange(5 * m), np.arange(6 * m, contact.size)))
+    c, b = contact[keep], block[keep]
+    c.setflags(write=False)
+    b.setflags(write=False)
+    return c, b
+
+
 @lru_cache(maxsize=64)
 def _layout(m: int, finite: bytes) -> tuple[np.ndarray, np.ndarray]:
     contacts = np.arange(m)
@@ -355,12 +376,15 @@ def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: f
 def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp_backend: str,
                     outputs: tuple | None = None, buffers: dict | None = None) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112).
+    DAQP's working set starts at ``prob.stage_two_active`` (a warm start; the answer is the same)
+    and is left at the rows active at the answer.
     With ``outputs = (tau, v_next, forces)`` (arrays to fill) they are written for the answer
     (:meth:`idyn.controllers.dynamics.Step.pyramid_outputs`) in the same compiled call; ``buffers``
     as for :func:`build_stage_one`."""
     W = prob.W
     k, nul = W.shape
     move, mu, info = _NOTHING, _NOTHING, {"stage2_status": "determinate", "nullity": 0}
+    active, prob.stage_two_active = prob.stage_two_active, None
     if nul:
         rows = k + prob.cone.shape[0]
         H2, c2, A_in, b_in = arrays(buffers, ("stage two", nul, rows), lambda: (
@@ -370,7 +394,9 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
         level = _level_row(prob, W)
         # H2 is exactly symmetric and its ridge bounds its condition number by 1 + nul / ridge
         qp = solve_built(H2, c2, level, _NOTHING if not level.shape[0] else np.zeros(1), A_in, b_in,
-                         backend=_backend(qp_backend), definite=ridge > DEFINITE_RIDGE * nul)
+                         backend=_backend(qp_backend), definite=ridge > DEFINITE_RIDGE * nul,
+                         active=active)
+        prob.stage_two_active = qp.active
         info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
         if qp.solved:
             move, mu = qp.x, step.jac.mu if prob.cone.shape[0] else _NOTHING

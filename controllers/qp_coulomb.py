@@ -21,7 +21,8 @@ Options (besides the common ones of :class:`idyn.controllers.Controller`):
   ``warm_start`` (True: Stage I's Lemke tries the previous step's basis first, remembered by
   contact identity, :mod:`idyn.controllers.warm_start`, on LCPs of at least
   :data:`~idyn.controllers.warm_start.MIN_WARM_VARIABLES` variables; a cold start when it fails, as the
-  authors warm-start their LCP solver for Fig. 19; ``info.details["stage1_start"]`` says which).
+  authors warm-start their LCP solver for Fig. 19; ``info.details["stage1_start"]`` says which;
+  and Stage II's QP starts DAQP's working set from the rows active at the previous step's answer).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from idyn.qp import DEFAULT_BACKEND
 
 from .base import Controller, Solution, register
 from .dissipation import (OBJECTIVES, build_stage_one, new_outputs, solve_one_stage, solve_priced, solve_stage_two,
-                          stage_one_layout)
+                          stage_one_layout, stage_two_layout)
 from .dynamics import Step
 from .warm_start import MIN_WARM_VARIABLES, BasisMemory, contact_keys
 
@@ -74,12 +75,13 @@ class DissipationController(Controller):
         if not isinstance(warm_start, (bool, np.bool_)):
             raise InvalidInputError(f"warm_start must be True or False, got {warm_start!r}")
         self.warm_start = bool(warm_start)
-        #: Stage I's last Lemke basis, by contact identity
-        self._basis = BasisMemory()
+        #: Stage I's last Lemke basis and Stage II's last active rows, by contact identity
+        self._basis, self._active = BasisMemory(), BasisMemory()
 
     def reset(self) -> None:
         super().reset()
         self._basis.reset()
+        self._active.reset()
 
     def _solve(self, q, v, vdot, contacts) -> Solution:
         """One step: the reduced dynamics (:meth:`idyn.controllers.dynamics.StepDynamics.update`),
@@ -106,8 +108,16 @@ class DissipationController(Controller):
         outputs = None
         if self.stage2:
             outputs = new_outputs(step)
+            rows = None
+            if self.warm_start and prob.k + prob.cone.shape[0] >= MIN_WARM_VARIABLES:
+                rows = stage_two_layout(prob, step.jac.mu)
+                prob.stage_two_active = self._active.recall(contact_keys(contacts), *rows)
             z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers)
             info.update(stage2)
+            if rows is not None and prob.stage_two_active is not None:
+                self._active.store(contact_keys(contacts), *rows, prob.stage_two_active)
+            elif self.warm_start:
+                self._active.reset()
         info["unenforceable_contacts"] = prob.unenforceable
         if self.no_slip_tol is not None:
             info["kept_tangent_rows"] = prob.kept_tangent_rows
