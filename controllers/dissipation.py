@@ -62,7 +62,7 @@ import numpy as np
 
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp.inputs import finite_data
-from idyn.lcp.lemke import cold_checked
+from idyn.lcp.lemke import basis_checked, cold_checked
 from idyn.lcp.regularized import regularized_checked
 from idyn.lcp.residuals import DEFAULT_TOL
 from idyn.qp import BACKENDS, PD_TOL, solve_built
@@ -102,6 +102,12 @@ class StageOne:
     qlcp: np.ndarray | None = None
     #: the controller's work arrays (:func:`arrays`), or None
     buffers: dict | None = None
+    #: indices of the KKT LCP's ``z`` to try as its basis first (:func:`solve_stage_one`), or
+    #: None; after a Lemke solve, that answer's basis (so a priced re-solve starts from it)
+    warm: np.ndarray | None = None
+    #: Stage II's inequality rows to start DAQP's working set from (:func:`solve_stage_two`), or
+    #: None; after Stage II, the rows active at its answer (None if it gave none)
+    stage_two_active: np.ndarray | None = None
 
     def __post_init__(self):
         if self.E is None:
@@ -231,23 +237,86 @@ def arrays(buffers: dict | None, key: tuple, layout) -> tuple[np.ndarray, ...]:
 
 def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
     """Stage I optimum ``z0`` (any one of them) and solver info: Lemke's method on the KKT LCP
-    (``method="lemke"`` without equality rows), then regularised Lemke, then the QP."""
+    (``method="lemke"`` without equality rows), then regularised Lemke, then the QP.
+
+    Warm start: when ``prob.warm`` names a basis (the previous step's, :func:`stage_one_layout`),
+    that basis alone is tried first (:func:`idyn.lcp.lemke.basis_checked`, no pivot); the cold
+    path runs when it fails.  ``info["stage1_start"]`` says which: ``"warm"``, ``"cold"`` or
+    ``"cold (warm basis failed)"``; ``prob.warm`` is left at the answer's support (None after
+    the QP).  The support, not :func:`idyn.lcp.lemke.answer_pattern`: Stage I's KKT LCP has many
+    impulses of zero reduced cost beside the loaded ones (indeterminate contact), and the
+    least-norm solve over all of them leaves the cone more often (measured on foot patches,
+    docs/performance.md)."""
     if method == "lemke" and not prob.E.shape[0]:
         Mlcp, qlcp = prob.lcp()
         if not finite_data(qlcp, Mlcp):  # cold_checked takes finite data only; the QP reports it
+            prob.warm = None
             return _stage_one_qp(prob, method, qp_backend)
+        start = "cold"
         z = np.empty(qlcp.size)
+        if prob.warm is not None and prob.warm.size:
+            if basis_checked(Mlcp, qlcp, prob.warm, DEFAULT_TOL, z):
+                prob.warm = np.flatnonzero(z > 0.0)
+                return z[:prob.k], {"stage1_status": "solved", "pivots": 0, "regularization": 0.0,
+                                    "stage1_start": "warm"}
+            start = "cold (warm basis failed)"
         passed, pivots = cold_checked(Mlcp, qlcp, 1e-12, DEFAULT_TOL, z)
         if passed:
-            return z[:prob.k], {"stage1_status": "solved", "pivots": pivots, "regularization": 0.0}
+            prob.warm = np.flatnonzero(z > 0.0)
+            return z[:prob.k], {"stage1_status": "solved", "pivots": pivots, "regularization": 0.0,
+                                "stage1_start": start}
         try:
             res = regularized_checked(Mlcp, qlcp)
         except np.linalg.LinAlgError:  # a solver must report, not raise; fall through to the QP
             res = None
         if res is not None and res.solved:
+            prob.warm = res.basis
             return res.z[:prob.k], {"stage1_status": res.status.value, "pivots": res.pivots,
-                                    "regularization": res.regularization}
+                                    "regularization": res.regularization, "stage1_start": start}
+    prob.warm = None
     return _stage_one_qp(prob, method, qp_backend)
+
+
+def stage_one_layout(prob: StageOne, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(contact, block)`` of each variable of Stage I's KKT LCP, for a warm start by contact
+    identity (:class:`idyn.controllers.warm_start.BasisMemory`): impulses ``[f_N; f_S+; f_S-;
+    f_T+; f_T-]`` are blocks 0-4, the non-penetration multipliers 5, the cone multipliers 6 (of
+    the contacts with finite ``mu`` among ``mu``, the coefficients the cone rows were built from).
+    None when rows no impulse can change were dropped (the rows no longer follow the contacts)."""
+    m = prob.k // 5
+    cones = prob.cone.shape[0]
+    if prob.G.shape[0] != m + cones:
+        return None
+    return _layout(m, np.isfinite(mu).tobytes() if cones else b"")
+
+
+def stage_two_layout(prob: StageOne, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(contact, block)`` of each inequality row of Stage II (:func:`solve_stage_two`): the
+    impulse bounds ``z0 + W w >= 0`` (blocks 0-4, as :func:`stage_one_layout`), then the cone rows
+    (block 6), for a warm start of its working set by contact identity."""
+    return _layout_two(prob.k // 5, np.isfinite(mu).tobytes() if prob.cone.shape[0] else b"")
+
+
+@lru_cache(maxsize=64)
+def _layout_two(m: int, finite: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_layout` without the non-penetration rows (block 5)."""
+    contact, block = _layout(m, finite)
+    keep = np.concatenate((np.arange(5 * m), np.arange(6 * m, contact.size)))
+    c, b = contact[keep], block[keep]
+    c.setflags(write=False)
+    b.setflags(write=False)
+    return c, b
+
+
+@lru_cache(maxsize=64)
+def _layout(m: int, finite: bytes) -> tuple[np.ndarray, np.ndarray]:
+    contacts = np.arange(m)
+    coned = np.flatnonzero(np.frombuffer(finite, dtype=bool)) if finite else np.zeros(0, dtype=np.intp)
+    contact = np.concatenate((np.tile(contacts, 6), coned))
+    block = np.concatenate((np.repeat(np.arange(6), m), np.full(coned.size, 6)))
+    contact.setflags(write=False)
+    block.setflags(write=False)
+    return contact, block
 
 
 def _stage_one_qp(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
@@ -307,12 +376,15 @@ def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: f
 def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp_backend: str,
                     outputs: tuple | None = None, buffers: dict | None = None) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112).
+    DAQP's working set starts at ``prob.stage_two_active`` (a warm start; the answer is the same)
+    and is left at the rows active at the answer.
     With ``outputs = (tau, v_next, forces)`` (arrays to fill) they are written for the answer
     (:meth:`idyn.controllers.dynamics.Step.pyramid_outputs`) in the same compiled call; ``buffers``
     as for :func:`build_stage_one`."""
     W = prob.W
     k, nul = W.shape
     move, mu, info = _NOTHING, _NOTHING, {"stage2_status": "determinate", "nullity": 0}
+    active, prob.stage_two_active = prob.stage_two_active, None
     if nul:
         rows = k + prob.cone.shape[0]
         H2, c2, A_in, b_in = arrays(buffers, ("stage two", nul, rows), lambda: (
@@ -322,7 +394,9 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
         level = _level_row(prob, W)
         # H2 is exactly symmetric and its ridge bounds its condition number by 1 + nul / ridge
         qp = solve_built(H2, c2, level, _NOTHING if not level.shape[0] else np.zeros(1), A_in, b_in,
-                         backend=_backend(qp_backend), definite=ridge > DEFINITE_RIDGE * nul)
+                         backend=_backend(qp_backend), definite=ridge > DEFINITE_RIDGE * nul,
+                         active=active)
+        prob.stage_two_active = qp.active
         info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
         if qp.solved:
             move, mu = qp.x, step.jac.mu if prob.cone.shape[0] else _NOTHING

@@ -67,16 +67,27 @@ for the moved step (``out.info.details["qd_change"]``, rad/s).  The torques then
 at the cost of a second LCP.  The inconsistency comes from the shared error feedback
 (:mod:`idyn.controllers.feedback`), where a contact-consistent projection would belong; plain Lemke
 (``tie_break="none"``) trots the paper's course (docs/results.md).
+
+Option ``warm_start`` (True): on LCPs of at least :data:`idyn.controllers.warm_start.MIN_WARM_VARIABLES`
+variables, Lemke's method starts from the previous step's terminal basis
+(``LCPResult.basic``), remembered by contact identity (:mod:`idyn.controllers.warm_start`): one
+compiled solve when it still solves (:func:`idyn.lcp.lemke.basis_checked`), else Lemke's path
+from it (:func:`idyn.lcp.lemke.warm_lemke`); when that path fails (a singular basis, a
+secondary ray, a rejected answer) the cold start with its regularisation fallback runs, so
+Lemke's robustness on degenerate problems is kept.
+``out.info.details["lcp_start"]`` says which (``"warm"``, ``"cold"``, ``"cold (warm basis failed)"``).
 """
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 
 from idyn.contact import NO_SLIP_MU
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import mindiff
+from idyn.lcp.lemke import warm_checked, warm_lemke
 from idyn.lcp.mlcp import reduce_checked
 from idyn.lcp.regularized import regularized_checked
 from idyn.qp import DEFAULT_BACKEND, solve_qp
@@ -85,6 +96,7 @@ from .base import Controller, Solution, register
 from .dissipation import build_stage_one, solve_one_stage
 from ._dynamics_kernel import coulomb_mlcp
 from .dynamics import Step
+from .warm_start import MIN_WARM_VARIABLES, BasisMemory, contact_keys
 
 #: relative tolerance of the physical acceptance check of an LCP answer
 CHECK_TOL = 1e-6
@@ -106,7 +118,7 @@ class LCPCoulomb(Controller):
 
     def __init__(self, model, *, mindiff: bool = False, mindiff_max_contacts: int = 2,
                  mu_inf: float = NO_SLIP_MU, tie_break: str = "none", consistent_stance: bool = False,
-                 **common):
+                 warm_start: bool = True, **common):
         super().__init__(model, **common)
         if not (np.isfinite(mu_inf) and mu_inf > 0):
             raise InvalidInputError(f"mu_inf must be positive and finite, got {mu_inf}")
@@ -115,10 +127,16 @@ class LCPCoulomb(Controller):
         self.tie_break, self.consistent_stance = tie_break, bool(consistent_stance)
         self.use_mindiff, self.mindiff_max_contacts, self.mu_inf = mindiff, int(mindiff_max_contacts), mu_inf
         self._x_prev = None
+        if not isinstance(warm_start, (bool, np.bool_)):
+            raise InvalidInputError(f"warm_start must be True or False, got {warm_start!r}")
+        self.warm_start = bool(warm_start)
+        #: the last Lemke answer's pattern, by contact identity; this step's contact keys
+        self._basis, self._keys = BasisMemory(), None
 
     def reset(self) -> None:
         super().reset()
         self._x_prev = None
+        self._basis.reset()
 
     def _solve(self, q, v, vdot, contacts) -> Solution:
         step = self._step(q, v, vdot, contacts)
@@ -127,6 +145,9 @@ class LCPCoulomb(Controller):
             return Solution(tau, np.zeros((0, 3)), v_next)
         k = 5 * step.m
         R = step.directions(pyramid=True)
+        self._keys = contact_keys(contacts) if self.warm_start and 6 * step.m >= MIN_WARM_VARIABLES else None
+        if self._keys is None and self.warm_start:
+            self._basis.reset()
         try:
             z, x, info = self._solve_lcp(step, self._mlcp(step))
             if self.consistent_stance:
@@ -197,9 +218,28 @@ class LCPCoulomb(Controller):
             if lcp.solved:
                 return lcp.z, res.x, info
         red = reduce_checked(A, B, C, D, g, h)                # mlcp_to_lcp of the blocks built above
-        lcp = regularized_checked(red.Q, red.r)
+        lcp, start = None, "cold"
+        if self._keys is not None:
+            layout = _layout(step.m)
+            warm = self._basis.recall(self._keys, *layout)
+            if warm.size:
+                lcp, warm_pivots = warm_checked(red.Q, red.r, warm), 0
+                if lcp is None:                       # the path from that basis, then cold
+                    lcp = warm_lemke(red.Q, red.r, warm)
+                    warm_pivots = lcp.pivots
+                    lcp = lcp if lcp.solved else None
+                start = "warm" if lcp is not None else "cold (warm basis failed)"
+        if lcp is None:
+            lcp = regularized_checked(red.Q, red.r)
+            if start != "cold":
+                lcp = replace(lcp, pivots=lcp.pivots + warm_pivots)
+        if self._keys is not None:
+            if lcp.solved:
+                self._basis.store(self._keys, *layout, lcp.basic if lcp.basic is not None else lcp.basis)
+            else:
+                self._basis.reset()
         info = {"status": lcp.status.value, "pivots": lcp.pivots, "solver": "lemke",
-                "regularization": lcp.regularization, "lcp_w": lcp.w}
+                "regularization": lcp.regularization, "lcp_w": lcp.w, "lcp_start": start}
         if not lcp.solved:
             raise SolverError(f"Coulomb LCP unsolved: {lcp.status.value}")
         z, x = lcp.z, red.unconstrained(lcp.z)
@@ -250,6 +290,16 @@ class LCPCoulomb(Controller):
         R = step.directions(pyramid=True)[cols]
         dvu = step.solve_A(R[:, step.u].T)                      # d v+_u / d y = A^-1 R_u^T (eq. 94)
         return step.B.T @ dvu - R[:, step.a].T, x[step.nu:]     # d (dt tau) / d y (eq. 90), dt tau
+
+
+@lru_cache(maxsize=64)
+def _layout(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(contact, block)`` of the LCP's variables ``[f_N; f_S+; f_S-; f_T+; f_T-; lambda]`` of
+    ``m`` contacts (blocks 0-5), for :class:`idyn.controllers.warm_start.BasisMemory`."""
+    contact, block = np.tile(np.arange(m), 6), np.repeat(np.arange(6), m)
+    contact.setflags(write=False)
+    block.setflags(write=False)
+    return contact, block
 
 
 def solution_face(z: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:

@@ -17,7 +17,12 @@ Options (besides the common ones of :class:`idyn.controllers.Controller`):
   "Separation of touching contacts" in :mod:`idyn.controllers.dissipation`),
   ``gap_rate`` (False, as published: True measures the normal velocity of each contact with a
   friction bound in Stage I's objective as its end-of-step gap rate, so contacts at a distance are
-  loaded only to close their gap; see "Contacts at a distance" in :mod:`idyn.controllers.dissipation`).
+  loaded only to close their gap; see "Contacts at a distance" in :mod:`idyn.controllers.dissipation`),
+  ``warm_start`` (True: Stage I's Lemke tries the previous step's basis first, remembered by
+  contact identity, :mod:`idyn.controllers.warm_start`, on LCPs of at least
+  :data:`~idyn.controllers.warm_start.MIN_WARM_VARIABLES` variables; a cold start when it fails, as the
+  authors warm-start their LCP solver for Fig. 19; ``info.details["stage1_start"]`` says which;
+  and Stage II's QP starts DAQP's working set from the rows active at the previous step's answer).
 """
 from __future__ import annotations
 
@@ -29,8 +34,10 @@ from idyn.errors import InvalidInputError
 from idyn.qp import DEFAULT_BACKEND
 
 from .base import Controller, Solution, register
-from .dissipation import OBJECTIVES, build_stage_one, new_outputs, solve_one_stage, solve_priced, solve_stage_two
+from .dissipation import (OBJECTIVES, build_stage_one, new_outputs, solve_one_stage, solve_priced, solve_stage_two,
+                          stage_one_layout, stage_two_layout)
 from .dynamics import Step
+from .warm_start import MIN_WARM_VARIABLES, BasisMemory, contact_keys
 
 
 class DissipationController(Controller):
@@ -44,7 +51,7 @@ class DissipationController(Controller):
     def __init__(self, model, *, stage2: bool = True, stage1_solver: str = "lemke",
                  ridge: float = 1e-6, qp_backend: str = DEFAULT_BACKEND,
                  objective: str = "contact-work", separation_weight: float | None = None,
-                 gap_rate: bool = False, **common):
+                 gap_rate: bool = False, warm_start: bool = True, **common):
         super().__init__(model, **common)
         if separation_weight is None:   # priced where the cone makes the relaxation buy friction
             separation_weight = 1.0 if self.coulomb else 0.0   # with normal impulse, not under no slip
@@ -65,6 +72,16 @@ class DissipationController(Controller):
         self.stage2, self.stage1_solver, self.ridge, self.qp_backend = stage2, stage1_solver, ridge, qp_backend
         #: the work arrays of Stage I and II, made once per problem size
         self._buffers: dict = {}
+        if not isinstance(warm_start, (bool, np.bool_)):
+            raise InvalidInputError(f"warm_start must be True or False, got {warm_start!r}")
+        self.warm_start = bool(warm_start)
+        #: Stage I's last Lemke basis and Stage II's last active rows, by contact identity
+        self._basis, self._active = BasisMemory(), BasisMemory()
+
+    def reset(self) -> None:
+        super().reset()
+        self._basis.reset()
+        self._active.reset()
 
     def _solve(self, q, v, vdot, contacts) -> Solution:
         """One step: the reduced dynamics (:meth:`idyn.controllers.dynamics.StepDynamics.update`),
@@ -77,12 +94,30 @@ class DissipationController(Controller):
             return Solution(tau, np.zeros((0, 3)), v_next)
         prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate,
                                lcp=self.stage1_solver == "lemke", buffers=self._buffers)
+        layout = None
+        if (self.warm_start and self.stage1_solver == "lemke" and not prob.E.shape[0]
+                and prob.k + prob.G.shape[0] >= MIN_WARM_VARIABLES):
+            keys, layout = contact_keys(contacts), stage_one_layout(prob, step.jac.mu)
+            if layout is not None:
+                prob.warm = self._basis.recall(keys, *layout)
         z, info = self._stage_one(step, prob)
+        if layout is not None and prob.warm is not None:
+            self._basis.store(keys, *layout, prob.warm)
+        elif self.warm_start:
+            self._basis.reset()
         outputs = None
         if self.stage2:
             outputs = new_outputs(step)
+            rows = None
+            if self.warm_start and prob.k + prob.cone.shape[0] >= MIN_WARM_VARIABLES:
+                rows = stage_two_layout(prob, step.jac.mu)
+                prob.stage_two_active = self._active.recall(contact_keys(contacts), *rows)
             z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers)
             info.update(stage2)
+            if rows is not None and prob.stage_two_active is not None:
+                self._active.store(contact_keys(contacts), *rows, prob.stage_two_active)
+            elif self.warm_start:
+                self._active.reset()
         info["unenforceable_contacts"] = prob.unenforceable
         if self.no_slip_tol is not None:
             info["kept_tangent_rows"] = prob.kept_tangent_rows

@@ -114,6 +114,8 @@ class QPResult(NamedTuple):
         objective: ``1/2 x^T H x + c^T x`` of the *original* problem.
         iterations: backend iteration count (active-set changes or interior-point steps).
         dropped_equalities: number of equality rows removed as linearly dependent.
+        active: DAQP on :func:`solve_built`'s ``definite`` path only (else None): the inequality
+            rows active at the answer (nonzero multipliers), to start the next solve from.
     """
 
     x: np.ndarray
@@ -123,6 +125,7 @@ class QPResult(NamedTuple):
     objective: float = float("nan")
     iterations: int = 0
     dropped_equalities: int = 0
+    active: np.ndarray | None = None
 
     @property
     def solved(self) -> bool:
@@ -199,7 +202,8 @@ def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str =
 
 def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai: np.ndarray, bi: np.ndarray,
                 *, backend: str = DEFAULT_BACKEND, regularize: bool = True, feasibility_tol: float = 1e-7,
-                definite: bool = False, max_iterations: int | None = None) -> QPResult:
+                definite: bool = False, max_iterations: int | None = None,
+                active: np.ndarray | None = None) -> QPResult:
     """:func:`solve_qp` after its input checks, for float arrays a caller built itself with
     consistent shapes (``H`` (n, n), ``c`` (n,), ``Ae`` (p, n), ``Ai`` (q, n); zero rows for
     none) and a known ``backend``: the same dependent-equality reduction, regularisation
@@ -210,17 +214,24 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     positive-definiteness test by construction (e.g. a ridge bounding its condition number well
     below ``1 / PD_TOL``) and C-contiguous arrays; with no equality rows and some inequality
     rows, the backend's answer is then taken, if the feasibility check accepts it, without the
-    test and the symmetrisation (which would not change ``H``); otherwise the general path runs."""
+    test and the symmetrisation (which would not change ``H``); otherwise the general path runs.
+
+    ``active``: on that path with DAQP, indices of inequality rows to start its working set from
+    (a warm start, e.g. the previous control step's ``QPResult.active``); the answer and its
+    check are the same, only the iterations differ."""
     n = H.shape[0]
     if not _finite(H, c, Ae, be, Ai, bi):
         return QPResult(np.full(n, np.nan), QPStatus.NUMERICAL_FAILURE, backend)
     cap = default_max_iterations(n, Ae.shape[0] + Ai.shape[0]) if max_iterations is None else int(max_iterations)
     if definite and not Ae.shape[0] and n and Ai.shape[0] and backend != "cvxopt":
-        status, x, its = _attempt(backend, H, c, Ai, _unbounded(Ai.shape[0]), bi, 0, cap)
+        if backend == "daqp":
+            status, x, its, rows = _daqp_definite(H, c, Ai, bi, cap, active)
+        else:
+            (status, x, its), rows = _attempt(backend, H, c, Ai, _unbounded(Ai.shape[0]), bi, 0, cap), None
         if status is QPStatus.SOLVED:
             value = kernel.accepted(H, c, x, Ae, be, Ai, bi, feasibility_tol)
             if value == value:
-                return QPResult(x, QPStatus.SOLVED, backend, 0.0, value, its)
+                return QPResult(x, QPStatus.SOLVED, backend, 0.0, value, its, active=rows)
     Ae_kept, be_kept = independent_equalities(Ae, be) if Ae.shape[0] else (Ae, be)
     dropped = Ae.shape[0] - Ae_kept.shape[0]
     if n == 0:
@@ -289,6 +300,26 @@ def _attempt(backend, H, c, A, upper, lower, p, cap) -> tuple[Status, np.ndarray
     except ValueError as err:                # "constraints are inconsistent" or "G is not positive definite"
         return (QPStatus.INFEASIBLE if "inconsistent" in str(err) else QPStatus.FAILED), None, 0
     return QPStatus.SOLVED, x, int(its[0])
+
+
+#: DAQP's constraint type "active at its lower bound" (daqp's constants.h: ACTIVE | LOWER); an
+#: ACTIVE row alone is taken at its upper bound, here infinite
+_DAQP_ACTIVE_LOWER = 3
+
+
+def _daqp_definite(H, c, Ai, bi, cap, active) -> tuple[Status, np.ndarray | None, int, np.ndarray | None]:
+    """DAQP on ``min 1/2 x'Hx + c'x`` s.t. ``Ai x >= bi``, its working set started at the rows
+    ``active`` (or empty): ``(status, x, iterations, rows active at x)``."""
+    sense = None
+    if active is not None and active.size:
+        sense = np.zeros(Ai.shape[0], np.int32)
+        sense[active] = _DAQP_ACTIVE_LOWER
+    x, _, flag, info = daqp.solve(H, c, Ai, _unbounded(Ai.shape[0]), bi, sense, iter_limit=cap,
+                                 primal_tol=DAQP_PRIMAL_TOL)
+    status = _DAQP_STATUS.get(flag, QPStatus.FAILED)
+    if status is not QPStatus.SOLVED:
+        return status, None, int(info["iterations"]), None
+    return status, x, int(info["iterations"]), np.flatnonzero(info["lam"])
 
 
 @lru_cache(maxsize=256)

@@ -47,19 +47,28 @@ class StandingProblem:
         return self.robot.model
 
 
-def foot_contacts(robot: robots.Quadruped, q, mu: float, per_foot: int = 1) -> list[Contact]:
+def foot_contacts(robot: robots.Quadruped, q, mu: float, per_foot: int = 1, patch: float = 0.0) -> list[Contact]:
     """Ground contacts under the spherical feet; ``per_foot > 1`` duplicates each one (the
-    timing experiment of paper Fig. 19 duplicates contacts at the foot-ground interface)."""
+    timing experiment of paper Fig. 19 duplicates contacts at the foot-ground interface), or
+    with ``patch > 0`` (a diameter, m) spreads ``per_foot`` distinct points evenly on the circle
+    of that diameter around the foot's lowest point, as a contact detector reports a patch."""
     feet = list(robot.feet.values())
-    points = np.asarray(robot.foot_centres(q), dtype=float) - [[0.0, 0.0, f.radius] for f in feet]
-    points = np.repeat(points, per_foot, axis=0)
+    lowest = np.asarray(robot.foot_centres(q), dtype=float) - [[0.0, 0.0, f.radius] for f in feet]
+    angles = 2.0 * np.pi * np.arange(per_foot) / per_foot
+    ring = 0.5 * patch * np.column_stack((np.cos(angles), np.sin(angles), np.zeros(per_foot)))
+    if not (patch > 0.0 and per_foot > 1):
+        ring[:] = 0.0
+    points = (lowest[:, None, :] + ring[None, :, :]).reshape(-1, 3)
     return Contact.batch([f.link for f in feet for _ in range(per_foot)], points,
                          np.tile([0.0, 0.0, 1.0], (len(points), 1)), mu, points[:, 2])
 
 
 def standing_problem(name: str = "links", n_contacts: int = 4, mu: float = 1.0, *,
-                     rng: np.random.Generator | None = None, noise: float = 0.0) -> StandingProblem:
-    """``n_contacts`` (a multiple of 4) ground contacts under a standing quadruped.
+                     rng: np.random.Generator | None = None, noise: float = 0.0,
+                     patch: float = 0.0) -> StandingProblem:
+    """``n_contacts`` (a multiple of 4) ground contacts under a standing quadruped: each foot's
+    contact duplicated, or ``n_contacts / 4`` distinct points per foot on a patch of diameter
+    ``patch`` (m, :func:`foot_contacts`).
 
     ``noise`` perturbs the joint angles and velocities (radians, rad/s) with ``rng``; the desired
     motion is to hold the nominal stance.
@@ -76,7 +85,7 @@ def standing_problem(name: str = "links", n_contacts: int = 4, mu: float = 1.0, 
         v[model.actuated_v] += noise * rng.standard_normal(model.na)
     na = model.na
     desired = Desired(robot.q_stand[model.actuated_q], np.zeros(na), np.zeros(na))
-    return StandingProblem(robot, RobotState(q, v), desired, foot_contacts(robot, q, mu, n_contacts // 4))
+    return StandingProblem(robot, RobotState(q, v), desired, foot_contacts(robot, q, mu, n_contacts // 4, patch))
 
 
 def floor_step(problem: StandingProblem):
@@ -140,6 +149,7 @@ def time_controllers(problems: list[StandingProblem], names, repeats: int) -> di
     ctrls = {label: controllers.make(name, model, **options) for label, (name, options) in specs.items()}
     times = {name: [] for name in ("floor",) + tuple(ctrls)}
     statuses = {name: {} for name in ctrls}
+    pivots = {name: [] for name in ctrls}
     for k, p in enumerate(problems):
         states = trajectory(p, repeats + 1, np.random.default_rng(k))
         floors = [floor_step(StandingProblem(p.robot, st, p.desired, p.contacts)) for st in states]
@@ -170,11 +180,14 @@ def time_controllers(problems: list[StandingProblem], names, repeats: int) -> di
                     times[name].append(t1 - t0)
                     code = out.info.status.value
                     statuses[name][code] = statuses[name].get(code, 0) + 1
+                    pivots[name].append(out.info.pivots)
     result = {"floor": summary(np.array(times["floor"])), "controllers": {}}
     for name in ctrls:
         entry = summary(np.array(times[name]))
         entry["ratio_to_floor"] = entry["median_us"] / result["floor"]["median_us"]
         entry["statuses"] = statuses[name]
+        entry["pivots_median"] = float(np.median(pivots[name])) if pivots[name] else 0.0
+        entry["pivots_p99"] = float(np.percentile(pivots[name], 99)) if pivots[name] else 0.0
         result["controllers"][name] = entry
     return result
 

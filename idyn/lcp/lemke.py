@@ -44,12 +44,19 @@ previous control step) starts the path from that complementary basis ``B`` with 
 ``d = B 1``.  If the basis already solves the problem no pivot is made.  The paper reports
 (Sec. 5.3) that warm-starting Lemke's method from the previous solution "usually leads to
 excessive pivoting"; our benchmark (``idyn bench lcp``) measures it.  A warm start that ends on a
-secondary ray is retried cold, so it can cost time but never a solution.
+secondary ray is retried cold, so it can cost time but never a solution.  A control loop whose
+previous basis usually still solves the next step starts from it with :func:`warm_lemke` (one
+``b x b`` factorisation sets the path up, no pivot when the basis still solves) or checks only
+the previous pattern (:func:`basis_checked`, a compiled least-norm solve), and follows the cold path when
+that fails, so Lemke's robustness on degenerate problems is kept.
 """
 from __future__ import annotations
 
+import warnings
+from dataclasses import replace
+
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve
+from scipy.linalg import LinAlgWarning, lu_factor, lu_solve
 
 from ..errors import InvalidInputError
 from ..jit import cached_jit
@@ -129,8 +136,59 @@ def cold_checked(M, q, pivot_tol, tol, z):
     return exact_pass(M, q, z, np.dot(M, z) + q, tol), pivots
 
 
+def warm_lemke(M: np.ndarray, q: np.ndarray, basis: np.ndarray, *, pivot_tol: float = 1e-12,
+               tol: float = DEFAULT_TOL) -> LCPResult:
+    """Lemke's path from the complementary basis whose basic ``z`` are ``basis`` (non-empty; a
+    control loop's previous ``LCPResult.basic``) for the finite LCP ``(q, M)`` a caller built,
+    with no cold retry: a singular basis, a secondary ray or a rejected answer is reported in the
+    status, and the caller starts cold (:func:`idyn.lcp.regularized.regularized_checked`).  When
+    the basis still solves, no pivot is made; one ``b x b`` factorisation sets the path up."""
+    return _solve(M, q, np.asarray(basis, dtype=np.intp), default_max_pivots(q.shape[0]), pivot_tol, tol,
+                  singular_cold=False)
+
+
+@cached_jit
+def basis_checked(M, q, basis, tol, z):
+    """A solution of the finite LCP ``(q, M)`` (checked by the caller) with the complementarity
+    pattern ``basis`` (non-empty ``intp`` indices: ``w_b = 0``, the other ``z`` zero): ``z``
+    (output) the least-norm ``z_b`` of ``M_bb z_b = -q_b``, clipped to ``z >= 0``; returns whether
+    it passes the residual check :func:`idyn.lcp.residuals.exact_pass` (else the caller starts
+    Lemke's path), as one compiled call.
+
+    A warm start without pivots: a control loop's previous pattern (its support, or Lemke's
+    terminal basis ``LCPResult.basic``) often still solves.  Least norm, not ``M_bb^-1``: an
+    indeterminate contact problem (more loaded impulses than the base has motions, Stage I of
+    :mod:`idyn.controllers.dissipation`) makes the support's ``M_bb`` singular, and the system is
+    then consistent with a face of solutions, any point of which the residual check accepts."""
+    n, b = q.shape[0], basis.shape[0]
+    Mbb, qb = np.empty((b, b)), np.empty(b)
+    for i in range(b):
+        qb[i] = -q[basis[i]]
+        for j in range(b):
+            Mbb[i, j] = M[basis[i], basis[j]]
+    zb = np.linalg.lstsq(Mbb, qb, rcond=b * 2.220446049250313e-16)[0]
+    z[:] = 0.0
+    for i in range(b):
+        if not np.isfinite(zb[i]):
+            return False
+        if zb[i] > 0.0:
+            z[basis[i]] = zb[i]
+    return exact_pass(M, q, z, np.dot(M, z) + q, tol)
+
+
+def warm_checked(M: np.ndarray, q: np.ndarray, basis: np.ndarray, tol: float = DEFAULT_TOL) -> LCPResult | None:
+    """:func:`basis_checked` as an :class:`LCPResult` (no pivot, ``basic`` = ``basis``), or None
+    when the pattern does not solve."""
+    if not basis.size:
+        return None
+    z = np.empty(q.shape[0])
+    if not basis_checked(M, q, basis, tol, z):
+        return None
+    return LCPResult(z, M @ z + q, LCPStatus.SOLVED, 0, 0.0, np.flatnonzero(z > 0.0), basic=basis)
+
+
 def _with_pivots(res: LCPResult, pivots: int) -> LCPResult:
-    return LCPResult(res.z, res.w, res.status, pivots, res.regularization, res.basis)
+    return replace(res, pivots=pivots)
 
 
 def _at_start(q) -> LCPResult:
@@ -153,14 +211,6 @@ def _clipped_finish(M, q, z, status, pivots, tol) -> LCPResult:
     return _finish(M, q, z, status, pivots, tol, np.flatnonzero(z > 0.0))
 
 
-def _basis_matrix(M, z_basic: np.ndarray) -> np.ndarray:
-    """Columns of ``[I, -M]`` for the complementary basis whose basic ``z`` are ``z_basic``."""
-    n = M.shape[0]
-    B = np.eye(n)
-    B[:, z_basic] = -M[:, z_basic]
-    return B
-
-
 def _polish(M, q, z_basic: np.ndarray) -> np.ndarray | None:
     """Solve the complementary basis directly: ``M_aa z_a = -q_a`` (rest of ``z`` zero)."""
     n = q.shape[0]
@@ -173,9 +223,10 @@ def _polish(M, q, z_basic: np.ndarray) -> np.ndarray | None:
     return z
 
 
-def _solve(M, q, warm, limit, pivot_tol, tol, z0_exit=Z0_EXIT) -> LCPResult:
+def _solve(M, q, warm, limit, pivot_tol, tol, z0_exit=Z0_EXIT, singular_cold=True) -> LCPResult:
     """Lemke's path from ``warm`` (or cold), its residual check, the polish of a rejected answer
-    and, for a cold path still rejected, :func:`_ties_only`; ``z0_exit`` in tie widths."""
+    and, for a cold path still rejected, :func:`_ties_only`; ``z0_exit`` in tie widths.  A
+    singular ``warm`` basis starts cold, or with ``singular_cold=False`` is NUMERICAL_FAILURE."""
     n = q.shape[0]
     Binv, xb, d = np.empty((n, n)), np.empty(n), np.empty(n)   # the cold start fills them
     basic = np.empty(n, dtype=np.int64)  # see idyn.lcp._lemke_kernel for the encoding
@@ -183,38 +234,55 @@ def _solve(M, q, warm, limit, pivot_tol, tol, z0_exit=Z0_EXIT) -> LCPResult:
     if not cold:
         if q.min() >= 0.0:
             return _at_start(q)
-        B = _basis_matrix(M, warm)
+        # B = I with columns ``warm`` replaced by -M[:, warm]; in (warm, rest) blocks
+        # B = [[-M_bb, 0], [-M_cb, I]], so B^-1 = [[-M_bb^-1, 0], [-M_cb M_bb^-1, I]]: one
+        # factorisation of the b x b block instead of the n x n basis
+        Mb = M[:, warm]
+        Mbb = Mb[warm]
         try:
-            lu = lu_factor(B, check_finite=False)
+            with warnings.catch_warnings():     # an exactly singular block: judged just below
+                warnings.simplefilter("ignore", LinAlgWarning)
+                lu = lu_factor(Mbb, check_finite=False)
         except (ValueError, np.linalg.LinAlgError):
             lu = None
-        if lu is not None and np.all(np.abs(np.diag(lu[0])) > _EPS * n * np.abs(B).max()):
-            xb = lu_solve(lu, q, check_finite=False)
+        if lu is not None and np.all(np.abs(np.diag(lu[0])) > _EPS * n * max(np.abs(Mb).max(), 1.0)):
+            Mbb_inv = lu_solve(lu, np.eye(warm.size), check_finite=False)
+            xb = q.copy()
+            zb = -Mbb_inv @ q[warm]
+            xb += Mb @ zb                                      # w = q + M_:b z_b on the rest
+            xb[warm] = zb
             if xb.min() >= 0.0:
                 z = np.zeros(n)
-                z[warm] = xb[warm]
+                z[warm] = zb
                 res = _clipped_finish(M, q, z, LCPStatus.SOLVED, 0, tol)
                 if res.solved:
-                    return res
-            Binv = np.ascontiguousarray(lu_solve(lu, np.eye(n), check_finite=False))
+                    return replace(res, basic=warm)
+            Binv = np.eye(n)
+            Binv[:, warm] = -(Mb @ Mbb_inv)                     # rows c: -M_cb M_bb^-1
+            Binv[np.ix_(warm, warm)] = -Mbb_inv
             basic[:] = np.arange(n)
             basic[warm] += n
-            d = B.sum(axis=1)
-        else:
+            d = np.ones(n)
+            d[warm] = 0.0
+            d -= Mb.sum(axis=1)
+        elif singular_cold:
             cold = True
+        else:
+            return LCPResult(np.zeros(n), q.copy(), LCPStatus.NUMERICAL_FAILURE, 0, 0.0, np.empty(0, np.intp))
     z, support = np.empty(n), np.empty(n, dtype=np.intp)
     code, pivots, count = lemke_path(M, q, d, Binv, xb, basic, limit, float(pivot_tol), cold, z0_exit, z,
                                      support)
     if code == AT_START:
         return _at_start(q)
     status = _STATUS[code]
-    res = _finish(M, q, z, status, pivots, tol, support[:count])
+    basic_z = np.sort(basic[(basic >= n) & (basic < 2 * n)] - n).astype(np.intp)
+    res = replace(_finish(M, q, z, status, pivots, tol, support[:count]), basic=basic_z)
     if status is LCPStatus.SOLVED and not res.solved:
-        zp = _polish(M, q, basic[(basic >= n) & (basic < 2 * n)] - n)
+        zp = _polish(M, q, basic_z)
         if zp is not None:
             polished = _clipped_finish(M, q, zp, LCPStatus.SOLVED, pivots, tol)
             if polished.solved:
-                return polished
+                return replace(polished, basic=basic_z)
         if cold and z0_exit > Z0_TIES:
             return _ties_only(M, q, limit, pivot_tol, tol, res)
     return res

@@ -56,5 +56,5 @@ def regularized_checked(M: np.ndarray, q: np.ndarray, *, schedule=REGULARIZATION
         pivots += res.pivots
         if res.solved:
             return LCPResult(res.z, res.w, LCPStatus.REGULARIZED, pivots, float(eps), res.basis,
-                             lcp_residuals(M, q, res.z).worst)
-    return LCPResult(first.z, first.w, first.status, pivots, 0.0, first.basis)
+                             lcp_residuals(M, q, res.z).worst, res.basic)
+    return LCPResult(first.z, first.w, first.status, pivots, 0.0, first.basis, basic=first.basic)

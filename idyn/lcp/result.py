@@ -33,6 +33,10 @@ class LCPResult:
             pass it back as ``warm_start`` to the next solve of a nearby problem.
         original_residual: for a REGULARIZED answer, the worst residual
             (:func:`idyn.lcp.lcp_residuals`) of ``z`` on the original LCP ``(q, M)``; NaN otherwise.
+        basic: Lemke's method only (else None): sorted indices of the ``z`` in its terminal
+            complementary basis, including basic ``z`` at zero (a degenerate answer), whose
+            ``w`` the basis holds at zero; the pattern :func:`idyn.lcp.lemke.basis_checked`
+            warm-starts from.
     """
 
     z: np.ndarray
@@ -42,6 +46,7 @@ class LCPResult:
     regularization: float
     basis: np.ndarray
     original_residual: float = float("nan")
+    basic: np.ndarray | None = None
 
     @property
     def solved(self) -> bool:
