@@ -81,10 +81,10 @@ def standing_problem(name: str = "links", n_contacts: int = 4, mu: float = 1.0, 
     v = np.zeros(model.nv)
     if noise:
         rng = rng or np.random.default_rng(0)
-        q[model.actuated_q] += noise * rng.standard_normal(model.na)
+        q = model.with_joint_positions(q, model.joint_positions(q) + noise * rng.standard_normal(model.na))
         v[model.actuated_v] += noise * rng.standard_normal(model.na)
     na = model.na
-    desired = Desired(robot.q_stand[model.actuated_q], np.zeros(na), np.zeros(na))
+    desired = Desired(model.joint_positions(robot.q_stand), np.zeros(na), np.zeros(na))
     return StandingProblem(robot, RobotState(q, v), desired, foot_contacts(robot, q, mu, n_contacts // 4, patch))
 
 
@@ -121,7 +121,7 @@ def trajectory(problem: StandingProblem, steps: int, rng: np.random.Generator,
     q, v = s.q.copy(), s.v.copy()
     out = []
     for _ in range(steps):
-        q[model.actuated_q] += drift * rng.standard_normal(model.na)
+        q = model.with_joint_positions(q, model.joint_positions(q) + drift * rng.standard_normal(model.na))
         v[model.actuated_v] += drift * rng.standard_normal(model.na)
         out.append(RobotState(q.copy(), v.copy()))
     return out

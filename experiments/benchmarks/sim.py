@@ -42,14 +42,14 @@ def _time_steps(testbeds: list, steps: int, warmup: int = 50, block: int = 100) 
     holds = []
     for tb in testbeds:
         model = tb.model
-        holds.append((tb, model.actuated_q, model.actuated_v, tb.state().q[model.actuated_q].copy()))
+        holds.append((tb, model, model.actuated_v, model.joint_positions(tb.state().q)))
     times = np.empty((len(testbeds), warmup + steps))
     cpu = np.empty_like(times)
     for start in range(0, warmup + steps, block):
-        for i, (tb, aq, av, q_ref) in enumerate(holds):
+        for i, (tb, model, av, q_ref) in enumerate(holds):
             for k in range(start, min(start + block, warmup + steps)):
                 s = tb.state()
-                tb.apply(5.0 * (q_ref - s.q[aq]) - 0.02 * s.v[av])
+                tb.apply(5.0 * model.joint_error(s.q, q_ref) - 0.02 * s.v[av])
                 tb.contacts()
                 c0, t0 = time.thread_time(), time.perf_counter()
                 tb.step()
