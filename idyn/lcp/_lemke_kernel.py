@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import cached_jit as _jit
+from ..kernels import general_solve
 
 SOLVED, MAX_PIVOTS, RAY, SINGULAR = 0, 1, 2, 3
 #: Status of :func:`lemke_path` when ``q >= 0``: ``z = 0`` solves and no path is followed.
@@ -132,8 +133,9 @@ def _inaccurate(MT, d, basic, x, rhs, work):
 
 @_jit
 def _refactor(MT, d, basic, q, Binv, xb):
-    """Recompute ``B^-1`` and ``x_B = B^-1 q`` from the basis columns; False (nothing changed)
-    if the basis matrix is singular to machine precision."""
+    """Recompute ``B^-1`` and ``x_B = B^-1 q`` from the basis columns (LAPACK ``dgesv`` against
+    the identity, :func:`idyn.kernels.general_solve`); False if the basis matrix is exactly
+    singular (``B^-1`` is then undefined and ``x_B`` unchanged)."""
     n = xb.shape[0]
     B = np.zeros((n, n))
     for r in range(n):
@@ -144,12 +146,17 @@ def _refactor(MT, d, basic, q, Binv, xb):
             col = MT[v - n] if v < 2 * n else d
             for i in range(n):
                 B[i, r] = -col[i]
-    try:
-        inverse = np.linalg.inv(B)
-    except Exception:  # noqa: BLE001 -- numba raises LinAlgError for a singular B
+    for i in range(n):
+        for j in range(n):
+            Binv[i, j] = 1.0 if i == j else 0.0
+    # Fortran views: B^T X = I with X = B^-T in column order, i.e. B^-1 in Binv's row order
+    if general_solve(B.T, Binv.T, np.empty(n, np.int32)) != 0:
         return False
-    Binv[:, :] = inverse
-    xb[:] = Binv @ q
+    for i in range(n):
+        s = 0.0
+        for j in range(n):
+            s += Binv[i, j] * q[j]
+        xb[i] = s
     return True
 
 
@@ -260,7 +267,9 @@ def _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol, z0_exit):
     # lexicographic minimum of the rows of [x_B, B^-1].
     xmin = xb.min()
     width = _tie_width(xb, 1.0)
-    count = 0
+    # counters start at np.intp(0), not 0: numba would compile _lex_min a second time for the
+    # literal 0 it meets first while typing the loops
+    count = np.intp(0)
     for i in range(n):
         if xb[i] <= xmin + width:
             rows[count] = i
@@ -287,7 +296,8 @@ def _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol, z0_exit):
             column[:] = 0.0
             column[entering] = 1.0
         else:
-            column[:] = -MT[entering - n]
+            for i in range(n):
+                column[i] = -MT[entering - n, i]
         if _inaccurate(MT, d, basic, xb, q, work) or _inaccurate(MT, d, basic, y, column, work):
             if not _refactor(MT, d, basic, q, Binv, xb):
                 return SINGULAR, pivots, z0_row
@@ -295,7 +305,7 @@ def _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol, z0_exit):
         ymax = np.abs(y).max()
         floor = pivot_tol * ymax
         theta = np.inf
-        count = 0
+        count = np.intp(0)
         for i in range(n):
             if y[i] > floor and y[i] > noise[i]:
                 rows[count] = i
@@ -308,7 +318,7 @@ def _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol, z0_exit):
         if yz > floor and yz > noise[z0_row] and xb[z0_row] / yz <= theta + z0_exit * width:
             r = z0_row  # z0 can (nearly) leave: end the path (the residual check judges)
             continue
-        ties = 0
+        ties = np.intp(0)
         for t in range(count):
             i = rows[t]
             if max(xb[i], 0.0) / y[i] <= theta + width:
