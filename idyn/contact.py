@@ -387,13 +387,19 @@ def contact_arrays(workspace: Workspace, contacts) -> tuple[np.ndarray, np.ndarr
     return J, phi, mu
 
 
+#: ``ja`` of no contacts, read-only as :meth:`idyn.model.RobotModel.body_joints`' arrays: compiled
+#: callers then see one array type with and without contacts (one specialisation)
+_NO_JOINTS = np.zeros(0, np.intp)
+_NO_JOINTS.setflags(write=False)
+
+
 def contact_inputs(model: RobotModel, contacts: list) -> tuple:
     """``(ja, jb, two_bodies, frames, points, phi, mu)``: what
     :func:`idyn.kernels.contact_rows` takes for a list of :class:`Contact` (``jb`` is
     ``ja`` when every body B is the world), read straight from the contacts' frames (no
     :class:`ContactSet` built), with their gaps and friction coefficients (fresh arrays)."""
     if not contacts:
-        none = np.zeros(0, np.intp)
+        none = _NO_JOINTS
         return none, none, False, np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0)
     ja, bodies_b = model.body_joints([c.body_a for c in contacts]), [c.body_b for c in contacts]
     two_bodies = bodies_b.count(None) != len(bodies_b)     # a list's count: no generator per step

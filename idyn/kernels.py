@@ -147,7 +147,9 @@ _dormqr = external("idyn_scipy_dormqr", get_cython_function_address("scipy.linal
 def fortran_copy(A):
     """A Fortran-ordered float copy of the 2-d ``A`` (LAPACK's layout)."""
     F = np.empty((A.shape[1], A.shape[0])).T
-    F[:, :] = A
+    for j in range(A.shape[1]):     # element loops: a slice assignment compiles numba's formatted
+        for i in range(A.shape[0]):  # shape-mismatch error, seconds of a cold start
+            F[i, j] = A[i, j]
     return F
 
 
@@ -272,9 +274,14 @@ def independent_rows(A, tol, keep):
     for j in range(d):
         if abs(qr[j, j]) > tol * largest:
             rank += 1
-    for j in range(rank):
-        keep[j] = piv[j]
-    keep[:rank].sort()
+    chosen = np.zeros(A.shape[0], np.bool_)    # ascending without a sort (numba's sort
+    for j in range(rank):                       # compiles for seconds)
+        chosen[piv[j]] = True
+    count = 0
+    for i in range(A.shape[0]):
+        if chosen[i]:
+            keep[count] = i
+            count += 1
     return rank
 
 

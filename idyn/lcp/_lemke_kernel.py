@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import cached_jit as _jit
+from ..kernels import general_solve
 
 SOLVED, MAX_PIVOTS, RAY, SINGULAR = 0, 1, 2, 3
 #: Status of :func:`lemke_path` when ``q >= 0``: ``z = 0`` solves and no path is followed.
@@ -132,8 +133,9 @@ def _inaccurate(MT, d, basic, x, rhs, work):
 
 @_jit
 def _refactor(MT, d, basic, q, Binv, xb):
-    """Recompute ``B^-1`` and ``x_B = B^-1 q`` from the basis columns; False (nothing changed)
-    if the basis matrix is singular to machine precision."""
+    """Recompute ``B^-1`` and ``x_B = B^-1 q`` from the basis columns (LAPACK ``dgesv`` against
+    the identity, :func:`idyn.kernels.general_solve`); False if the basis matrix is exactly
+    singular (``B^-1`` is then undefined and ``x_B`` unchanged)."""
     n = xb.shape[0]
     B = np.zeros((n, n))
     for r in range(n):
@@ -144,12 +146,17 @@ def _refactor(MT, d, basic, q, Binv, xb):
             col = MT[v - n] if v < 2 * n else d
             for i in range(n):
                 B[i, r] = -col[i]
-    try:
-        inverse = np.linalg.inv(B)
-    except Exception:  # noqa: BLE001 -- numba raises LinAlgError for a singular B
+    for i in range(n):
+        for j in range(n):
+            Binv[i, j] = 1.0 if i == j else 0.0
+    # Fortran views: B^T X = I with X = B^-T in column order, i.e. B^-1 in Binv's row order
+    if general_solve(B.T, Binv.T, np.empty(n, np.int32)) != 0:
         return False
-    Binv[:, :] = inverse
-    xb[:] = Binv @ q
+    for i in range(n):
+        s = 0.0
+        for j in range(n):
+            s += Binv[i, j] * q[j]
+        xb[i] = s
     return True
 
 
@@ -177,15 +184,21 @@ def lemke_path(M, q, d, Binv, xb, basic, limit, pivot_tol, cold, z0_exit, z, sup
 
     With ``cold`` the slack basis (``B = I``, ``x_B = q``, covering vector ``d = 1``) is first
     written into ``Binv``, ``xb``, ``d`` and ``basic`` (their contents are ignored); otherwise
-    they hold the caller's complementary basis.  The path is :func:`_follow_path`; ``z0`` leaves
-    within ``z0_exit`` tie widths of the minimum ratio (:data:`Z0_EXIT` or :data:`Z0_TIES`).  A
-    secondary ray whose ``z0`` is already at zero (within ``z0_exit`` tie widths) ends at a
-    complementary point and is reported :data:`SOLVED` for the residual check to judge.
+    they hold the caller's complementary basis; ``d`` is the covering vector (the column of
+    ``z0`` is ``-d``).  The path updates ``(Binv, xb, basic)`` in place; ``z0`` leaves within
+    ``z0_exit`` tie widths of the minimum ratio (:data:`Z0_EXIT` or :data:`Z0_TIES`).  Every
+    pivot checks that ``x_B`` and the entering column still solve their systems with the current
+    basis and refactorises ``B^-1`` when they do not (:data:`REFACTOR`).  A secondary ray whose
+    ``z0`` is already at zero (within ``z0_exit`` tie widths) ends at a complementary point and
+    is reported :data:`SOLVED` for the residual check to judge.  :data:`SINGULAR`: the updated
+    basis drifted and is singular when rebuilt (round-off pivots on a degenerate problem; the
+    caller reports a numerical failure, never raises).
     ``z`` receives the basic ``z`` clipped at zero exactly as ``np.maximum(z, 0.0)`` does (NaN
     kept, ``-0.0`` made ``+0.0``) and ``support[:count]`` the indices of its positive entries.
 
-    Returns ``(status, pivots, count)``; status :data:`AT_START` (nothing written) when
-    ``q >= 0`` or ``n = 0``.
+    Returns ``(status, pivots, count)``: :data:`SOLVED`, :data:`MAX_PIVOTS`, :data:`RAY`,
+    :data:`SINGULAR`, or :data:`AT_START` (nothing written) when ``q >= 0`` or ``n = 0``.  One
+    kernel, not a loop called from a wrapper: numba re-optimises a callee inside every caller.
     """
     n = q.shape[0]
     if n == 0 or q.min() >= 0.0:
@@ -202,54 +215,7 @@ def lemke_path(M, q, d, Binv, xb, basic, limit, pivot_tol, cold, z0_exit, z, sup
     for i in range(n):
         for j in range(n):
             MT[j, i] = M[i, j]
-    code, pivots, z0_row = _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol, z0_exit)
-    if code == RAY and xb[z0_row] <= z0_exit * TIE * first_max(_abs_max(xb), 1e-300):
-        code = SOLVED
-    for i in range(n):
-        z[i] = 0.0
-    basic_z(basic, xb, z)
-    count = 0
-    for i in range(n):
-        if not (z[i] > 0.0 or np.isnan(z[i])):
-            z[i] = 0.0          # as np.maximum: -0.0 becomes +0.0
-        elif z[i] > 0.0:
-            support[count] = i
-            count += 1
-    return code, pivots, count
-
-
-@_jit
-def _abs_max(x):
-    """``np.abs(x).max()`` (NaN if an entry is NaN)."""
-    m = 0.0
-    for i in range(x.shape[0]):
-        a = abs(x[i])
-        if np.isnan(a):
-            return a
-        if a > m:
-            m = a
-    return m
-
-
-@_jit
-def first_max(a, b):
-    """Python's ``max(a, b)`` (``b`` only if it compares greater, so a NaN in ``a`` stays)."""
-    return b if b > a else a
-
-
-@_jit
-def _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol, z0_exit):
-    """Follow Lemke's path from the complementary basis ``(Binv, xb, basic)`` (updated in place).
-
-    ``d`` is the covering vector (the column of ``z0`` is ``-d``); ``z0`` leaves when its ratio
-    is within ``z0_exit`` tie widths of the minimum.  Every pivot checks that
-    ``x_B`` and the entering column still solve their systems with the current basis and
-    refactorises ``B^-1`` when they do not (:data:`REFACTOR`).  Returns
-    ``(status, pivots, z0_row)``; ``status`` is :data:`SOLVED`, :data:`MAX_PIVOTS`, :data:`RAY`
-    or :data:`SINGULAR` (the updated basis drifted and is singular when rebuilt: round-off
-    pivots on a degenerate problem; the caller reports a numerical failure, never raises).  See :mod:`idyn.lcp.lemke` for the method and its tolerances.
-    """
-    n = xb.shape[0]
+    # the path (see idyn.lcp.lemke for the method and its tolerances)
     z0 = 2 * n
     rows = np.empty(n, np.int64)
     y = np.empty(n)
@@ -260,7 +226,9 @@ def _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol, z0_exit):
     # lexicographic minimum of the rows of [x_B, B^-1].
     xmin = xb.min()
     width = _tie_width(xb, 1.0)
-    count = 0
+    # counters start at np.intp(0), not 0: numba would compile _lex_min a second time for the
+    # literal 0 it meets first while typing the loops
+    count = np.intp(0)
     for i in range(n):
         if xb[i] <= xmin + width:
             rows[count] = i
@@ -278,43 +246,61 @@ def _follow_path(MT, q, d, Binv, xb, basic, limit, pivot_tol, z0_exit):
         basic[r] = entering
         pivots += 1
         if leaving == z0 or xb[z0_row] <= z0_tol:
-            return SOLVED, pivots, z0_row  # z0 left, or stays basic at zero (degenerate)
+            code = SOLVED       # z0 left, or stays basic at zero (degenerate)
+            break
         entering = leaving + n if leaving < n else leaving - n
         if pivots >= limit:
-            return MAX_PIVOTS, pivots, z0_row
+            code = MAX_PIVOTS
+            break
         _entering_column(Binv, MT, entering, n, y, noise)
         if entering < n:
             column[:] = 0.0
             column[entering] = 1.0
         else:
-            column[:] = -MT[entering - n]
+            for i in range(n):
+                column[i] = -MT[entering - n, i]
         if _inaccurate(MT, d, basic, xb, q, work) or _inaccurate(MT, d, basic, y, column, work):
             if not _refactor(MT, d, basic, q, Binv, xb):
-                return SINGULAR, pivots, z0_row
+                code = SINGULAR
+                break
             _entering_column(Binv, MT, entering, n, y, noise)
         ymax = np.abs(y).max()
         floor = pivot_tol * ymax
         theta = np.inf
-        count = 0
+        count = np.intp(0)
         for i in range(n):
             if y[i] > floor and y[i] > noise[i]:
                 rows[count] = i
                 count += 1
                 theta = min(theta, max(xb[i], 0.0) / y[i])
         if count == 0:
-            return RAY, pivots, z0_row
+            code = RAY
+            break
         width = _tie_width(xb, ymax)
         yz = y[z0_row]
         if yz > floor and yz > noise[z0_row] and xb[z0_row] / yz <= theta + z0_exit * width:
             r = z0_row  # z0 can (nearly) leave: end the path (the residual check judges)
             continue
-        ties = 0
+        ties = np.intp(0)
         for t in range(count):
             i = rows[t]
             if max(xb[i], 0.0) / y[i] <= theta + width:
                 rows[ties] = i
                 ties += 1
         r = rows[0] if ties == 1 else _lex_min(rows, ties, Binv, y)
+    if code == RAY and xb[z0_row] <= z0_exit * _tie_width(xb, 1.0):
+        code = SOLVED
+    for i in range(n):
+        z[i] = 0.0
+    basic_z(basic, xb, z)
+    count = 0
+    for i in range(n):
+        if not (z[i] > 0.0 or np.isnan(z[i])):
+            z[i] = 0.0          # as np.maximum: -0.0 becomes +0.0
+        elif z[i] > 0.0:
+            support[count] = i
+            count += 1
+    return code, pivots, count
 
 
 @_jit

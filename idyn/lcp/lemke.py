@@ -126,14 +126,21 @@ def cold_checked(M, q, pivot_tol, tol, z):
     n = q.shape[0]
     Binv, xb, d = np.empty((n, n)), np.empty(n), np.empty(n)
     basic, support = np.empty(n, np.int64), np.empty(n, np.intp)
-    code, pivots, _ = lemke_path(M, q, d, Binv, xb, basic, default_max_pivots(n), pivot_tol, True, Z0_EXIT, z,
+    cold = n >= 0    # True as a runtime bool: a literal True would compile a second lemke_path
+    code, pivots, _ = lemke_path(M, q, d, Binv, xb, basic, default_max_pivots(n), pivot_tol, cold, Z0_EXIT, z,
                                  support)
     if code == AT_START:
         z[:] = 0.0
         return True, 0
     if code != SOLVED:
         return False, pivots
-    return exact_pass(M, q, z, np.dot(M, z) + q, tol), pivots
+    w = np.empty(n)
+    for i in range(n):
+        s = 0.0
+        for j in range(n):
+            s += M[i, j] * z[j]
+        w[i] = s + q[i]
+    return exact_pass(M, q, z, w, tol), pivots
 
 
 def warm_lemke(M: np.ndarray, q: np.ndarray, basis: np.ndarray, *, pivot_tol: float = 1e-12,
