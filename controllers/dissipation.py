@@ -262,11 +262,13 @@ def _stage_one_qp(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndar
 
 
 def solve_priced(step: Step, prob: StageOne, weight: float, method: str, qp_backend: str,
-                 solve=None) -> tuple[np.ndarray, dict]:
+                 solve=None, out_of_time=None) -> tuple[np.ndarray, dict]:
     """Stage I, solved again with the separation of the contacts that separate under load
     priced at ``weight`` (kg), until none is added (see "Separation of touching contacts");
     ``info["separation_priced"]``: how many.  ``solve(prob)`` solves Stage I once (default
-    :func:`solve_stage_one` with ``method``, ``qp_backend``)."""
+    :func:`solve_stage_one` with ``method``, ``qp_backend``).  ``out_of_time(stage)`` (the
+    controller's budget, :meth:`idyn.controllers.Controller.out_of_time`): True stops the
+    pricing rounds (the last answer, of the problem priced so far, stands)."""
     priced, new = np.zeros(step.m, dtype=bool), np.empty(step.m, dtype=np.intp)
     count = 0
     while True:
@@ -274,7 +276,7 @@ def solve_priced(step: Step, prob: StageOne, weight: float, method: str, qp_back
         if not weight > 0.0:
             break
         added = kernel.new_separations(prob.Y, z, step.free_velocity, step.jac.phi, step.dt, priced, new)
-        if not added:
+        if not added or (out_of_time is not None and out_of_time("separation pricing")):
             break
         priced[new[:added]] = True
         count += added

@@ -81,7 +81,7 @@ from idyn.lcp.mlcp import reduce_checked
 from idyn.lcp.regularized import regularized_checked
 from idyn.qp import DEFAULT_BACKEND, solve_qp
 
-from .base import Controller, Solution, register
+from .base import Controller, OverBudget, Solution, register
 from .dissipation import build_stage_one, solve_one_stage
 from ._dynamics_kernel import coulomb_mlcp
 from .dynamics import Step
@@ -138,6 +138,8 @@ class LCPCoulomb(Controller):
         except SolverError as exc:
             # The paper's implementation regularises (done inside lemke_regularized); when even
             # that fails we predict with the complementarity-free model of Sec. 6 instead.
+            if self.out_of_time("qp-coulomb-1stage"):
+                raise OverBudget(f"budget spent after {exc}") from exc
             z, info = solve_one_stage(build_stage_one(step, coulomb=True), ONE_STAGE_REGULARIZATION, DEFAULT_BACKEND)
             info.update(fallback="qp-coulomb-1stage", error=str(exc))
             tau, v_next, forces = step.pyramid_outputs(R, z)
@@ -203,7 +205,7 @@ class LCPCoulomb(Controller):
         if not lcp.solved:
             raise SolverError(f"Coulomb LCP unsolved: {lcp.status.value}")
         z, x = lcp.z, red.unconstrained(lcp.z)
-        if self.tie_break != "none":
+        if self.tie_break != "none" and not self.out_of_time("tie-break"):   # Lemke's z stands without it
             Q = red.Q if lcp.regularization == 0.0 else red.Q + lcp.regularization * np.eye(red.r.size)
             z, info["tie_break"] = self._tie_break(step, Q, red.r, lcp.z, lcp.w, x)
             if z is not lcp.z:

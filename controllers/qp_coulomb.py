@@ -79,7 +79,7 @@ class DissipationController(Controller):
                                lcp=self.stage1_solver == "lemke", buffers=self._buffers)
         z, info = self._stage_one(step, prob)
         outputs = None
-        if self.stage2:
+        if self.stage2 and not self.out_of_time("stage2"):   # Stage I's answer stands without it
             outputs = new_outputs(step)
             z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers)
             info.update(stage2)
@@ -91,7 +91,8 @@ class DissipationController(Controller):
     def _stage_one(self, step: Step, prob) -> tuple[np.ndarray, dict]:
         """Stage I with the separation of the contacts that separate under load priced
         (:func:`idyn.controllers.dissipation.solve_priced`)."""
-        return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend)
+        return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend,
+                            out_of_time=self.out_of_time)
 
     def _finish(self, step: Step, prob, z: np.ndarray, info: dict, outputs: tuple | None = None) -> Solution:
         """Torques and forces from the impulses ``z`` (eq. 79), unless ``outputs`` has them."""
@@ -123,4 +124,5 @@ class QPCoulombOneStage(DissipationController):
 
     def _stage_one(self, step, prob):
         return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend,
-                            lambda p: solve_one_stage(p, self.regularization, self.qp_backend))
+                            lambda p: solve_one_stage(p, self.regularization, self.qp_backend),
+                            out_of_time=self.out_of_time)
