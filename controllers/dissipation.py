@@ -70,6 +70,7 @@ from idyn.separation import closing_speed
 from idyn.separation import price_separation as core_price_separation
 
 from . import _dissipation_kernel as kernel
+from .base import OverBudget
 
 if TYPE_CHECKING:   # dynamics imports this module's cone rows (touchdown impact)
     from .dynamics import Step
@@ -229,9 +230,11 @@ def arrays(buffers: dict | None, key: tuple, layout) -> tuple[np.ndarray, ...]:
     return out
 
 
-def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
+def solve_stage_one(prob: StageOne, method: str, qp_backend: str, out_of_time=None) -> tuple[np.ndarray, dict]:
     """Stage I optimum ``z0`` (any one of them) and solver info: Lemke's method on the KKT LCP
-    (``method="lemke"`` without equality rows), then regularised Lemke, then the QP."""
+    (``method="lemke"`` without equality rows), then regularised Lemke, then the QP.
+    ``out_of_time(stage)`` (the controller's budget): True before a retry raises
+    :class:`idyn.controllers.base.OverBudget`."""
     if method == "lemke" and not prob.E.shape[0]:
         Mlcp, qlcp = prob.lcp()
         if not finite_data(qlcp, Mlcp):  # cold_checked takes finite data only; the QP reports it
@@ -240,13 +243,18 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
         passed, pivots = cold_checked(Mlcp, qlcp, 1e-12, DEFAULT_TOL, z)
         if passed:
             return z[:prob.k], {"stage1_status": "solved", "pivots": pivots, "regularization": 0.0}
+        if out_of_time is not None and out_of_time("stage1 retries"):
+            raise OverBudget("budget spent after Stage I's Lemke path failed")
         try:
-            res = regularized_checked(Mlcp, qlcp)
+            stop = None if out_of_time is None else (lambda: out_of_time("regularized lemke"))
+            res = regularized_checked(Mlcp, qlcp, stop=stop)
         except np.linalg.LinAlgError:  # a solver must report, not raise; fall through to the QP
             res = None
         if res is not None and res.solved:
             return res.z[:prob.k], {"stage1_status": res.status.value, "pivots": res.pivots,
                                     "regularization": res.regularization}
+        if out_of_time is not None and out_of_time("stage1 qp"):
+            raise OverBudget("budget spent before Stage I's QP retry")
     return _stage_one_qp(prob, method, qp_backend)
 
 
@@ -272,7 +280,7 @@ def solve_priced(step: Step, prob: StageOne, weight: float, method: str, qp_back
     priced, new = np.zeros(step.m, dtype=bool), np.empty(step.m, dtype=np.intp)
     count = 0
     while True:
-        z, info = solve(prob) if solve is not None else solve_stage_one(prob, method, qp_backend)
+        z, info = solve(prob) if solve is not None else solve_stage_one(prob, method, qp_backend, out_of_time)
         if not weight > 0.0:
             break
         added = kernel.new_separations(prob.Y, z, step.free_velocity, step.jac.phi, step.dt, priced, new)

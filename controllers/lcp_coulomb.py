@@ -199,7 +199,7 @@ class LCPCoulomb(Controller):
             if lcp.solved:
                 return lcp.z, res.x, info
         red = reduce_checked(A, B, C, D, g, h)                # mlcp_to_lcp of the blocks built above
-        lcp = regularized_checked(red.Q, red.r)
+        lcp = regularized_checked(red.Q, red.r, stop=lambda: self.out_of_time("regularized lemke"))
         info = {"status": lcp.status.value, "pivots": lcp.pivots, "solver": "lemke",
                 "regularization": lcp.regularization, "lcp_w": lcp.w}
         if not lcp.solved:

@@ -34,15 +34,19 @@ def lemke_regularized(M, q, *, schedule=REGULARIZATION_SCHEDULE, **opts) -> LCPR
     return regularized_checked(M, q, schedule=schedule, **opts)
 
 
-def regularized_checked(M: np.ndarray, q: np.ndarray, *, schedule=REGULARIZATION_SCHEDULE, **opts) -> LCPResult:
+def regularized_checked(M: np.ndarray, q: np.ndarray, *, schedule=REGULARIZATION_SCHEDULE, stop=None,
+                        **opts) -> LCPResult:
     """:func:`lemke_regularized` for ``(M, q)`` a caller built itself (finite float arrays, ``M``
-    square, ``q`` of its size): no second input check."""
+    square, ``q`` of its size): no second input check.  ``stop()`` (optional, a controller's
+    time budget) is asked before each regularised attempt; True returns the unregularised one."""
     first = checked_lemke(M, q, **opts)
     if first.solved:
         return first
     pivots = first.pivots
     eye = np.eye(q.shape[0])
     for eps in schedule:
+        if stop is not None and stop():
+            break
         res = checked_lemke(M + eps * eye, q, **opts)
         pivots += res.pivots
         if res.solved:
