@@ -203,6 +203,10 @@ class Controller(ABC, metaclass=_WarmedUp):
             raise InvalidInputError(f"plausibility_margin must be a number >= 1 or None, got {plausibility_margin!r}")
         #: margin of :meth:`impulse_bound` (inf: no bound)
         self.plausibility_margin = float("inf") if plausibility_margin is None else float(plausibility_margin)
+        self._bounded = plausibility_margin is not None
+        # the bound's constants (the model is immutable): m and m |g| dt
+        self._mass = model.total_mass
+        self._weight_impulse = self._mass * float(np.linalg.norm(model.gravity)) * self.dt
         self._deadline = float("inf")
         self._last_step: Step | None = None
         self._skipped: list[str] = []
@@ -271,9 +275,10 @@ class Controller(ABC, metaclass=_WarmedUp):
             fallback, impact = "no-contact-id", None     # the fallback's forces hold no impact
             if status.solved:
                 status = Status.NON_FINITE
-        elif fallback != "no-contact-id" and self._last_step is not None and sol.contact_forces.size:
-            ratio = float(np.linalg.norm(sol.contact_forces, axis=1).sum()) * self.dt \
-                / self.impulse_bound(self._last_step)
+        elif self._bounded and fallback != "no-contact-id" and self._last_step is not None \
+                and sol.contact_forces.size:
+            f = sol.contact_forces
+            ratio = float(np.sqrt((f * f).sum(axis=1)).sum()) * self.dt / self.impulse_bound(self._last_step)
             if not ratio <= 1.0:
                 details = {**details, "rejected_status": status.value, "impulse_ratio": ratio}
                 sol = self._fallback(q, v, vdot, len(contacts))
@@ -301,12 +306,12 @@ class Controller(ABC, metaclass=_WarmedUp):
         is what could stop the robot's motion plus gravity over the step.  Several contacts can
         push against each other (internal forces: nearly dependent contacts make a rigid model's
         impulses large), hence the margin: the bound is ``plausibility_margin * I``."""
-        M, m = step.M, self.model.total_mass
+        m = self._mass
         v = step.v if step.v_measured is None else step.v_measured
         u = step.free_velocity.reshape(3, -1)
-        stop = m * float(np.sqrt((u * u).sum(axis=0)).max()) if u.size else 0.0
-        momentum = np.sqrt(m * max(float(v @ M @ v), 0.0))
-        return self.plausibility_margin * (stop + momentum + m * float(np.linalg.norm(self.model.gravity)) * self.dt)
+        stop = m * float(np.sqrt((u * u).sum(axis=0).max())) if u.size else 0.0
+        momentum = float(np.sqrt(m * max(float(v @ step.M @ v), 0.0)))
+        return self.plausibility_margin * (stop + momentum + self._weight_impulse)
 
     def out_of_time(self, stage: str) -> bool:
         """Whether this call's budget is spent; if so, records that ``stage`` is skipped
@@ -432,5 +437,5 @@ def make(name: str, model: RobotModel, **options) -> Controller:
     return controller
 
 
-__all__ = ["DEFAULT_BUDGET", "ControlInfo", "Controller", "ControlOutput", "OverBudget", "PLAUSIBILITY_MARGIN", "Solution",
-           "available", "make", "register"]
+__all__ = ["DEFAULT_BUDGET", "ControlInfo", "Controller", "ControlOutput", "OverBudget", "PLAUSIBILITY_MARGIN",
+           "Solution", "available", "make", "register"]
