@@ -240,9 +240,9 @@ class Controller(ABC, metaclass=_WarmedUp):
     def compute(self, state: RobotState, desired: Desired, contacts: Sequence[Contact] = ()) -> ControlOutput:
         """Torques for one control step (see the module docstring)."""
         t0 = time.perf_counter()
-        self._deadline, self._last_step, self._skipped = t0 + self.budget, None, []
         q, v, contacts = self._check(state, desired, contacts)
         vdot = self.command(q, v, desired)
+        self._deadline, self._last_step, self._skipped = t0 + self.budget, None, []
         status, pivots, fallback, error, details = Status.SOLVED, 0, None, None, {}
         merged_count, impact = 0, None
         sol = None
@@ -285,6 +285,7 @@ class Controller(ABC, metaclass=_WarmedUp):
                 status, fallback, impact = Status.IMPLAUSIBLE, "no-contact-id", None
         if self._skipped:
             details = {**details, "budget_skipped": tuple(self._skipped)}
+        self._deadline = float("inf")     # a stage called outside compute is not budgeted
         info = ControlInfo(self.name, status, pivots, fallback, time.perf_counter() - t0, sol.v_next, impact,
                            merged_count, error, details)
         return ControlOutput(sol.tau, sol.contact_forces, info)

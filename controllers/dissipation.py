@@ -238,7 +238,7 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str, out_of_time=No
     if method == "lemke" and not prob.E.shape[0]:
         Mlcp, qlcp = prob.lcp()
         if not finite_data(qlcp, Mlcp):  # cold_checked takes finite data only; the QP reports it
-            return _stage_one_qp(prob, method, qp_backend)
+            return _stage_one_qp(prob, method, qp_backend, out_of_time)
         z = np.empty(qlcp.size)
         passed, pivots = cold_checked(Mlcp, qlcp, 1e-12, DEFAULT_TOL, z)
         if passed:
@@ -255,13 +255,14 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str, out_of_time=No
                                     "regularization": res.regularization}
         if out_of_time is not None and out_of_time("stage1 qp"):
             raise OverBudget("budget spent before Stage I's QP retry")
-    return _stage_one_qp(prob, method, qp_backend)
+    return _stage_one_qp(prob, method, qp_backend, out_of_time)
 
 
-def _stage_one_qp(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
+def _stage_one_qp(prob: StageOne, method: str, qp_backend: str, out_of_time=None) -> tuple[np.ndarray, dict]:
     """Stage I as a QP (:func:`solve_stage_one`'s last resort); SolverError if not solved."""
     A_in, b_in = _with_bounds(prob)
-    qp = solve_built(prob.H, prob.c, prob.E, -prob.e, A_in, b_in, backend=_backend(qp_backend))
+    qp = solve_built(prob.H, prob.c, prob.E, -prob.e, A_in, b_in, backend=_backend(qp_backend),
+                     stop=None if out_of_time is None else (lambda: out_of_time("stage1 qp retries")))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations, "regularization": qp.regularization,
             "stage1_solver": "qp" if method == "qp" or prob.E.shape[0] else "qp (lemke failed)"}
     if not qp.solved:
@@ -315,11 +316,13 @@ def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: f
 
 
 def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp_backend: str,
-                    outputs: tuple | None = None, buffers: dict | None = None) -> tuple[np.ndarray, dict]:
+                    outputs: tuple | None = None, buffers: dict | None = None,
+                    out_of_time=None) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112).
     With ``outputs = (tau, v_next, forces)`` (arrays to fill) they are written for the answer
     (:meth:`idyn.controllers.dynamics.Step.pyramid_outputs`) in the same compiled call; ``buffers``
-    as for :func:`build_stage_one`."""
+    as for :func:`build_stage_one`; ``out_of_time(stage)`` (the controller's budget) ends the
+    QP's retry schedule (:func:`idyn.qp.solve_built`'s ``stop``), Stage I's answer then stands."""
     W = prob.W
     k, nul = W.shape
     move, mu, info = _NOTHING, _NOTHING, {"stage2_status": "determinate", "nullity": 0}
@@ -332,7 +335,8 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
         level = _level_row(prob, W)
         # H2 is exactly symmetric and its ridge bounds its condition number by 1 + nul / ridge
         qp = solve_built(H2, c2, level, _NOTHING if not level.shape[0] else np.zeros(1), A_in, b_in,
-                         backend=_backend(qp_backend), definite=ridge > DEFINITE_RIDGE * nul)
+                         backend=_backend(qp_backend), definite=ridge > DEFINITE_RIDGE * nul,
+                         stop=None if out_of_time is None else (lambda: out_of_time("stage2 retries")))
         info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
         if qp.solved:
             move, mu = qp.x, step.jac.mu if prob.cone.shape[0] else _NOTHING
@@ -378,16 +382,19 @@ def _level_row(prob: StageOne, W: np.ndarray) -> np.ndarray:
 _NOTHING = np.zeros(0)
 
 
-def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> tuple[np.ndarray, dict]:
+def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str, out_of_time=None
+                    ) -> tuple[np.ndarray, dict]:
     """Sec. 6.1 one-stage variant: Stage I with the Hessian regularised to ``H + eps I``,
     ``eps = regularization * max(diag Z^T A Z)`` (Todorov 2014), strictly convex hence unique.
     The scale is that of the contact Hessian ``Y^T Y`` alone, without the separation price
-    (which would raise ``eps`` and the bias it causes with its weight)."""
+    (which would raise ``eps`` and the bias it causes with its weight).  ``out_of_time`` as for
+    :func:`solve_stage_two`."""
     k = prob.k
     eps = regularization * max(float(np.einsum("ij,ij->j", prob.Y, prob.Y).max(initial=0.0)), 1e-12)
     H = prob.H + eps * np.eye(k)
     A_in, b_in = _with_bounds(prob)
-    qp = solve_built(H, prob.c, np.zeros((0, k)), np.zeros(0), A_in, b_in, backend=_backend(qp_backend))
+    qp = solve_built(H, prob.c, np.zeros((0, k)), np.zeros(0), A_in, b_in, backend=_backend(qp_backend),
+                     stop=None if out_of_time is None else (lambda: out_of_time("one-stage qp retries")))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations,
             "regularization": eps + qp.regularization}
     if not qp.solved:

@@ -140,7 +140,8 @@ class LCPCoulomb(Controller):
             # that fails we predict with the complementarity-free model of Sec. 6 instead.
             if self.out_of_time("qp-coulomb-1stage"):
                 raise OverBudget(f"budget spent after {exc}") from exc
-            z, info = solve_one_stage(build_stage_one(step, coulomb=True), ONE_STAGE_REGULARIZATION, DEFAULT_BACKEND)
+            z, info = solve_one_stage(build_stage_one(step, coulomb=True), ONE_STAGE_REGULARIZATION, DEFAULT_BACKEND,
+                                      self.out_of_time)
             info.update(fallback="qp-coulomb-1stage", error=str(exc))
             tau, v_next, forces = step.pyramid_outputs(R, z)
             x = None

@@ -81,7 +81,8 @@ class DissipationController(Controller):
         outputs = None
         if self.stage2 and not self.out_of_time("stage2"):   # Stage I's answer stands without it
             outputs = new_outputs(step)
-            z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers)
+            z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers,
+                                        self.out_of_time)
             info.update(stage2)
         info["unenforceable_contacts"] = prob.unenforceable
         if self.no_slip_tol is not None:
@@ -124,5 +125,5 @@ class QPCoulombOneStage(DissipationController):
 
     def _stage_one(self, step, prob):
         return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend,
-                            lambda p: solve_one_stage(p, self.regularization, self.qp_backend),
+                            lambda p: solve_one_stage(p, self.regularization, self.qp_backend, self.out_of_time),
                             out_of_time=self.out_of_time)
