@@ -31,7 +31,8 @@ and the controllers that predict no forces never merge).
 *Bounded step.*  Compiled solvers cannot be interrupted, so the budget is enforced between
 stages: a controller asks :meth:`Controller.out_of_time` before each stage that is a refinement
 or a retry (Stage II, another separation-pricing round, the regularised-Lemke and QP retries of
-Stage I, lcp-coulomb's regularised Lemke runs, one-stage fallback and tie-break, lcp-noslip's
+Stage I, every further attempt of a QP's ridge schedule (:func:`idyn.qp.solve_built`'s
+``stop``), lcp-coulomb's regularised Lemke runs, one-stage fallback and tie-break, lcp-noslip's
 further release rounds and consistency QP) and skips it
 once the budget is spent; ``details["budget_skipped"]`` names what was skipped.  When no contact
 answer exists yet, the step ends with ``Status.OVER_BUDGET`` and the contact-free fallback.
