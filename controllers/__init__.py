@@ -7,9 +7,11 @@ reports each step in a :class:`idyn.controllers.ControlInfo` (docs/conventions.m
 from idyn.state import Desired, RobotState
 from idyn.status import Status
 
-from .base import ControlInfo, Controller, ControlOutput, available, make, register
+from .base import (DEFAULT_BUDGET, PLAUSIBILITY_MARGIN, ControlInfo, Controller, ControlOutput, OverBudget, available,
+                   make, register)
 from .feedback import ErrorFeedback
 from . import lcp_noslip, lcp_coulomb, qp_coulomb, qp_noslip, sensed, pid  # noqa: F401  (registration)
 
-__all__ = ["ControlInfo", "Controller", "ControlOutput", "Desired", "ErrorFeedback", "RobotState", "Status",
+__all__ = ["DEFAULT_BUDGET", "PLAUSIBILITY_MARGIN", "ControlInfo", "Controller", "ControlOutput", "Desired",
+           "OverBudget", "ErrorFeedback", "RobotState", "Status",
            "available", "make", "register"]

@@ -23,6 +23,30 @@ and share the force equally, :mod:`idyn.controllers.duplicates`; False: the solv
 as the paper's controllers did in its timing experiment, Sec. 8.4.2 and Fig. 19; ``lcp-noslip``
 and the controllers that predict no forces never merge).
 
+``budget`` (seconds of wall time per :meth:`Controller.compute` call, default
+:data:`DEFAULT_BUDGET`; None: unbounded) and ``plausibility_margin`` (the margin of the impulse bound,
+:data:`PLAUSIBILITY_MARGIN`; None: no bound) are common too: see "Bounded step" and
+"Plausibility" below.
+
+*Bounded step.*  Compiled solvers cannot be interrupted, so the budget is enforced between
+stages: a controller asks :meth:`Controller.out_of_time` before each stage that is a refinement
+or a retry (Stage II, another separation-pricing round, the regularised-Lemke and QP retries of
+Stage I, every further attempt of a QP's ridge schedule (:func:`idyn.qp.solve_built`'s
+``stop``), lcp-coulomb's regularised Lemke runs, one-stage fallback and tie-break, lcp-noslip's
+further release rounds and consistency QP) and skips it
+once the budget is spent; ``details["budget_skipped"]`` names what was skipped.  When no contact
+answer exists yet, the step ends with ``Status.OVER_BUDGET`` and the contact-free fallback.
+Every solver inside a stage has an iteration or pivot cap (Lemke, ppm, DAQP: :mod:`idyn.qp`), so
+each stage is bounded too.  What is guaranteed: no stage *starts* after the budget is spent, so a
+call returns within ``budget`` plus the longest single stage started before it (plus the
+fallback, tens of microseconds); the fuzzer measures that margin (``docs/safety.md``).  It is
+not a hard real-time guarantee (the OS, a cold cache, a garbage collection still add their time).
+
+*Plausibility.*  A step's predicted contact impulses must not exceed the physical bound
+:meth:`Controller.impulse_bound` (what could stop the robot's motion, commanded joint motion
+included, plus gravity over the step, times ``plausibility_margin``); an answer beyond it is
+replaced by the contact-free fallback with ``Status.IMPLAUSIBLE``.
+
 ``out.info`` is a :class:`ControlInfo`: how the step's solve finished (an :class:`idyn.Status`,
 the enum the LCP and QP solvers report too), the fallback that produced ``tau`` if any, pivots,
 solve time, the predicted velocity, the touchdown impact forces and the controller's own extras.
@@ -49,6 +73,19 @@ from .dynamics import Step, StepDynamics
 from .feedback import DEFAULT_GAINS, ErrorFeedback
 from .impact import IMPACT_SPEED_TOL
 
+#: default time budget of a step (s).  Generous on purpose: 50 control periods at 1 kHz, so that
+#: no answer of normal operation depends on the machine's load (the trots take 0.2-2 ms a step
+#: here, the 16-contact fuzz states of qp-coulomb up to 80 ms, docs/safety.md); a real-time loop
+#: sets ``budget=dt`` and measures that its controller meets it
+DEFAULT_BUDGET = 0.05
+
+#: default margin of the plausibility bound (:meth:`Controller.impulse_bound`): the bound is
+#: already the impulse that could stop the whole robot and drive its joints to the command, so
+#: contact impulses 10 times beyond it are no prediction of a rigid contact model but a
+#: numerical artefact (internal forces between contacts can exceed the net impulse, which is why
+#: there is a margin; docs/safety.md has the measured ratios of normal operation)
+PLAUSIBILITY_MARGIN = 10.0
+
 
 @dataclass(frozen=True, slots=True)
 class ControlInfo:
@@ -61,8 +98,9 @@ class ControlInfo:
             ``Status.REGULARIZED``: from that model with its LCP regularised (``M + eps I``,
             ``details["regularization"]``). Otherwise why
             the controller's model failed (an LCP or QP status, ``FAILED`` when it raised,
-            ``NON_FINITE`` when its answer was not finite), and ``fallback`` names what produced
-            ``tau``.
+            ``NON_FINITE`` when its answer was not finite, ``IMPLAUSIBLE`` when its impulses
+            exceeded :meth:`Controller.impulse_bound`, ``OVER_BUDGET`` when the budget was spent
+            before it had an answer), and ``fallback`` names what produced ``tau``.
         pivots: pivots (LCP) or active-set iterations (QP) of the main solve, 0 if none.
         fallback: None, or the name of the fallback that produced ``tau`` and ``contact_forces``
             (``"no-contact-id"``: contact-free inverse dynamics, eqs. 88-90 with no impulses,
@@ -147,13 +185,32 @@ class Controller(ABC, metaclass=_WarmedUp):
                  kp=DEFAULT_GAINS["kp"], kv=DEFAULT_GAINS["kv"], ki=DEFAULT_GAINS["ki"],
                  integral_limit: float | None = None, penetration_recovery: float = 0.0,
                  impact: bool = True, impact_speed_tol: float = IMPACT_SPEED_TOL,
-                 merge_duplicates: bool = True):
+                 merge_duplicates: bool = True, budget: float | None = DEFAULT_BUDGET,
+                 plausibility_margin: float | None = PLAUSIBILITY_MARGIN):
         if not isinstance(model, RobotModel):
             raise InvalidInputError(f"model must be an idyn.RobotModel, got {type(model).__name__}")
         if not (np.isfinite(dt) and dt > 0):
             raise InvalidInputError(f"dt must be positive and finite, got {dt}")
         self.model = model
         self.dt = float(dt)
+        if budget is not None and not (isinstance(budget, (int, float, np.floating, np.integer))
+                                       and not isinstance(budget, bool) and budget > 0):
+            raise InvalidInputError(f"budget must be a positive number of seconds or None, got {budget!r}")
+        #: seconds of wall time per compute call (inf: unbounded); see "Bounded step"
+        self.budget = float("inf") if budget is None else float(budget)
+        if plausibility_margin is not None and not (
+                isinstance(plausibility_margin, (int, float, np.floating, np.integer))
+                and not isinstance(plausibility_margin, bool) and plausibility_margin >= 1):
+            raise InvalidInputError(f"plausibility_margin must be a number >= 1 or None, got {plausibility_margin!r}")
+        #: margin of :meth:`impulse_bound` (inf: no bound)
+        self.plausibility_margin = float("inf") if plausibility_margin is None else float(plausibility_margin)
+        self._bounded = plausibility_margin is not None
+        # the bound's constants (the model is immutable): m and m |g| dt
+        self._mass = model.total_mass
+        self._weight_impulse = self._mass * float(np.linalg.norm(model.gravity)) * self.dt
+        self._deadline = float("inf")
+        self._last_step: Step | None = None
+        self._skipped: list[str] = []
         if not 0.0 <= penetration_recovery <= 1.0:
             raise InvalidInputError(f"penetration_recovery must be in [0, 1], got {penetration_recovery}")
         if not (np.isfinite(impact_speed_tol) and impact_speed_tol >= 0):
@@ -186,6 +243,7 @@ class Controller(ABC, metaclass=_WarmedUp):
         t0 = time.perf_counter()
         q, v, contacts = self._check(state, desired, contacts)
         vdot = self.command(q, v, desired)
+        self._deadline, self._last_step, self._skipped = t0 + self.budget, None, []
         status, pivots, fallback, error, details = Status.SOLVED, 0, None, None, {}
         merged_count, impact = 0, None
         sol = None
@@ -196,6 +254,8 @@ class Controller(ABC, metaclass=_WarmedUp):
             merged_count = len(contacts) - len(solved_for)
         try:
             sol = self._solve(q, v, vdot, solved_for if merged else contacts)
+        except OverBudget as exc:
+            status, error = Status.OVER_BUDGET, str(exc)
         except Exception as exc:  # noqa: BLE001 -- inputs are validated above: any failure here
             # is numerical (or a solver bug) and must not reach the control loop; it is reported
             status, error = Status.FAILED, f"{type(exc).__name__}: {exc}"
@@ -216,9 +276,52 @@ class Controller(ABC, metaclass=_WarmedUp):
             fallback, impact = "no-contact-id", None     # the fallback's forces hold no impact
             if status.solved:
                 status = Status.NON_FINITE
+        elif self._bounded and fallback != "no-contact-id" and self._last_step is not None \
+                and sol.contact_forces.size:
+            f = sol.contact_forces
+            ratio = float(np.sqrt((f * f).sum(axis=1)).sum()) * self.dt / self.impulse_bound(self._last_step)
+            if not ratio <= 1.0:
+                details = {**details, "rejected_status": status.value, "impulse_ratio": ratio}
+                sol = self._fallback(q, v, vdot, len(contacts))
+                status, fallback, impact = Status.IMPLAUSIBLE, "no-contact-id", None
+        if self._skipped:
+            details = {**details, "budget_skipped": tuple(self._skipped)}
+        self._deadline = float("inf")     # a stage called outside compute is not budgeted
         info = ControlInfo(self.name, status, pivots, fallback, time.perf_counter() - t0, sol.v_next, impact,
                            merged_count, error, details)
         return ControlOutput(sol.tau, sol.contact_forces, info)
+
+    def impulse_bound(self, step: Step) -> float:
+        """The plausibility bound of a step's contact impulses (N s): ``sum_i |lambda_i| dt``
+        over the contacts' (normal, s, t) forces must not exceed it.
+
+        With the actuated joints held to their commanded end velocity (eq. 39) the robot moves
+        as one composite rigid body, whose effective mass at any point in any direction is at
+        most its total mass ``m``.  Bringing a contact point from its free end velocity ``u_i``
+        (``[N; S; T] v+`` at zero impulse, which holds the base's momentum, gravity over the step
+        and the commanded joint motion) to rest takes at most ``m |u_i|``.  A touchdown impact
+        stops at most the robot's momentum, at most ``sqrt(m v^T M(q) v)`` by Cauchy-Schwarz over
+        its mass elements.  So
+
+            I = m max_i |u_i| + sqrt(m v^T M v) + m |g| dt
+
+        is what could stop the robot's motion plus gravity over the step.  Several contacts can
+        push against each other (internal forces: nearly dependent contacts make a rigid model's
+        impulses large), hence the margin: the bound is ``plausibility_margin * I``."""
+        m = self._mass
+        v = step.v if step.v_measured is None else step.v_measured
+        u = step.free_velocity.reshape(3, -1)
+        stop = m * float(np.sqrt((u * u).sum(axis=0).max())) if u.size else 0.0
+        momentum = float(np.sqrt(m * max(float(v @ step.M @ v), 0.0)))
+        return self.plausibility_margin * (stop + momentum + self._weight_impulse)
+
+    def out_of_time(self, stage: str) -> bool:
+        """Whether this call's budget is spent; if so, records that ``stage`` is skipped
+        (``details["budget_skipped"]``).  Ask before a stage that refines or retries."""
+        if time.perf_counter() < self._deadline:
+            return False
+        self._skipped.append(stage)
+        return True
 
     def _status(self, raw) -> Status:
         """``raw`` (a :class:`Status` or its value) as a :class:`Status`; a string no member has
@@ -285,11 +388,18 @@ class Controller(ABC, metaclass=_WarmedUp):
 
     def _step(self, q, v, vdot, contacts) -> Step:
         step = self.dynamics.update(q, v, vdot, contacts)
+        self._last_step = step      # for compute's plausibility bound
         # a finite state can still overflow the dynamics (a velocity of 1e160 squares to inf in
         # h(q, v)): no solver is handed them (compute reports the error and falls back)
         if not (finite_data(step.h, step.M) and finite_data(step.p, step.L)):
             raise NonFiniteError("the step's dynamics are not finite: h(q, v), M(q) or the free velocity overflow")
         return step
+
+
+class OverBudget(Exception):
+    """Raised by a controller's ``_solve`` when the budget is spent before it has any contact
+    answer (:meth:`Controller.out_of_time`): :meth:`Controller.compute` reports
+    ``Status.OVER_BUDGET`` and falls back to contact-free inverse dynamics."""
 
 
 #: the vectors :func:`all_finite` is not given (it always takes five)
@@ -329,4 +439,5 @@ def make(name: str, model: RobotModel, **options) -> Controller:
     return controller
 
 
-__all__ = ["ControlInfo", "Controller", "ControlOutput", "Solution", "available", "make", "register"]
+__all__ = ["DEFAULT_BUDGET", "ControlInfo", "Controller", "ControlOutput", "OverBudget", "PLAUSIBILITY_MARGIN",
+           "Solution", "available", "make", "register"]

@@ -70,6 +70,7 @@ from idyn.separation import closing_speed
 from idyn.separation import price_separation as core_price_separation
 
 from . import _dissipation_kernel as kernel
+from .base import OverBudget
 
 if TYPE_CHECKING:   # dynamics imports this module's cone rows (touchdown impact)
     from .dynamics import Step
@@ -235,7 +236,7 @@ def arrays(buffers: dict | None, key: tuple, layout) -> tuple[np.ndarray, ...]:
     return out
 
 
-def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
+def solve_stage_one(prob: StageOne, method: str, qp_backend: str, out_of_time=None) -> tuple[np.ndarray, dict]:
     """Stage I optimum ``z0`` (any one of them) and solver info: Lemke's method on the KKT LCP
     (``method="lemke"`` without equality rows), then regularised Lemke, then the QP.
 
@@ -246,12 +247,13 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
     the QP).  The support, not :func:`idyn.lcp.lemke.answer_pattern`: Stage I's KKT LCP has many
     impulses of zero reduced cost beside the loaded ones (indeterminate contact), and the
     least-norm solve over all of them leaves the cone more often (measured on foot patches,
-    docs/performance.md)."""
+    docs/performance.md).  ``out_of_time(stage)`` (the controller's budget): True before a retry
+    raises :class:`idyn.controllers.base.OverBudget`."""
     if method == "lemke" and not prob.E.shape[0]:
         Mlcp, qlcp = prob.lcp()
         if not finite_data(qlcp, Mlcp):  # cold_checked takes finite data only; the QP reports it
             prob.warm = None
-            return _stage_one_qp(prob, method, qp_backend)
+            return _stage_one_qp(prob, method, qp_backend, out_of_time)
         start = "cold"
         z = np.empty(qlcp.size)
         if prob.warm is not None and prob.warm.size:
@@ -265,16 +267,21 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str) -> tuple[np.nd
             prob.warm = np.flatnonzero(z > 0.0)
             return z[:prob.k], {"stage1_status": "solved", "pivots": pivots, "regularization": 0.0,
                                 "stage1_start": start}
+        if out_of_time is not None and out_of_time("stage1 retries"):
+            raise OverBudget("budget spent after Stage I's Lemke path failed")
         try:
-            res = regularized_checked(Mlcp, qlcp)
+            stop = None if out_of_time is None else (lambda: out_of_time("regularized lemke"))
+            res = regularized_checked(Mlcp, qlcp, stop=stop)
         except np.linalg.LinAlgError:  # a solver must report, not raise; fall through to the QP
             res = None
         if res is not None and res.solved:
             prob.warm = res.basis
             return res.z[:prob.k], {"stage1_status": res.status.value, "pivots": res.pivots,
                                     "regularization": res.regularization, "stage1_start": start}
+        if out_of_time is not None and out_of_time("stage1 qp"):
+            raise OverBudget("budget spent before Stage I's QP retry")
     prob.warm = None
-    return _stage_one_qp(prob, method, qp_backend)
+    return _stage_one_qp(prob, method, qp_backend, out_of_time)
 
 
 def stage_one_layout(prob: StageOne, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -319,10 +326,11 @@ def _layout(m: int, finite: bytes) -> tuple[np.ndarray, np.ndarray]:
     return contact, block
 
 
-def _stage_one_qp(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndarray, dict]:
+def _stage_one_qp(prob: StageOne, method: str, qp_backend: str, out_of_time=None) -> tuple[np.ndarray, dict]:
     """Stage I as a QP (:func:`solve_stage_one`'s last resort); SolverError if not solved."""
     A_in, b_in = _with_bounds(prob)
-    qp = solve_built(prob.H, prob.c, prob.E, -prob.e, A_in, b_in, backend=_backend(qp_backend))
+    qp = solve_built(prob.H, prob.c, prob.E, -prob.e, A_in, b_in, backend=_backend(qp_backend),
+                     stop=None if out_of_time is None else (lambda: out_of_time("stage1 qp retries")))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations, "regularization": qp.regularization,
             "stage1_solver": "qp" if method == "qp" or prob.E.shape[0] else "qp (lemke failed)"}
     if not qp.solved:
@@ -331,19 +339,21 @@ def _stage_one_qp(prob: StageOne, method: str, qp_backend: str) -> tuple[np.ndar
 
 
 def solve_priced(step: Step, prob: StageOne, weight: float, method: str, qp_backend: str,
-                 solve=None) -> tuple[np.ndarray, dict]:
+                 solve=None, out_of_time=None) -> tuple[np.ndarray, dict]:
     """Stage I, solved again with the separation of the contacts that separate under load
     priced at ``weight`` (kg), until none is added (see "Separation of touching contacts");
     ``info["separation_priced"]``: how many.  ``solve(prob)`` solves Stage I once (default
-    :func:`solve_stage_one` with ``method``, ``qp_backend``)."""
+    :func:`solve_stage_one` with ``method``, ``qp_backend``).  ``out_of_time(stage)`` (the
+    controller's budget, :meth:`idyn.controllers.Controller.out_of_time`): True stops the
+    pricing rounds (the last answer, of the problem priced so far, stands)."""
     priced, new = np.zeros(step.m, dtype=bool), np.empty(step.m, dtype=np.intp)
     count = 0
     while True:
-        z, info = solve(prob) if solve is not None else solve_stage_one(prob, method, qp_backend)
+        z, info = solve(prob) if solve is not None else solve_stage_one(prob, method, qp_backend, out_of_time)
         if not weight > 0.0:
             break
         added = kernel.new_separations(prob.Y, z, step.free_velocity, step.jac.phi, step.dt, priced, new)
-        if not added:
+        if not added or (out_of_time is not None and out_of_time("separation pricing")):
             break
         priced[new[:added]] = True
         count += added
@@ -374,13 +384,15 @@ def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: f
 
 
 def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp_backend: str,
-                    outputs: tuple | None = None, buffers: dict | None = None) -> tuple[np.ndarray, dict]:
+                    outputs: tuple | None = None, buffers: dict | None = None,
+                    out_of_time=None) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112).
     DAQP's working set starts at ``prob.stage_two_active`` (a warm start; the answer is the same)
     and is left at the rows active at the answer.
     With ``outputs = (tau, v_next, forces)`` (arrays to fill) they are written for the answer
     (:meth:`idyn.controllers.dynamics.Step.pyramid_outputs`) in the same compiled call; ``buffers``
-    as for :func:`build_stage_one`."""
+    as for :func:`build_stage_one`; ``out_of_time(stage)`` (the controller's budget) ends the
+    QP's retry schedule (:func:`idyn.qp.solve_built`'s ``stop``), Stage I's answer then stands."""
     W = prob.W
     k, nul = W.shape
     move, mu, info = _NOTHING, _NOTHING, {"stage2_status": "determinate", "nullity": 0}
@@ -395,7 +407,8 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
         # H2 is exactly symmetric and its ridge bounds its condition number by 1 + nul / ridge
         qp = solve_built(H2, c2, level, _NOTHING if not level.shape[0] else np.zeros(1), A_in, b_in,
                          backend=_backend(qp_backend), definite=ridge > DEFINITE_RIDGE * nul,
-                         active=active)
+                         active=active,
+                         stop=None if out_of_time is None else (lambda: out_of_time("stage2 retries")))
         prob.stage_two_active = qp.active
         info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
         if qp.solved:
@@ -442,16 +455,19 @@ def _level_row(prob: StageOne, W: np.ndarray) -> np.ndarray:
 _NOTHING = np.zeros(0)
 
 
-def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str) -> tuple[np.ndarray, dict]:
+def solve_one_stage(prob: StageOne, regularization: float, qp_backend: str, out_of_time=None
+                    ) -> tuple[np.ndarray, dict]:
     """Sec. 6.1 one-stage variant: Stage I with the Hessian regularised to ``H + eps I``,
     ``eps = regularization * max(diag Z^T A Z)`` (Todorov 2014), strictly convex hence unique.
     The scale is that of the contact Hessian ``Y^T Y`` alone, without the separation price
-    (which would raise ``eps`` and the bias it causes with its weight)."""
+    (which would raise ``eps`` and the bias it causes with its weight).  ``out_of_time`` as for
+    :func:`solve_stage_two`."""
     k = prob.k
     eps = regularization * max(float(np.einsum("ij,ij->j", prob.Y, prob.Y).max(initial=0.0)), 1e-12)
     H = prob.H + eps * np.eye(k)
     A_in, b_in = _with_bounds(prob)
-    qp = solve_built(H, prob.c, np.zeros((0, k)), np.zeros(0), A_in, b_in, backend=_backend(qp_backend))
+    qp = solve_built(H, prob.c, np.zeros((0, k)), np.zeros(0), A_in, b_in, backend=_backend(qp_backend),
+                     stop=None if out_of_time is None else (lambda: out_of_time("one-stage qp retries")))
     info = {"stage1_status": qp.status.value, "pivots": qp.iterations,
             "regularization": eps + qp.regularization}
     if not qp.solved:

@@ -92,7 +92,7 @@ from idyn.lcp.mlcp import reduce_checked
 from idyn.lcp.regularized import regularized_checked
 from idyn.qp import DEFAULT_BACKEND, solve_qp
 
-from .base import Controller, Solution, register
+from .base import Controller, OverBudget, Solution, register
 from .dissipation import build_stage_one, solve_one_stage
 from ._dynamics_kernel import coulomb_mlcp
 from .dynamics import Step
@@ -159,7 +159,10 @@ class LCPCoulomb(Controller):
         except SolverError as exc:
             # The paper's implementation regularises (done inside lemke_regularized); when even
             # that fails we predict with the complementarity-free model of Sec. 6 instead.
-            z, info = solve_one_stage(build_stage_one(step, coulomb=True), ONE_STAGE_REGULARIZATION, DEFAULT_BACKEND)
+            if self.out_of_time("qp-coulomb-1stage"):
+                raise OverBudget(f"budget spent after {exc}") from exc
+            z, info = solve_one_stage(build_stage_one(step, coulomb=True), ONE_STAGE_REGULARIZATION, DEFAULT_BACKEND,
+                                      self.out_of_time)
             info.update(fallback="qp-coulomb-1stage", error=str(exc))
             tau, v_next, forces = step.pyramid_outputs(R, z)
             x = None
@@ -230,7 +233,7 @@ class LCPCoulomb(Controller):
                     lcp = lcp if lcp.solved else None
                 start = "warm" if lcp is not None else "cold (warm basis failed)"
         if lcp is None:
-            lcp = regularized_checked(red.Q, red.r)
+            lcp = regularized_checked(red.Q, red.r, stop=lambda: self.out_of_time("regularized lemke"))
             if start != "cold":
                 lcp = replace(lcp, pivots=lcp.pivots + warm_pivots)
         if self._keys is not None:
@@ -243,7 +246,7 @@ class LCPCoulomb(Controller):
         if not lcp.solved:
             raise SolverError(f"Coulomb LCP unsolved: {lcp.status.value}")
         z, x = lcp.z, red.unconstrained(lcp.z)
-        if self.tie_break != "none":
+        if self.tie_break != "none" and not self.out_of_time("tie-break"):   # Lemke's z stands without it
             Q = red.Q if lcp.regularization == 0.0 else red.Q + lcp.regularization * np.eye(red.r.size)
             z, info["tie_break"] = self._tie_break(step, Q, red.r, lcp.z, lcp.w, x)
             if z is not lcp.z:

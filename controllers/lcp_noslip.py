@@ -158,7 +158,7 @@ from idyn.lcp.qr import check_info
 from idyn.qp import DEFAULT_BACKEND, solve_qp
 
 from . import _noslip_kernel as kernel
-from .base import Controller, Solution, register
+from .base import Controller, OverBudget, Solution, register
 from .dynamics import TANGENT_DEPENDENCE_TOL, Step
 from .impact import IMPACT_SPEED_TOL
 from .warm_start import ActiveSetMemory, contact_keys
@@ -231,6 +231,8 @@ class LCPNoSlip(Controller):
             info["status"] = "numerical_failure"   # whatever the solver's own test said
         sticking = step.jac.phi <= self.contact_gap if held is None else held
         if info.get("status", "solved") != "solved" or not self._consistent(step, v_next, wN, sticking):
+            if self.out_of_time("consistency qp"):   # no answer of the model without it
+                raise OverBudget(f"budget spent before the consistency QP ({info.get('status', 'solved')})")
             impulses, tau, v_next = min_deviation(step, impulses, tau, v_next, info, self.qp_backend,
                                                   sticking=sticking)
         return Solution(tau, step.forces_from_impulses(impulses), v_next, info)
@@ -259,6 +261,9 @@ class LCPNoSlip(Controller):
         for _ in range(m + 1):
             impulses, w, qd = self._lcp_with_rows(step, (~released).nonzero()[0], keys, info)
             if info["status"] != "solved":
+                break
+            if self.out_of_time("release rounds"):
+                unloaded_open = released        # the answer in hand is for `released`: keep it
                 break
             update, unloaded_open = np.empty(m, dtype=bool), np.empty(m, dtype=bool)
             changed = kernel.release_update(impulses, w, gap_speed, opening, self.consistency_tol, sliding, released,

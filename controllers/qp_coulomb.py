@@ -106,13 +106,14 @@ class DissipationController(Controller):
         elif self.warm_start:
             self._basis.reset()
         outputs = None
-        if self.stage2:
+        if self.stage2 and not self.out_of_time("stage2"):   # Stage I's answer stands without it
             outputs = new_outputs(step)
             rows = None
             if self.warm_start and prob.k + prob.cone.shape[0] >= MIN_WARM_VARIABLES:
                 rows = stage_two_layout(prob, step.jac.mu)
                 prob.stage_two_active = self._active.recall(contact_keys(contacts), *rows)
-            z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers)
+            z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers,
+                                        self.out_of_time)
             info.update(stage2)
             if rows is not None and prob.stage_two_active is not None:
                 self._active.store(contact_keys(contacts), *rows, prob.stage_two_active)
@@ -126,7 +127,8 @@ class DissipationController(Controller):
     def _stage_one(self, step: Step, prob) -> tuple[np.ndarray, dict]:
         """Stage I with the separation of the contacts that separate under load priced
         (:func:`idyn.controllers.dissipation.solve_priced`)."""
-        return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend)
+        return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend,
+                            out_of_time=self.out_of_time)
 
     def _finish(self, step: Step, prob, z: np.ndarray, info: dict, outputs: tuple | None = None) -> Solution:
         """Torques and forces from the impulses ``z`` (eq. 79), unless ``outputs`` has them."""
@@ -158,4 +160,5 @@ class QPCoulombOneStage(DissipationController):
 
     def _stage_one(self, step, prob):
         return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend,
-                            lambda p: solve_one_stage(p, self.regularization, self.qp_backend))
+                            lambda p: solve_one_stage(p, self.regularization, self.qp_backend, self.out_of_time),
+                            out_of_time=self.out_of_time)

@@ -203,7 +203,7 @@ def solve_qp(H, c, A_eq=None, b_eq=None, A_in=None, b_in=None, *, backend: str =
 def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai: np.ndarray, bi: np.ndarray,
                 *, backend: str = DEFAULT_BACKEND, regularize: bool = True, feasibility_tol: float = 1e-7,
                 definite: bool = False, max_iterations: int | None = None,
-                active: np.ndarray | None = None) -> QPResult:
+                active: np.ndarray | None = None, stop=None) -> QPResult:
     """:func:`solve_qp` after its input checks, for float arrays a caller built itself with
     consistent shapes (``H`` (n, n), ``c`` (n,), ``Ae`` (p, n), ``Ai`` (q, n); zero rows for
     none) and a known ``backend``: the same dependent-equality reduction, regularisation
@@ -218,7 +218,10 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
 
     ``active``: on that path with DAQP, indices of inequality rows to start its working set from
     (a warm start, e.g. the previous control step's ``QPResult.active``); the answer and its
-    check are the same, only the iterations differ."""
+    check are the same, only the iterations differ.
+
+    ``stop()`` (optional, a controller's time budget) is asked before every attempt after the
+    first: True ends the schedule, and the result reports the verdicts of the attempts made."""
     n = H.shape[0]
     if not _finite(H, c, Ae, be, Ai, bi):
         return QPResult(np.full(n, np.nan), QPStatus.NUMERICAL_FAILURE, backend)
@@ -250,6 +253,8 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
         # would take it unridged, but its answers then moved the recorded controller outputs by
         # the old ridge's bias, 1e-5; one semantics for both backends)
         for eps in ([0.0] if definite else []) + ridges:
+            if verdicts and stop is not None and stop():
+                break
             status, x, its = _attempt(backend, H + eps * np.eye(n) if eps else H, c, A, upper, lower, p, cap)
             iters += its
             if status is QPStatus.SOLVED:
@@ -259,11 +264,14 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
                 status = QPStatus.NUMERICAL_FAILURE
             verdicts.add(status)
     used = backend
-    if backend == "cvxopt" or regularize:    # the backend asked for, or the last fallback
+    if (backend == "cvxopt" or regularize) and not (verdicts and stop is not None and stop()):
+        # the backend asked for, or the last fallback
         used = "cvxopt"                      # (it accepts a semi-definite H)
         # its interior point method can also stall on a singular H ("unknown": a singular KKT
         # system), so it gets the same ridge schedule, unregularised first
         for eps in [0.0] + ridges:
+            if verdicts and stop is not None and stop():
+                break
             status, x, its = _cvxopt(H + eps * np.eye(n) if eps else H, c, Ae_kept, be_kept, Ai, bi)
             iters += its
             value = kernel.accepted(H, c, x, Ae, be, Ai, bi, feasibility_tol) if status is QPStatus.SOLVED \

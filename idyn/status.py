@@ -41,6 +41,15 @@ class Status(enum.Enum):
     NON_FINITE = "non-finite"
     """A controller's model returned non-finite torques or forces, so they were replaced by
     ``ControlInfo.fallback``'s."""
+    OVER_BUDGET = "over_budget"
+    """A controller step's time budget was spent before its contact model had an answer
+    (``budget``, :mod:`idyn.controllers.base`), so ``ControlInfo.fallback``'s torques were used."""
+    IMPLAUSIBLE = "implausible"
+    """A controller's model returned contact impulses beyond the physical plausibility bound of
+    the step (:meth:`idyn.controllers.Controller.impulse_bound`: what could stop the robot's
+    momentum and gravity over the step, times a margin), so its torques and forces were replaced
+    by ``ControlInfo.fallback``'s; ``ControlInfo.details`` holds ``"rejected_status"`` (what the
+    model reported) and ``"impulse_ratio"`` (its impulses over the bound)."""
 
     @property
     def solved(self) -> bool:

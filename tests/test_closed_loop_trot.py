@@ -35,6 +35,7 @@ def test_id_controllers_trot_forward_without_falling(controller):
     assert m["pos_error"] < 0.05
     assert m["distance"] > 0.2
     assert m["force_error_rel"] < 6.0            # %
+    assert m["status_counts"].get("implausible", 0) == 0     # the plausibility bound never fires
 
 
 @pytest.mark.slow
@@ -62,6 +63,9 @@ def test_qp_coulomb_trots_30_s(terrain):
     m = _trot("qp-coulomb", 30.0, terrain)
     assert not m["fell"]
     assert m["waypoints_reached"] >= 3
+    # normal operation: the plausibility bound never fires and no step runs out of its budget
+    assert m["status_counts"].get("implausible", 0) == m["status_counts"].get("over_budget", 0) == 0, \
+        m["status_counts"]
 
 
 @pytest.mark.slow

@@ -117,7 +117,8 @@ def test_one_status_enum_shared_with_the_solvers():
     assert qp.status is Status.INFEASIBLE and not qp.solved
     # values are the names traces and recorded replays store
     assert {s.value for s in Status} == {"solved", "regularized", "max_pivots", "ray_termination",
-                                         "numerical_failure", "infeasible", "failed", "non-finite"}
+                                         "numerical_failure", "infeasible", "failed", "non-finite",
+                                         "over_budget", "implausible"}
 
 
 # ---------------------------------------------------------------------- the conversion

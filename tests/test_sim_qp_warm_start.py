@@ -4,7 +4,10 @@ KKT conditions, gives quadprog's minimiser; a wrong active set is refused.
 A box on a plane rests on four corners, one more than it needs: W is singular and the split of
 its load among the corners is decided only by the QP's ridge (1e-9 relative, idyn.qp), which
 quadprog and the KKT solve each resolve to about 1e-7 relative (measured 0.7-3.4e-7); the step
-itself, v+ and the total load, agree to round-off."""
+itself, v+ and the total load, agree to 10 x the guess's acceptance tolerance (GUESS_TOL, 1e-9
+relative; since the sim's default backend is DAQP, whose answer's tight rows seed the guess,
+measured: v+ to 2.0e-11 m/s on a velocity scale of g dt = 9.81e-3 m/s, the total normal impulse
+to 1.4e-9 relative)."""
 import numpy as np
 import pytest
 
@@ -18,8 +21,8 @@ from test_sim import box_on_plane
 @pytest.mark.parametrize("angle,mu", [(0.0, 0.5), (0.5, 0.45), (0.3, 0.6)])
 def test_warm_steps_equal_cold_solves(angle, mu):
     """Resting, sliding (tan 0.5 > 0.45) and sticking on an incline: every step of the
-    warm-started model equals that of a fresh model solving the same problem with quadprog (v+
-    and the total normal impulse to 1e-9, the corners' split to 1e-6, module docstring), and the
+    warm-started model equals that of a fresh model solving the same problem from scratch (v+
+    and the total normal impulse to 1e-8, the corners' split to 1e-6, module docstring), and the
     warm start carries most steps."""
     sim = box_on_plane("qp", angle, mu, separation_weight=0.0)
     tau, contact_steps, warm_steps = np.zeros(0), 0, 0
@@ -31,8 +34,8 @@ def test_warm_steps_equal_cold_solves(angle, mu):
             assert cold.iterations > 0 and warm.status == cold.status == "solved"
             contact_steps, warm_steps = contact_steps + 1, warm_steps + (warm.iterations == 0)
             v_warm, v_cold = problem.velocity(warm.impulses), problem.velocity(cold.impulses)
-            np.testing.assert_allclose(v_warm, v_cold, rtol=0, atol=1e-9 * max(np.abs(v_cold).max(), 1e-3))
-            assert warm.impulses[:, 0].sum() == pytest.approx(cold.impulses[:, 0].sum(), rel=1e-9)
+            np.testing.assert_allclose(v_warm, v_cold, rtol=0, atol=1e-8 * max(np.abs(v_cold).max(), 9.81e-3))
+            assert warm.impulses[:, 0].sum() == pytest.approx(cold.impulses[:, 0].sum(), rel=1e-8)
             np.testing.assert_allclose(warm.impulses, cold.impulses, rtol=0, atol=1e-6 * np.abs(cold.impulses).max())
         sim.step(tau)
     assert contact_steps >= 30 and warm_steps >= contact_steps // 2

@@ -39,20 +39,24 @@ def lemke_regularized(M, q, *, schedule=REGULARIZATION_SCHEDULE, **opts) -> LCPR
     return regularized_checked(M, q, schedule=schedule, **opts)
 
 
-def regularized_checked(M: np.ndarray, q: np.ndarray, *, schedule=REGULARIZATION_SCHEDULE, **opts) -> LCPResult:
+def regularized_checked(M: np.ndarray, q: np.ndarray, *, schedule=REGULARIZATION_SCHEDULE, stop=None,
+                        **opts) -> LCPResult:
     """:func:`lemke_regularized` for ``(M, q)`` a caller built itself (finite float arrays, ``M``
-    square, ``q`` of its size): no second input check."""
-    budget = opts.pop("max_pivots", None)
-    budget = default_max_pivots(q.shape[0]) if budget is None else int(budget)
-    first = checked_lemke(M, q, max_pivots=budget, **opts)
+    square, ``q`` of its size): no second input check.  ``stop()`` (optional, a controller's
+    time budget) is asked before each regularised attempt; True returns the unregularised one."""
+    limit = opts.pop("max_pivots", None)
+    limit = default_max_pivots(q.shape[0]) if limit is None else int(limit)
+    first = checked_lemke(M, q, max_pivots=limit, **opts)
     if first.solved:
         return first
     pivots = first.pivots
     eye = np.eye(q.shape[0])
     for eps in schedule:
-        if pivots >= budget:
+        if pivots >= limit:
             return LCPResult(first.z, first.w, LCPStatus.MAX_PIVOTS, pivots, 0.0, first.basis)
-        res = checked_lemke(M + eps * eye, q, max_pivots=budget - pivots, **opts)
+        if stop is not None and stop():
+            break
+        res = checked_lemke(M + eps * eye, q, max_pivots=limit - pivots, **opts)
         pivots += res.pivots
         if res.solved:
             return LCPResult(res.z, res.w, LCPStatus.REGULARIZED, pivots, float(eps), res.basis,

@@ -59,7 +59,7 @@ from ..friction_pyramid import NO_COMPLIANCE, NO_FACTOR, NO_ROWS, Layouts, Pyram
 from ..lcp import LCPStatus, find_indices, lemke_regularized
 from ..lcp.residuals import DEFAULT_TOL
 from ..kernels import pyramid_impulses
-from ..qp import REGULARIZATION_SCHEDULE, solve_built
+from ..qp import DEFAULT_BACKEND, REGULARIZATION_SCHEDULE, solve_built
 from ..separation import closing_speed, price_separation, separating_loads
 from ._step_kernel import (dissipation_try, factor_contact_space, no_slip_rows, pyramid_lcp_try, qp_active_guess,
                            step_problem, tight_rows, update_sticky)
@@ -352,18 +352,18 @@ class MaximalDissipation(ContactModel):
 
     Warm start. The Hessian is singular (opposite pyramid edges have opposite columns), so
     :func:`idyn.qp.solve_built` solves the QP with the ridge ``eps I`` of its first
-    regularisation, quadprog from scratch. In steady contact the active rows do not change from step to step, so the
+    regularisation, by ``backend`` (:mod:`idyn.qp`'s bounded default) from scratch. In steady contact the active rows do not change from step to step, so the
     active set of the last solve (its tight rows, independent ones) is tried first: one KKT
     solve of the same ridge QP (:func:`._step_kernel.qp_active_guess`), accepted when its
     multipliers are >= 0 and every row holds, to :data:`GUESS_TOL` relative; with H + eps I
-    positive definite that is the unique minimiser quadprog computes. Otherwise quadprog runs
-    as before. tests/test_sim_qp_warm_start.py checks the guess against quadprog on the same
+    positive definite that is the unique minimiser the backend computes. Otherwise the backend
+    runs as before. tests/test_sim_qp_warm_start.py checks the guess against quadprog on the same
     problems (agreement: docs/design.md).
     """
 
     name = "qp"
 
-    def __init__(self, no_slip_mu: float = NO_SLIP_MU, backend: str = "quadprog",
+    def __init__(self, no_slip_mu: float = NO_SLIP_MU, backend: str = DEFAULT_BACKEND,
                  separation_weight: float | None = None, gap_rate: bool = False):
         self.no_slip_mu = float(no_slip_mu)
         self.backend = backend
@@ -457,7 +457,7 @@ class MaximalDissipation(ContactModel):
         self._active.pop(key, None)
         if not res.solved:
             return np.zeros(n), res.status.value, res.iterations
-        if res.backend == "quadprog" and res.regularization == eps:    # the QP the guess solves
+        if res.regularization == eps:    # the QP the guess solves (strictly convex: one minimiser)
             rows = np.empty(A_in.shape[0], dtype=np.intp)
             if len(self._active) >= _WARM_LIMIT:
                 self._active.clear()
