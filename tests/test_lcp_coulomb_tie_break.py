@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from idyn import controllers
@@ -96,10 +96,13 @@ def test_standing_tie_break_spreads_the_weight_lemke_puts_on_two_feet(robot, mu)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(index=st.integers(0, 249), mu=st.sampled_from([None, 0.1, 1.0, 10.0]),
        tie_break=st.sampled_from(["force", "torque"]), consistent=st.booleans())
+@example(index=54, mu=None, tie_break="torque", consistent=False)   # 1.4e-7: the envelope's case
 def test_recorded_trot_answers_solve_the_coulomb_lcp(index, mu, tie_break, consistent):
     """Whatever the options, the answer is a solution of the Coulomb LCP of its (possibly moved)
     desired velocity, with the shared physics residuals; the tie-break alone keeps Lemke's LCP
-    and never increases its own objective."""
+    and never increases its own objective.  The tie-break's QP answer is accepted at idyn.qp's
+    feasibility tolerance (1e-7 in its own scaling, ``(1 + max|x|)(1 + max|a_i|)``); in this
+    residual's scaling that measured up to 1.4e-7 (index 54, mu None, torque), hence 1e-6."""
     model = TRACE.model()
     state, desired, contacts = recorded(index, mu)
     out = solve(state, desired, contacts, model, tie_break=tie_break, consistent_stance=consistent)
@@ -107,7 +110,7 @@ def test_recorded_trot_answers_solve_the_coulomb_lcp(index, mu, tie_break, consi
     check_physics("lcp-coulomb", model, state, contacts, out)
     if not contacts:
         return
-    assert coulomb_lcp_residual(model, state, contacts, out) < 1e-7
+    assert coulomb_lcp_residual(model, state, contacts, out) < 1e-6
     if consistent:
         return
     lemke = solve(state, desired, contacts, model, tie_break="none")
