@@ -104,7 +104,8 @@ class ControlInfo:
         pivots: pivots (LCP) or active-set iterations (QP) of the main solve, 0 if none.
         fallback: None, or the name of the fallback that produced ``tau`` and ``contact_forces``
             (``"no-contact-id"``: contact-free inverse dynamics, eqs. 88-90 with no impulses,
-            and zero forces; ``"qp-coulomb-1stage"``: lcp-coulomb's complementarity-free model).
+            and zero forces; ``"qp-coulomb-1stage"``: lcp-coulomb's complementarity-free model;
+            ``"min-deviation"``: lcp-noslip's consistency QP, eqs. 46-51, after its LCP failed).
         solve_time: seconds of wall time the whole :meth:`Controller.compute` call took.
         v_next: the generalised velocity predicted at the end of the step (nv,), or None for a
             controller that predicts none.

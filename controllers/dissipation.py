@@ -276,8 +276,10 @@ def solve_stage_one(prob: StageOne, method: str, qp_backend: str, out_of_time=No
             res = None
         if res is not None and res.solved:
             prob.warm = res.basis
-            return res.z[:prob.k], {"stage1_status": res.status.value, "pivots": res.pivots,
-                                    "regularization": res.regularization, "stage1_start": start}
+            # the step's status says so too: its tau solves M + eps I's model, not the stated one
+            return res.z[:prob.k], {"stage1_status": res.status.value, "status": res.status.value,
+                                    "pivots": res.pivots, "regularization": res.regularization,
+                                    "stage1_start": start}
         if out_of_time is not None and out_of_time("stage1 qp"):
             raise OverBudget("budget spent before Stage I's QP retry")
     prob.warm = None
