@@ -96,13 +96,15 @@ def test_standing_tie_break_spreads_the_weight_lemke_puts_on_two_feet(robot, mu)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(index=st.integers(0, 249), mu=st.sampled_from([None, 0.1, 1.0, 10.0]),
        tie_break=st.sampled_from(["force", "torque"]), consistent=st.booleans())
-@example(index=54, mu=None, tie_break="torque", consistent=False)   # 1.4e-7: the envelope's case
+@example(index=54, mu=None, tie_break="torque", consistent=False)
+@example(index=46, mu=1.0, tie_break="torque", consistent=False)    # 2.0e-6
 def test_recorded_trot_answers_solve_the_coulomb_lcp(index, mu, tie_break, consistent):
     """Whatever the options, the answer is a solution of the Coulomb LCP of its (possibly moved)
     desired velocity, with the shared physics residuals; the tie-break alone keeps Lemke's LCP
     and never increases its own objective.  The tie-break's QP answer is accepted at idyn.qp's
-    feasibility tolerance (1e-7 in its own scaling, ``(1 + max|x|)(1 + max|a_i|)``); in this
-    residual's scaling that measured up to 1.4e-7 (index 54, mu None, torque), hence 1e-6."""
+    feasibility tolerance, 1e-7 (1 + max|x|)(1 + max|a_i|) + |b_i| absolute per row; this
+    residual divides by max|z|, about 1e-2 N s here, so the tolerance allows up to ~1e-5 in it
+    (measured with DAQP: 1.4e-7 at index 54, mu None; 2.0e-6 at index 46, mu 1; both torque)."""
     model = TRACE.model()
     state, desired, contacts = recorded(index, mu)
     out = solve(state, desired, contacts, model, tie_break=tie_break, consistent_stance=consistent)
@@ -110,7 +112,7 @@ def test_recorded_trot_answers_solve_the_coulomb_lcp(index, mu, tie_break, consi
     check_physics("lcp-coulomb", model, state, contacts, out)
     if not contacts:
         return
-    assert coulomb_lcp_residual(model, state, contacts, out) < 1e-6
+    assert coulomb_lcp_residual(model, state, contacts, out) < 1e-5
     if consistent:
         return
     lemke = solve(state, desired, contacts, model, tie_break="none")
