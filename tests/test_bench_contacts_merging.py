@@ -47,7 +47,11 @@ def test_unmerged_solve_is_a_solution_of_the_duplicated_problem(name, mu):
     off = controllers.make(name, p.model, merge_duplicates=False).compute(p.state, p.desired, p.contacts)
     on = controllers.make(name, p.model).compute(p.state, p.desired, p.contacts)
     assert off.info.merged_contacts == 0 and on.info.merged_contacts == 8
-    assert off.info.status is Status.SOLVED and off.info.fallback is None
+    # 12 exact duplicates make Stage I's KKT LCP degenerate: regularised Lemke may solve it
+    # (M + eps I), and the step then says REGULARIZED; the tolerance below allows for eps
+    assert off.info.status in (Status.SOLVED, Status.REGULARIZED) and off.info.fallback is None
+    if off.info.status is Status.REGULARIZED:
+        assert off.info.details["regularization"] > 0.0
     check_physics(name, p.model, p.state, p.contacts, off)
     tol = TOL[name] + 10 * max(out.info.details.get("regularization", 0.0) for out in (off, on))
     scale = max(1.0, np.abs(on.tau).max())

@@ -35,7 +35,8 @@ def test_preparing_tells_compiled_from_loaded(tmp_path):
 
 
 _STEPS_AFTER_WARM_UP = """
-import numpy as np, controllers
+import numpy as np
+from idyn import controllers
 from idyn.jit import specialisations
 from idyn.experiments.benchmarks.controllers import standing_problem
 p = standing_problem("a1", 4, 0.6, rng=np.random.default_rng(3), noise=1e-3)
