@@ -36,11 +36,17 @@ def _mujoco():
 FACTORIES = {"pybullet": _pybullet, "idyn": _idyn, "mujoco": _mujoco}
 
 
-@pytest.fixture(scope="module", params=sorted(FACTORIES))
-def testbed(request):
-    tb = FACTORIES[request.param]()
-    yield tb
-    tb.close()
+def _testbeds(name: str, factories: dict):
+    """A module-scoped fixture ``name`` over every testbed of ``factories``, closed after use."""
+    @pytest.fixture(scope="module", params=sorted(factories), name=name)
+    def fixture(request):
+        tb = factories[request.param]()
+        yield tb
+        tb.close()
+    return fixture
+
+
+testbed_fixture = _testbeds("testbed", FACTORIES)
 
 
 @pytest.fixture(autouse=True)
@@ -256,11 +262,7 @@ def _mujoco_arm():
 ARM_FACTORIES = {"pybullet": _pybullet_arm, "idyn": _idyn_arm, "mujoco": _mujoco_arm}
 
 
-@pytest.fixture(scope="module", params=sorted(ARM_FACTORIES))
-def arm(request):
-    tb = ARM_FACTORIES[request.param]()
-    yield tb
-    tb.close()
+arm_fixture = _testbeds("arm", ARM_FACTORIES)
 
 
 def _box_q(arm, position, rotation=np.eye(3)) -> np.ndarray:
