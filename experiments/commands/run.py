@@ -33,7 +33,7 @@ def add_arguments(parser) -> None:
                         help="idyn backend only: the simulator's contact model (default: ap-lcp, "
                              "noslip when mu >= 100, penalty on compliant ground)")
     parser.add_argument("--quadruped", default="links",
-                        help="links, a1, a public quadruped (robots.PUBLIC_QUADRUPEDS) or a URDF path (default: %(default)s)")
+                        help="links, a1, a public quadruped (idyn.robots.PUBLIC_QUADRUPEDS) or a URDF path (default: %(default)s)")
     parser.add_argument("--torque-limits", action="store_true",
                         help="clip torques to the URDF effort limits (the paper's runs were unlimited)")
     add_friction_limit(parser)
