@@ -74,9 +74,9 @@ from .feedback import DEFAULT_GAINS, ErrorFeedback
 from .impact import IMPACT_SPEED_TOL
 
 #: default time budget of a step (s).  Generous on purpose: 50 control periods at 1 kHz, so that
-#: no answer of normal operation depends on the machine's load (the trots take 0.2-2 ms a step
-#: here, the 16-contact fuzz states of qp-coulomb up to 80 ms, docs/safety.md); a real-time loop
-#: sets ``budget=dt`` and measures that its controller meets it
+#: no answer of normal operation depends on the machine's load (step times of the trots and of
+#: the fuzz states: docs/safety.md); a real-time loop sets ``budget=dt`` and measures that its
+#: controller meets it
 DEFAULT_BUDGET = 0.05
 
 #: default margin of the plausibility bound (:meth:`Controller.impulse_bound`): the bound is
@@ -392,7 +392,7 @@ class Controller(ABC, metaclass=_WarmedUp):
         self._last_step = step      # for compute's plausibility bound
         # a finite state can still overflow the dynamics (a velocity of 1e160 squares to inf in
         # h(q, v)): no solver is handed them (compute reports the error and falls back)
-        if not (finite_data(step.h, step.M) and finite_data(step.p, step.L)):
+        if not finite_data(step.h, step.M, step.p, step.L):
             raise NonFiniteError("the step's dynamics are not finite: h(q, v), M(q) or the free velocity overflow")
         return step
 

@@ -94,7 +94,7 @@ class DissipationController(Controller):
             return Solution(tau, np.zeros((0, 3)), v_next)
         prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate,
                                lcp=self.stage1_solver == "lemke", buffers=self._buffers)
-        layout = None
+        layout = keys = None
         if (self.warm_start and self.stage1_solver == "lemke" and not prob.E.shape[0]
                 and prob.k + prob.G.shape[0] >= MIN_WARM_VARIABLES):
             keys, layout = contact_keys(contacts), stage_one_layout(prob, step.jac.mu)
@@ -111,12 +111,13 @@ class DissipationController(Controller):
             rows = None
             if self.warm_start and prob.k + prob.cone.shape[0] >= MIN_WARM_VARIABLES:
                 rows = stage_two_layout(prob, step.jac.mu)
-                prob.stage_two_active = self._active.recall(contact_keys(contacts), *rows)
+                keys = contact_keys(contacts) if keys is None else keys
+                prob.stage_two_active = self._active.recall(keys, *rows)
             z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers,
                                         self.out_of_time)
             info.update(stage2)
             if rows is not None and prob.stage_two_active is not None:
-                self._active.store(contact_keys(contacts), *rows, prob.stage_two_active)
+                self._active.store(keys, *rows, prob.stage_two_active)
             elif self.warm_start:
                 self._active.reset()
         info["unenforceable_contacts"] = prob.unenforceable

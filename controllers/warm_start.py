@@ -50,9 +50,9 @@ class ActiveSetMemory:
 
 
 _NO_INDICES = np.zeros(0, dtype=np.intp)
-#: LCPs with fewer variables start Lemke cold: on them the compiled cold path (10-20 us at
-#: 4 contacts, 8-17 pivots) costs no more than a warm start's check and bookkeeping, and the
-#: path from a failed basis costs more (a1 trot and foot patches, docs/performance.md)
+#: LCPs with fewer variables start Lemke cold: on small LCPs the compiled cold path costs no more
+#: than a warm start's check and bookkeeping, and the path from a failed basis costs more (the
+#: measurements behind the threshold: docs/performance.md)
 MIN_WARM_VARIABLES = 64
 
 

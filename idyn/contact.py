@@ -113,8 +113,8 @@ class Contact:
     def batch(cls, bodies, points, normals, mu, gaps=None, body_b=None) -> list["Contact"]:
         """m contacts from stacked arrays, validated once for the batch: what
         ``[Contact(a, b, p, n, mu_i, phi_i) for ...]`` gives, field for field, at a fraction of
-        the cost (four feet: ~4 us instead of ~30 us each; a testbed makes its contacts every
-        control step).
+        the cost (one check for the batch instead of one per contact; a testbed makes its
+        contacts every control step).
 
         ``bodies``: m names of body A; ``points``, ``normals``: (m, 3) in world coordinates
         (normals of any non-zero length, normalised here); ``mu``: a scalar or (m,) friction

@@ -362,8 +362,8 @@ class RobotModel:
     # ------------------------------------------------------------------ validation
     def check_q(self, q) -> np.ndarray:
         """``q`` as a finite float vector of length nq (:func:`idyn.validation.vector`; a float64
-        array of that size is tested by one compiled pass, 0.8 instead of 2.2 us) whose free-flyer
-        quaternions are unit (:meth:`check_quaternions`)."""
+        array of that size is tested by one compiled pass) whose unit-norm blocks (free-flyer
+        quaternions, continuous joints' (cos, sin)) are unit (:meth:`check_quaternions`)."""
         if type(q) is np.ndarray and q.dtype == np.float64 and q.shape == self._q_shape and validation.finite(q):
             return self.check_quaternions(q)
         return self.check_quaternions(validation.vector(q, self.nq, "q"))

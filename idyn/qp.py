@@ -19,8 +19,8 @@ Backends (:data:`BACKENDS`):
   :data:`CVXOPT_MAX_ITERATIONS` steps.
 
 Why DAQP: measured against quadprog, PIQP, Clarabel and ProxSuite on the QPs idyn's
-controllers solve (docs/qp_backends.md), it solved every one, the hang included, and was the
-fastest bounded backend.  The adapter adds what a control loop needs around the backends:
+controllers solve (docs/qp_backends.md), it returned on every one, the hang included, failed
+the feasibility check on the fewest (1, quadprog 19) and was the fastest bounded backend.  The adapter adds what a control loop needs around the backends:
 
 * **Validation** of shapes and finiteness (typed :mod:`idyn.errors` exceptions).
 * **Dependent equalities** are reduced to an independent set by a rank-revealing QR of
@@ -66,6 +66,7 @@ import quadprog
 from . import kernels as kernel
 from . import validation
 from .errors import InvalidInputError
+from .lcp.inputs import finite_data
 from .lcp.qr import check_info
 from .status import Status
 
@@ -223,7 +224,7 @@ def solve_built(H: np.ndarray, c: np.ndarray, Ae: np.ndarray, be: np.ndarray, Ai
     ``stop()`` (optional, a controller's time budget) is asked before every attempt after the
     first: True ends the schedule, and the result reports the verdicts of the attempts made."""
     n = H.shape[0]
-    if not _finite(H, c, Ae, be, Ai, bi):
+    if not finite_data(H, c, Ae, be, Ai, bi):
         return QPResult(np.full(n, np.nan), QPStatus.NUMERICAL_FAILURE, backend)
     cap = default_max_iterations(n, Ae.shape[0] + Ai.shape[0]) if max_iterations is None else int(max_iterations)
     if definite and not Ae.shape[0] and n and Ai.shape[0] and backend != "cvxopt":
@@ -347,17 +348,6 @@ def _equality_sense(p: int, rows: int) -> np.ndarray | None:
     sense = np.zeros(rows, np.int32)
     sense[:p] = 5
     return sense
-
-
-def _finite(*arrays: np.ndarray) -> bool:
-    """Whether the sum of the squared entries of ``arrays`` is finite (False for a NaN or
-    infinite entry, and for entries near ``1e154`` whose squares overflow): one BLAS dot per
-    array, as :func:`idyn.lcp.inputs.finite_data` (numpy warns of the overflow, as there)."""
-    total = 0.0
-    for a in arrays:
-        flat = a.ravel("K")
-        total += flat.dot(flat)
-    return math.isfinite(total)
 
 
 def warm_up() -> None:

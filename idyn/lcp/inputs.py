@@ -67,10 +67,14 @@ def check_options(tol, max_pivots) -> None:
         raise InvalidInputError(f"max_pivots must be an integer >= 0 or None, got {max_pivots!r}")
 
 
-def finite_data(q: np.ndarray, M: np.ndarray) -> bool:
-    """Whether the float vector ``q`` and array ``M`` a caller built may enter a compiled solver:
-    the sum of their squared entries is finite (False for a NaN or infinite entry, and for
-    entries near ``1e154`` whose squares overflow, with numpy's overflow warning: no LCP of such
-    data can be verified).  Two BLAS dot products, the cheapest full check of a step's LCP."""
-    flat = M.ravel("K")
-    return math.isfinite(q.dot(q) + flat.dot(flat))
+def finite_data(*arrays: np.ndarray) -> bool:
+    """Whether the float arrays a caller built (an LCP's ``q`` and ``M``, a QP's ``H, c, A, b``)
+    may enter a compiled solver: the sum of their squared entries is finite (False for a NaN or
+    infinite entry, and for entries near ``1e154`` whose squares overflow, with numpy's overflow
+    warning: no answer on such data can be verified).  One BLAS dot product per array, the
+    cheapest full check of a step's data."""
+    total = 0.0
+    for a in arrays:
+        flat = a.ravel("K")
+        total += flat.dot(flat)
+    return math.isfinite(total)
