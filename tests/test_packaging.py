@@ -33,7 +33,11 @@ def test_pyproject_lists_every_package_folder():
 
 
 def test_installed_distribution_has_only_the_idyn_namespace():
-    files = metadata.files("idyn")
+    # the installed wheel (a dist-info with a RECORD), not a source tree's egg-info that a
+    # PYTHONPATH pointing at the checkout would put first
+    installed = [d for d in metadata.distributions(name="idyn") if d.read_text("RECORD") is not None]
+    assert installed, "idyn is not installed (make install)"
+    files = installed[0].files
     tops = {f.parts[0] for f in files if not f.parts[0].endswith((".dist-info", ".egg-info")) and f.parts[0] != ".."}
     assert tops == {"idyn"}, tops
 
