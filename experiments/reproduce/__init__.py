@@ -1,0 +1,60 @@
+"""``idyn reproduce``: both papers' experiments in one report (docs/reproduce.md).
+
+The report is a list of :class:`Section` objects, one per published table or figure (or a
+group of them). Each section module exposes ``section(ctx: Context) -> Section`` (or a list of
+them); :data:`SECTIONS` lists them in the report's order. A section runs its experiment at the
+scale ``ctx.quick`` asks for, writes its figures under ``ctx.figures``, prints the published
+numbers beside ours, and states every claim the paper draws from them as a :class:`Claim`
+judged on our numbers, with the measured cause of each disagreement.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: presets of ``--preset``: the published models and protocol, or idyn's defaults
+PRESETS = ("paper", "idyn")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every section is run with."""
+
+    out: Path                               #: report directory (report.md is written here)
+    quick: bool = True                      #: the reduced scale of ``--quick``
+    smoke: bool = False                     #: the tiny scale of the test suite (seconds per section)
+    backend: str = "idyn"                   #: reference physics: idyn.sim, the paper's world
+    cross_checks: tuple[str, ...] = ()      #: further backends, one column each (pybullet, mujoco)
+    preset: str = "paper"                   #: "paper" or "idyn"
+    jobs: int = 2                           #: parallel runs
+    executor: str = "process"               #: "process" or "ray"
+
+    @property
+    def figures(self) -> Path:
+        """Directory of the report's PNG figures (created on first use)."""
+        path = Path(self.out) / "figures"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+@dataclass
+class Claim:
+    """One statement a paper draws from its numbers, judged on ours."""
+
+    source: str                 #: where the paper says it, e.g. "ID Table 4", "CS Fig. 6"
+    claim: str                  #: the paper's statement, in a line
+    holds: bool | None          #: True, False, or None when our run cannot decide it
+    evidence: str               #: our numbers that decide it (with units)
+    cause: str = ""             #: the measured cause when it does not hold (or cannot be decided)
+
+
+@dataclass
+class Section:
+    """One table or figure of a paper: our numbers beside the published ones."""
+
+    key: str                    #: stable identifier, e.g. "id-table-4"
+    title: str                  #: e.g. "Table 4: torque smoothness"
+    body: str                   #: Markdown: tables (ours beside the paper's) and commentary
+    figures: list[Path] = field(default_factory=list)   #: PNGs under ``ctx.figures``
+    claims: list[Claim] = field(default_factory=list)
+    seconds: float = 0.0        #: wall time this section took
