@@ -171,6 +171,25 @@ def pivoted_qr(A):
 
 
 @cached_jit
+def qr_rank(qr, tol):
+    """The numerical rank of a pivoted QR (:func:`pivoted_qr`): how many ``|R_jj|`` exceed
+    ``tol`` times the largest (0 when all are zero or one is NaN).  The one rank rule of the
+    contact problems (Algorithm 1's independent rows, Algorithm 2's complement, the QP's
+    dependent equalities)."""
+    d = min(qr.shape[0], qr.shape[1])
+    top = 0.0
+    for j in range(d):
+        r = abs(qr[j, j])
+        if np.isnan(r):
+            return 0
+        top = max(top, r)
+    rank = 0
+    for j in range(d):
+        rank += abs(qr[j, j]) > tol * top
+    return rank
+
+
+@cached_jit
 def qt_product(qr, tau, C):
     """``(Q^T C, info)``: LAPACK ``dormqr('L', 'T')`` with the reflectors of :func:`pivoted_qr`
     (``k = tau.size >= 1``) on a Fortran copy of ``C`` (``C.shape[1] >= 1``), ``lwork = 64
@@ -260,20 +279,13 @@ def accepted(H, c, x, Ae, be, Ai, bi, tol):
 @cached_jit
 def independent_rows(A, tol, keep):
     """The rank ``r`` of the rows of ``A`` (p x n, p >= 1) by a column-pivoted QR of ``A^T``
-    (LAPACK ``dgeqp3``, :func:`idyn.kernels.pivoted_qr`): ``|R_jj| > tol max_j |R_jj|``;
+    (LAPACK ``dgeqp3``, :func:`idyn.kernels.pivoted_qr`; rank by :func:`qr_rank`);
     ``keep[:r]`` (output) the pivot order's first ``r`` rows, ascending.  -1 when LAPACK
     reports an illegal argument."""
     qr, piv, _, info = pivoted_qr(A.T)
     if info < 0:
         return -1
-    d = min(A.shape[0], A.shape[1])
-    largest = 1e-300
-    for j in range(d):
-        largest = max(largest, abs(qr[j, j]))
-    rank = 0
-    for j in range(d):
-        if abs(qr[j, j]) > tol * largest:
-            rank += 1
+    rank = qr_rank(qr, tol)
     chosen = np.zeros(A.shape[0], np.bool_)    # ascending without a sort (numba's sort
     for j in range(rank):                       # compiles for seconds)
         chosen[piv[j]] = True

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import fortran_copy, pivoted_qr, qt_product
+from ..kernels import fortran_copy, pivoted_qr, qr_rank, qt_product
 from ..jit import cached_jit
 
 
@@ -38,32 +38,13 @@ def column_pivots(A: np.ndarray) -> np.ndarray:
 
 
 @cached_jit
-def _rank(diag, tol):
-    """How many of ``diag`` (``|diag R|``) exceed ``tol`` times their largest (0 if one is NaN)."""
-    top = 0.0
-    for d in diag:
-        if np.isnan(d):
-            return 0
-        top = max(top, d)
-    count = 0
-    for d in diag:
-        count += d > tol * top
-    return count
-
-
-@cached_jit
 def complement_kernel(C, A, tol):
     """``((Q^T C)[rank:], info_geqp3, info_ormqr)`` for nonempty ``A`` and ``C`` with columns
     (:func:`complement_coordinates`)."""
     qr, _, tau, info = pivoted_qr(A)
     if info < 0:
         return fortran_copy(C)[:0], info, 0
-    k = tau.shape[0]
-    top, count = 0.0, 0
-    for i in range(k):
-        top = max(top, abs(qr[i, i]))
-    for i in range(k):
-        count += abs(qr[i, i]) > tol * top
+    count = qr_rank(qr, tol)
     out, info = qt_product(qr, tau, C)
     return out[count:], 0, info
 
@@ -75,8 +56,12 @@ def complement_coordinates(C: np.ndarray, A: np.ndarray, tol: float) -> np.ndarr
     C, A = np.asarray(C, dtype=float), np.asarray(A, dtype=float)
     if A.shape[1] == 0:
         return C.copy()
-    if A.shape[0] == 0 or C.shape[1] == 0:
-        return np.zeros((A.shape[0] - _rank(pivoted_qr_diagonal(A)[0], tol), C.shape[1]))
+    if A.shape[0] == 0:
+        return np.zeros((0, C.shape[1]))
+    if C.shape[1] == 0:
+        qr, _, _, info = pivoted_qr(A)
+        check_info(info, "geqp3")
+        return np.zeros((A.shape[0] - qr_rank(qr, tol), 0))
     out, info_geqp3, info_ormqr = complement_kernel(C, A, tol)
     check_info(info_geqp3, "geqp3")
     check_info(info_ormqr, "ormqr")
