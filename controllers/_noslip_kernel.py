@@ -12,28 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from idyn.kernels import gram_solve
+from idyn.kernels import cholesky_upper, gram_solve
 from idyn.jit import cached_jit
-
-
-@cached_jit
-def _cholesky_upper(X, U):
-    """Upper ``U`` (output, zero-filled) with ``U^T U = X``; False if ``X`` is not positive
-    definite."""
-    k = X.shape[0]
-    for j in range(k):
-        s = X[j, j]
-        for t in range(j):
-            s -= U[t, j] * U[t, j]
-        if not s > 0.0:
-            return False
-        U[j, j] = np.sqrt(s)
-        for i in range(j + 1, k):
-            s = X[j, i]
-            for t in range(j):
-                s -= U[t, j] * U[t, i]
-            U[j, i] = s / U[j, j]
-    return True
 
 
 @cached_jit
@@ -52,7 +32,7 @@ def contact_free_motion(white, rows, kept, L, p, qd, phi, dt, u, a, U, residual,
             for t in range(nu):
                 s += white[t, kept[i]] * white[t, kept[j]]
             X[i, j] = s
-    ok = _cholesky_upper(X, U)
+    ok = cholesky_upper(X, U)
     for i in range(k):
         sa, su = 0.0, 0.0
         for j in range(a.shape[0]):
@@ -136,7 +116,7 @@ def tangent_consistency(U, white, rows, kept, dropped, a, qd, B, delta):
             B[j, c] = s
     X = B @ B.T
     V = np.zeros((d, d))
-    if not _cholesky_upper(X, V):
+    if not cholesky_upper(X, V):
         return False
     top = 0.0
     for j in range(d):

@@ -230,6 +230,21 @@ def prepare(H, pd_tol, Hs):
 
 
 @cached_jit
+def cholesky_upper(X, U):
+    """Upper ``U`` (output, ``X.shape``) with ``U^T U = X`` by LAPACK (``np.linalg.cholesky``);
+    False, ``U`` unset, when ``X`` is not positive definite or not finite."""
+    try:
+        L = np.linalg.cholesky(X)
+    except Exception:       # numpy's LinAlgError
+        return False
+    k = X.shape[0]
+    for i in range(k):
+        for j in range(k):
+            U[i, j] = L[j, i]
+    return True
+
+
+@cached_jit
 def max_abs(x):
     """``max |x_i|`` (0 for no entries)."""
     largest = 0.0
