@@ -345,6 +345,10 @@ class Controller(ABC, metaclass=_WarmedUp):
         """Controller-specific work; may raise (idyn.errors.SolverError, ...): the base class then
         reports the error in ``info`` and falls back."""
 
+    def _warm_fallbacks(self, state, desired, contacts) -> None:
+        """Run, once, the fallback models this controller switches to when its solver fails
+        (a data-dependent path the warm-up's ordinary states do not reach); none here."""
+
     def _fallback(self, q, v, vdot, m: int) -> Solution:
         """Contact-free inverse dynamics (eqs. 88-90 with no impulses); zero torque if even that
         is not finite."""

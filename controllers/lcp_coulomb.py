@@ -161,14 +161,22 @@ class LCPCoulomb(Controller):
             # that fails we predict with the complementarity-free model of Sec. 6 instead.
             if self.out_of_time("qp-coulomb-1stage"):
                 raise OverBudget(f"budget spent after {exc}") from exc
-            z, info = solve_one_stage(build_stage_one(step, coulomb=True), ONE_STAGE_REGULARIZATION, DEFAULT_BACKEND,
-                                      self.out_of_time)
+            z, info = self._complementarity_free(step)
             info.update(fallback="qp-coulomb-1stage", error=str(exc))
             tau, v_next, forces = step.pyramid_outputs(R, z)
             x = None
         self._x_prev = x
         info["lcp_z"] = z
         return Solution(tau, forces, v_next, info)
+
+    def _complementarity_free(self, step: Step):
+        """The fallback model: Sec. 6's complementarity-free one-stage QP on ``step``."""
+        return solve_one_stage(build_stage_one(step, coulomb=True), ONE_STAGE_REGULARIZATION, DEFAULT_BACKEND,
+                               self.out_of_time)
+
+    def _warm_fallbacks(self, state, desired, contacts) -> None:
+        q, v, checked = self._check(state, desired, contacts)
+        self._complementarity_free(self._step(q, v, np.zeros(self.model.nv), checked))
 
     def _stance_consistent(self, step: Step, z, x, info):
         """Move ``qd_des`` minimally (Euclidean, as eq. 46) so that the contacts Lemke's answer

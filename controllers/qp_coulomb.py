@@ -34,8 +34,8 @@ from idyn.errors import InvalidInputError
 from idyn.qp import DEFAULT_BACKEND
 
 from .base import Controller, Solution, register
-from .dissipation import (OBJECTIVES, build_stage_one, new_outputs, solve_one_stage, solve_priced, solve_stage_two,
-                          stage_one_layout, stage_two_layout)
+from .dissipation import (OBJECTIVES, build_stage_one, new_outputs, price_separation, solve_one_stage, solve_priced,
+                          solve_stage_two, stage_one_layout, stage_two_layout)
 from .dynamics import Step
 from .warm_start import MIN_WARM_VARIABLES, BasisMemory, contact_keys
 
@@ -130,6 +130,16 @@ class DissipationController(Controller):
         (:func:`idyn.controllers.dissipation.solve_priced`)."""
         return solve_priced(step, prob, self._separation_mass, self.stage1_solver, self.qp_backend,
                             out_of_time=self.out_of_time)
+
+    def _warm_fallbacks(self, state, desired, contacts) -> None:
+        """Stage I re-solved after a separation price (:func:`~idyn.controllers.dissipation.solve_priced`:
+        a contact loaded yet separating), whose KKT LCP update is called from Python."""
+        q, v, checked = self._check(state, desired, contacts)
+        step = self._step(q, v, np.zeros(self.model.nv), checked)
+        prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate,
+                               lcp=self.stage1_solver == "lemke", buffers=self._buffers)
+        price_separation(step, prob, np.zeros(1, dtype=np.intp), 1.0)
+        self._stage_one(step, prob)
 
     def _finish(self, step: Step, prob, z: np.ndarray, info: dict, outputs: tuple | None = None) -> Solution:
         """Torques and forces from the impulses ``z`` (eq. 79), unless ``outputs`` has them."""

@@ -5,10 +5,11 @@ kernel on its first call with new argument types; inside a 1 kHz loop either is 
 milliseconds to seconds.  :func:`warm_up` runs the controller on synthetic states of its own
 model so that its loop never meets a kernel for the first time: no contacts; contacts at the
 leaf bodies with finite and with infinite friction, all of them or two, one duplicated; closing
-velocities (the touchdown impact); the contact-free fallback; for the controllers that predict
-contact forces, the general path of :func:`idyn.qp.solve_built`, which the data decide on.  The
-argument types, not the values, decide what numba compiles, so any model and any contact set
-exercise the same machine code.
+velocities (the touchdown impact); many distinct contacts, twice (the warm-started LCP paths);
+the contact-free fallback and the controller's own fallback models; for the controllers that
+predict contact forces, the general path of :func:`idyn.qp.solve_built` and the check of a
+regularised LCP answer, which the data decide on.  The argument types, not the values, decide
+what numba compiles, so any model and any contact set exercise the same machine code.
 """
 from __future__ import annotations
 
@@ -18,8 +19,15 @@ import numpy as np
 import pinocchio as pin
 
 from idyn.contact import Contact
+from idyn.lcp.regularized import warm_up as lcp_warm_up
 from idyn.qp import warm_up as qp_warm_up
 from idyn.state import Desired, RobotState
+
+from .warm_start import MIN_WARM_VARIABLES
+
+#: contacts of the many-contact case: enough pyramid variables (6 per contact in lcp-coulomb's
+#: LCP) for the warm-started paths
+WARM_CONTACTS = -(-MIN_WARM_VARIABLES // 6) + 1
 
 
 def leaf_bodies(model, count: int = 4) -> list[str]:
@@ -44,6 +52,17 @@ def _contacts(model, q, bodies, mu: float) -> list[Contact]:
             for b in bodies]
 
 
+def _patches(model, q, bodies, mu: float, count: int) -> list[Contact]:
+    """At least ``count`` distinct contacts: points on a 4 mm ring around each of ``bodies``
+    (a contact detector's patch), enough for the warm-started LCP paths
+    (:data:`idyn.controllers.warm_start.MIN_WARM_VARIABLES`)."""
+    per = max(2, -(-count // len(bodies)))
+    angles = 2.0 * np.pi * np.arange(per) / per
+    ring = 0.002 * np.column_stack((np.cos(angles), np.sin(angles), np.zeros(per)))
+    return [Contact(c.body_a, None, c.point + r, c.normal, mu, phi=0.0)
+            for c in _contacts(model, q, bodies, mu) for r in ring]
+
+
 def warm_up(controller) -> None:
     """Run ``controller`` once through each kind of step (see the module docstring), then
     :meth:`reset` it.  Inputs are valid by construction; ``compute`` never raises on them."""
@@ -65,14 +84,20 @@ def warm_up(controller) -> None:
         for contacts in (finite, rigid):
             cases += [(contacts[:2], v_rest), (contacts, v_drop), (contacts, v_moving)]
         cases += [(finite + finite[:1], v_rest), (rigid, v_rest)]
+        for mu in (0.8, math.inf):    # many contacts, twice: the second call warm-starts the LCP
+            patch = _patches(model, q, bodies, mu, WARM_CONTACTS)
+            cases += [(patch, v_drop), (patch, v_drop)]
     for contacts, v in cases:
         state = RobotState(q, v, 0.0)
         if observe is not None:
             observe(list(contacts), np.zeros((len(contacts), 3)))
         controller.compute(state, desired, list(contacts))
     controller._fallback(q, v_rest, desired.vdot, len(bodies))
+    if bodies:                       # the controller's own fallback models, which the data decide on
+        controller._warm_fallbacks(RobotState(q, v_rest, 0.0), desired, _contacts(model, q, bodies, 0.8))
     if controller.predicts_contact_forces:
         # the QP adapter's general path: the contact models reach it only on rare fallbacks
         # (Stage II's ridge-definite QP skips it; lcp-coulomb's and lcp-noslip's QPs take it)
         qp_warm_up()
+        lcp_warm_up()      # the check of a regularised LCP answer (lcp-coulomb, Stage I's Lemke)
     controller.reset()

@@ -62,3 +62,11 @@ def regularized_checked(M: np.ndarray, q: np.ndarray, *, schedule=REGULARIZATION
             return LCPResult(res.z, res.w, LCPStatus.REGULARIZED, pivots, float(eps), res.basis,
                              lcp_residuals(M, q, res.z).worst, res.basic)
     return LCPResult(first.z, first.w, first.status, pivots, 0.0, first.basis, basic=first.basic)
+
+
+def warm_up() -> None:
+    """Load (or compile) the kernels of an accepted regularised answer, whose residual check on
+    the original problem is called from Python (:func:`idyn.lcp.lcp_residuals`), on a 2 x 2 LCP
+    that Lemke solves only regularised: a controller whose warm-up states all solve plainly
+    would otherwise meet them first inside its loop."""
+    regularized_checked(np.array([[0.0, 0.0], [0.0, 1.0]]), np.array([-1.0, 1.0]))
