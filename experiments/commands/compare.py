@@ -35,8 +35,8 @@ def add_arguments(parser) -> None:
                         help="local process pool, or Ray (needs the 'ray' extra): the cluster at RAY_ADDRESS, "
                              "else a local instance (default: %(default)s)")
     parser.add_argument("--backend", choices=("pybullet", "idyn", "mujoco"), default="pybullet",
-                        help="physics: PyBullet, idyn.sim or MuJoCo (no compliant terrain; "
-                             "the 'mujoco' extra) (default: %(default)s)")
+                        help="physics: PyBullet, idyn.sim or MuJoCo (the 'mujoco' extra) "
+                             "(default: %(default)s)")
     add_friction_limit(parser)
 
 

@@ -25,8 +25,8 @@ def add_arguments(parser) -> None:
     add_seed(parser)
     add_friction_limit(parser)
     parser.add_argument("--backend", choices=("pybullet", "idyn", "mujoco"), default="pybullet",
-                        help="physics: PyBullet, idyn.sim or MuJoCo (no compliant terrain; the 'mujoco' "
-                             "extra) (default: %(default)s)")
+                        help="physics: PyBullet, idyn.sim or MuJoCo (the 'mujoco' extra) "
+                             "(default: %(default)s)")
 
 
 def run(args) -> int:

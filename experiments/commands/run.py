@@ -26,8 +26,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--duration", type=float, default=30.0, help="virtual seconds (default: %(default)s)")
     add_seed(parser)
     parser.add_argument("--backend", choices=("pybullet", "idyn", "mujoco"), default="pybullet",
-                        help="physics: PyBullet, idyn.sim or MuJoCo (no compliant terrain; "
-                             "the 'mujoco' extra) (default: %(default)s)")
+                        help="physics: PyBullet, idyn.sim or MuJoCo (the 'mujoco' extra) "
+                             "(default: %(default)s)")
     parser.add_argument("--contact-model", default=None,
                         choices=("ap-lcp", "noslip", "qp", "compliant", "penalty"),
                         help="idyn backend only: the simulator's contact model (default: ap-lcp, "

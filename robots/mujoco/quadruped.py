@@ -1,4 +1,4 @@
-"""MuJoCo testbed for any point-footed quadruped on a rigid plane or the rough heightfield.
+"""MuJoCo testbed for any point-footed quadruped on a rigid or compliant plane or the rough heightfield.
 
 Same constructor, methods and conventions as :class:`idyn.robots.pybullet.QuadrupedTestbed`
 (:class:`idyn.robots.testbed.Testbed`). The MuJoCo model is compiled from the quadruped's own URDF
@@ -16,8 +16,17 @@ Terrains: ``"rigid"``, the plane; ``"rough"``, the seeded heights of
 where idyn.sim interpolates it bilinearly) with the same per-cell friction: a heightfield has one
 coefficient, so, as the PyBullet testbed does, each foot takes the friction of the cell under its
 centre (:class:`idyn.sim.Heightmap`'s lookup) before every collision, and the feet outrank the
-ground. No ``"compliant"``: MuJoCo's contact softness is a time constant or a stiffness per unit
-of effective mass, not the N/m of :mod:`idyn.robots.terrain`.
+ground.
+
+``"compliant"`` is the nearest MuJoCo has to the penalty ground of PyBullet and idyn.sim (a spring
+of W / (4 x 1 mm) N/m per foot with critical damping, :mod:`idyn.robots.terrain`): MuJoCo's
+softness is set per unit of effective mass, not in N/m.  A soft contact at rest carrying ``f``
+sinks ``r = R f / (d k)`` (MuJoCo's documentation, "Soft constraints": ``R f = a_ref`` with
+``a_ref = -d k r`` at rest), with the regulariser ``R = (1 - d) / d`` times MuJoCo's approximate
+inverse effective mass of the contact (``efc_R``), impedance ``d`` (:data:`COMPLIANT_IMPEDANCE`,
+constant) and, for a critically damped time constant ``tau``, ``k = 1 / (d tau)^2``:
+``r = R f d tau^2``.  The testbed reads ``R`` at the feet of the standing robot and takes the
+``tau`` that gives ``f = W / 4`` the sink :data:`idyn.robots.terrain.COMPLIANT_SINK` on average.
 """
 from __future__ import annotations
 
@@ -32,7 +41,7 @@ from idyn.sim.geometry import Heightmap, sphere_heightmap
 from idyn.state import RobotState
 
 from ..quadruped import resolve_quadruped
-from ..terrain import ROUGH_SIZE, rough_friction, rough_heightmap, simulated_mu
+from ..terrain import COMPLIANT_SINK, ROUGH_SIZE, rough_friction, rough_heightmap, simulated_mu
 from .base import GRAVITY, MjRobot, Testbed, mujoco, urdf_spec
 
 #: (m) a foot within this signed distance of the ground is reported as a contact: touching
@@ -52,6 +61,8 @@ STAND_DEPTH = 1e-9
 #: (m) the farthest gap :meth:`QuadrupedTestbed.foot_gaps` measures (MuJoCo's distance to a
 #: heightfield is unreliable beyond a few centimetres: 0.97 m reported for a foot 4 cm above)
 GAP_RANGE = 0.05
+#: compliant ground: MuJoCo's constant impedance d (solimp d0 = dwidth; module docstring)
+COMPLIANT_IMPEDANCE = 0.9
 #: constraint solver iterations and tolerance
 SOLVER_ITERATIONS, SOLVER_TOLERANCE = 100, 1e-10
 
@@ -83,12 +94,12 @@ def configure_solver(spec, dt: float) -> None:
 
 
 class QuadrupedTestbed(Testbed):
-    """A quadruped in MuJoCo, torque controlled, on a rigid plane or the rough heightfield.
+    """A quadruped in MuJoCo, torque controlled, on a rigid or compliant plane or the rough heightfield.
 
     Parameters
     ----------
     robot: ``"links"``, ``"a1"`` or a :class:`idyn.robots.Quadruped`.
-    terrain: ``"rigid"`` or ``"rough"``.
+    terrain: ``"rigid"``, ``"compliant"`` (module docstring) or ``"rough"``.
     mu: Coulomb friction of the plane (``math.inf`` = no slip, simulated as 100); ignored on
         rough terrain, whose friction is per cell.
     seed: seed of the rough terrain (heights and frictions).
@@ -101,8 +112,8 @@ class QuadrupedTestbed(Testbed):
                  dt: float = 0.001, gui: bool = False, contact_margin: float = CONTACT_MARGIN):
         if gui:
             raise InvalidInputError("the MuJoCo testbed has no built-in viewer; open mujoco.viewer on it")
-        if terrain not in ("rigid", "rough"):
-            raise InvalidInputError(f"the MuJoCo backend has the rigid and rough terrains, not {terrain!r}")
+        if terrain not in ("rigid", "compliant", "rough"):
+            raise InvalidInputError(f"terrain must be 'rigid', 'compliant' or 'rough', got {terrain!r}")
         self.contact_margin = float(contact_margin)
         if not (math.isfinite(self.contact_margin) and self.contact_margin >= 0):
             raise InvalidInputError(f"contact_margin must be finite and >= 0, got {contact_margin}")
@@ -133,6 +144,9 @@ class QuadrupedTestbed(Testbed):
         ground.contype, ground.conaffinity, ground.priority, ground.condim = 1, 1, 1, 3
         ground.friction = [self.mu, 0.0, 0.0]
         contact = {"solref": [SOLREF_STEPS * self.dt, SOLREF_DAMPING], "solimp": list(SOLIMP)}
+        if terrain == "compliant":     # the time constant is set once the model is compiled
+            d = COMPLIANT_IMPEDANCE
+            contact["solimp"] = [d, d, SOLIMP[2], SOLIMP[3], SOLIMP[4]]
         ground.solref, ground.solimp = contact["solref"], contact["solimp"]
         # every foot's sphere geom: detected within the margin (MuJoCo's gap, added to the
         # ground's 0), a force only when touching (MuJoCo's margin 0)
@@ -163,7 +177,24 @@ class QuadrupedTestbed(Testbed):
         self._foot_geoms = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, g) for g in foot_geoms])
         self._foot_names = names
         self._scratch = mujoco.MjData(m)
+        if terrain == "compliant":
+            self._soften()
         self.reset()
+
+    def _soften(self) -> None:
+        """Set the compliant ground's time constant from the inverse effective masses MuJoCo
+        gives the feet of the standing robot (module docstring), at least 2 dt."""
+        self.reset()
+        m, d = self.robot.mj, self.robot.data
+        con = d.contact
+        rows = [con.efc_address[k] for k in range(d.ncon)
+                if con.efc_address[k] >= 0 and self._ground in (con.geom1[k], con.geom2[k])]
+        if not rows:
+            raise ModelLoadError(f"no foot of {self.quadruped.urdf} touches the ground when standing")
+        R = float(np.mean(d.efc_R[rows]))          # the normal rows (first of each contact's block)
+        tau = math.sqrt(COMPLIANT_SINK / (R * COMPLIANT_IMPEDANCE * self.weight / len(self._feet)))
+        m.geom_solref[self._ground] = [max(tau, SOLREF_STEPS * self.dt), 1.0]
+        self.compliant_timeconst = float(m.geom_solref[self._ground, 0])
 
     @property
     def weight(self) -> float:
