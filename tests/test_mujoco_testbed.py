@@ -254,8 +254,9 @@ def test_non_physical_inertias_are_made_physical_with_the_least_change():
             D = R.T @ fixed @ R
             np.testing.assert_allclose(D, np.diag(np.diag(D)), rtol=0, atol=1e-12 * c)
             np.testing.assert_allclose(np.diag(D), [c * (1 + INERTIA_FLOOR) - moments[1], moments[1], c], rtol=1e-9)
-    zero = np.zeros((3, 3))         # nothing to make physical from (laikago's chassis): left to MuJoCo
-    assert physical_inertia(zero) is zero
+    zero = np.zeros((3, 3))         # a massless link: left as it is; a point mass (laikago's
+    assert physical_inertia(zero) is zero     # chassis): a 1 mm solid sphere of its mass
+    np.testing.assert_allclose(physical_inertia(zero, 13.715), 0.4 * 13.715 * 1e-6 * np.eye(3))
 
 
 @pytest.mark.parametrize("name", ["go2", "anymal_c"])
@@ -274,12 +275,36 @@ def test_mesh_feet_get_the_description_sphere_and_mass_is_the_urdf(name):
     assert len(tb.contacts()) == 4
 
 
-def test_a_re_expressed_base_is_refused_not_mis_mapped():
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_re_expressed_base_maps_to_mujocos_root_body(seed):
     """laikago's URDF base is y-up: robots.from_urdf moves pinocchio's free flyer to a z-up body
-    frame, while MuJoCo's free joint stays on the root link; mapping one onto the other would
-    turn the robot by 90 degrees, so the testbed refuses it with a typed error."""
+    frame X while MuJoCo's free joint stays on the root link (B = F X).  At a random state
+    written through the testbed, MuJoCo's own kinematics put every foot body where pinocchio
+    puts the foot frame, moving with pinocchio's frame velocity, and reading the state back
+    gives the state written."""
     from idyn import robots
-    from idyn.errors import InvalidInputError
-    from idyn.robots.mujoco import QuadrupedTestbed
-    with pytest.raises(InvalidInputError, match="re-expressed"):
-        QuadrupedTestbed(robots.quadruped("laikago"))
+    tb = QuadrupedTestbed(robots.quadruped("laikago"))
+    model, pm = tb.model, tb.model.pinocchio_model
+    rng = np.random.default_rng(seed)
+    dq = np.concatenate((rng.uniform(-1, 1, 6), rng.uniform(-0.5, 0.5, model.nv - 6)))
+    q = model.integrate(tb.quadruped.q_stand, dq, 1.0)
+    q[2] += 1.5
+    v = rng.uniform(-1.0, 1.0, model.nv)
+    tb.robot.write(q, v)
+    m, d = tb.robot.mj, tb.robot.data
+    mujoco.mj_forward(m, d)
+    data = pm.createData()
+    pin.forwardKinematics(pm, data, q, v)
+    pin.updateFramePlacements(pm, data)
+    vel = np.zeros(6)
+    for foot in tb.quadruped.feet.values():
+        fid, body = pm.getFrameId(foot.link), tb.robot.body_id(foot.link)
+        np.testing.assert_allclose(d.xpos[body], data.oMf[fid].translation, atol=1e-9)
+        np.testing.assert_allclose(d.xmat[body].reshape(3, 3), data.oMf[fid].rotation, atol=1e-9)
+        mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_BODY, body, vel, 0)   # world axes
+        expected = pin.getFrameVelocity(pm, data, fid, pin.LOCAL_WORLD_ALIGNED)
+        np.testing.assert_allclose(vel[3:], expected.linear, atol=1e-9)
+        np.testing.assert_allclose(vel[:3], expected.angular, atol=1e-9)
+    q_back, v_back = tb.robot.read()
+    np.testing.assert_allclose(model.difference(q, q_back), 0.0, atol=1e-12)
+    np.testing.assert_allclose(v_back, v, atol=1e-12)

@@ -74,19 +74,26 @@ def _mesh_path(urdf: Path, name: str) -> str:
 #: relative floor (of the largest principal moment) below which :func:`physical_inertia` raises
 #: a principal moment, and the relative margin it keeps over the triangle inequality
 INERTIA_FLOOR = 1e-6
+#: (m) the sphere whose inertia :func:`physical_inertia` gives a point mass (a link with mass and
+#: no inertia): 5.5e-6 kg m^2 for laikago's 13.7 kg chassis, against the robot's 0.29-0.74 kg m^2
+POINT_MASS_RADIUS = 1e-3
 
 
-def physical_inertia(inertia: np.ndarray) -> np.ndarray:
-    """The nearest inertia MuJoCo accepts for a body of positive mass: principal moments positive
-    (at least :data:`INERTIA_FLOOR` times the largest) and satisfying the triangle inequality
-    A + B >= C, the smallest raised to C - B where it does not; the principal axes kept.
-    ``inertia`` (3, 3) is returned unchanged when it is already physical. Public URDFs carry a
-    few that are not (a dummy root link with one non-zero moment, a camera's or a thigh's
-    moments 4 % short of the triangle), which pinocchio takes and MuJoCo refuses to compile;
-    the change is small against the robot's (docs/robots.md)."""
+def physical_inertia(inertia: np.ndarray, mass: float = 0.0) -> np.ndarray:
+    """The nearest inertia MuJoCo accepts for a body of positive ``mass``: principal moments
+    positive (at least :data:`INERTIA_FLOOR` times the largest) and satisfying the triangle
+    inequality A + B >= C, the smallest raised to C - B where it does not; the principal axes
+    kept; no moment at all (a point mass): a solid sphere of radius :data:`POINT_MASS_RADIUS`.
+    ``inertia`` (3, 3) is returned unchanged when it is already physical (or ``mass`` is 0).
+    Public URDFs carry a few that are not (a dummy root link with one non-zero moment, a camera's
+    or a thigh's moments 4 % short of the triangle, laikago's 13.7 kg chassis with none), which
+    pinocchio takes and MuJoCo refuses to compile; the change is small against the robot's
+    (docs/robots.md)."""
     e, R = np.linalg.eigh(inertia)
     top = max(e[2], 0.0)
     if top <= 0.0:
+        if mass > 0.0:
+            return 0.4 * mass * POINT_MASS_RADIUS ** 2 * np.eye(3)
         return inertia
     floor = INERTIA_FLOOR * top
     fixed = np.maximum(e, floor)
@@ -107,7 +114,7 @@ def _repair_inertias(root) -> None:
             continue
         xx, xy, xz, yy, yz, zz = (float(inertia.get(k, 0.0)) for k in names)
         I = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-        fixed = physical_inertia(I)
+        fixed = physical_inertia(I, float(mass.get("value", 0.0)))
         if fixed is not I:
             for k, (i, j) in zip(names, ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))):
                 inertia.set(k, repr(float(fixed[i, j])))
@@ -195,8 +202,16 @@ class MjRobot:
             mj_id = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, pm.names[jid])
             if mj_id < 0 or m.jnt_type[mj_id] != mujoco.mjtJoint.mjJNT_FREE:
                 raise ModelLoadError(f"MuJoCo's model has no free joint {pm.names[jid]!r}")
+            # MuJoCo's free joint moves its body's frame B; pinocchio's moves the flyer's frame F,
+            # with B = F X (X the placement of B's frame on the flyer: not the identity when
+            # robots.from_urdf re-expressed the free flyer, e.g. laikago's y-up base link)
+            body = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(m.jnt_bodyid[mj_id]))
+            X = pin.SE3.Identity()
+            if body is not None and pm.existFrame(body) and pm.frames[pm.getFrameId(body)].parentJoint == jid:
+                X = pm.frames[pm.getFrameId(body)].placement
             self._free.append((pm.joints[jid].idx_q, pm.joints[jid].idx_v,
-                               int(m.jnt_qposadr[mj_id]), int(m.jnt_dofadr[mj_id])))
+                               int(m.jnt_qposadr[mj_id]), int(m.jnt_dofadr[mj_id]),
+                               X.rotation.copy(), X.translation.copy(), pin.Quaternion(X.rotation)))
         self.mass = float(m.body_mass.sum())
         self.na = len(names)
 
@@ -216,13 +231,15 @@ class MjRobot:
         iq, adr = self._q2
         q[iq], q[iq + 1] = np.cos(qpos[adr]), np.sin(qpos[adr])
         v[self._iv] = qvel[self._dof]
-        for i, j, a, b in self._free:
-            q[i:i + 3] = qpos[a:a + 3]
-            q[i + 3:i + 6] = qpos[a + 4:a + 7]
-            q[i + 6] = qpos[a + 3]
-            R = pin.Quaternion(q[i + 6], q[i + 3], q[i + 4], q[i + 5]).toRotationMatrix()
-            v[j:j + 3] = R.T @ qvel[b:b + 3]
-            v[j + 3:j + 6] = qvel[b + 3:b + 6]
+        for i, j, a, b, XR, Xp, Xq in self._free:      # B = F X (see __init__)
+            qB = pin.Quaternion(qpos[a + 3], qpos[a + 4], qpos[a + 5], qpos[a + 6])
+            qF = qB * Xq.conjugate()
+            RB, RF = qB.toRotationMatrix(), qF.toRotationMatrix()
+            q[i:i + 3] = qpos[a:a + 3] - RF @ Xp
+            q[i + 3:i + 7] = qF.coeffs()
+            wB = qvel[b + 3:b + 6]                     # MuJoCo: body-frame angular velocity,
+            v[j + 3:j + 6] = XR @ wB                   # world-frame velocity of B's origin
+            v[j:j + 3] = RF.T @ (qvel[b:b + 3] + np.cross(RB @ wB, q[i:i + 3] - qpos[a:a + 3]))
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             raise validation.NonFiniteError("MuJoCo's state contains NaN or infinite values")
         return q, v
@@ -237,12 +254,15 @@ class MjRobot:
         iq, adr = self._q2
         qpos[adr] = np.arctan2(q[iq + 1], q[iq])
         qvel[self._dof] = v[self._iv]
-        for i, j, a, b in self._free:
-            quat = pin.Quaternion(q[i + 6], q[i + 3], q[i + 4], q[i + 5])
-            qpos[a:a + 3] = q[i:i + 3]
-            qpos[a + 3], qpos[a + 4:a + 7] = q[i + 6], q[i + 3:i + 6]
-            qvel[b:b + 3] = quat.toRotationMatrix() @ v[j:j + 3]
-            qvel[b + 3:b + 6] = v[j + 3:j + 6]
+        for i, j, a, b, XR, Xp, Xq in self._free:      # B = F X (see __init__)
+            qF = pin.Quaternion(q[i + 6], q[i + 3], q[i + 4], q[i + 5])
+            qB = qF * Xq
+            RF = qF.toRotationMatrix()
+            qpos[a:a + 3] = q[i:i + 3] + RF @ Xp
+            qpos[a + 3], qpos[a + 4:a + 7] = qB.w, qB.coeffs()[:3]
+            wF = v[j + 3:j + 6]
+            qvel[b:b + 3] = RF @ (v[j:j + 3] + np.cross(wF, Xp))
+            qvel[b + 3:b + 6] = XR.T @ wF
 
     def set_torques(self, tau: np.ndarray) -> None:
         self.data.qfrc_applied[:] = 0.0

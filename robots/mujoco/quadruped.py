@@ -67,19 +67,6 @@ COMPLIANT_IMPEDANCE = 0.9
 SOLVER_ITERATIONS, SOLVER_TOLERANCE = 100, 1e-10
 
 
-def _check_base_frame(model) -> None:
-    """InvalidInputError for a model whose free flyer is not the URDF root link's frame (a base
-    re-expressed by :func:`idyn.robots.from_urdf`, e.g. laikago's y-up base): MuJoCo's
-    free joint holds the root link's frame, and this testbed maps it onto pinocchio's free flyer
-    one to one."""
-    pm = model.pinocchio_model
-    body = next((f for f in pm.frames if f.parentJoint == 1 and f.type == pin.FrameType.BODY), None)
-    if body is not None and not body.placement.isIdentity(1e-12):
-        raise InvalidInputError(
-            f"the MuJoCo testbed needs the free flyer on the root link's frame; base frame "
-            f"{body.name!r} is re-expressed (its placement on the free flyer is not the identity)")
-
-
 def configure_solver(spec, dt: float) -> None:
     """The options every idyn MuJoCo testbed shares: time step ``dt``, gravity, elliptic
     friction cones, the no-slip pass and the solver's iterations and tolerance above, and MuJoCo's
@@ -120,7 +107,6 @@ class QuadrupedTestbed(Testbed):
         super().__init__(dt)
         self.quadruped = resolve_quadruped(robot)
         self.model = model = self.quadruped.model
-        _check_base_frame(model)
         self.mu = simulated_mu(mu)
         self.legs = list(self.quadruped.feet)
         self._feet = [self.quadruped.feet[leg] for leg in self.legs]
