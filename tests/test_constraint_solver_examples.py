@@ -163,3 +163,26 @@ def test_range_of_motion_margin_includes_reachable_limits_only():
     assert range_of_motion(0, 1, 0.4, 0.0, 0.5, 1e6, 0.0, margin=np.inf).m == 2
     with pytest.raises(InvalidInputError):
         range_of_motion(0, 1, 0.1, 0.0, None, 1e6, 0.0, margin=-1.0)
+
+
+@pytest.mark.parametrize("h", [0.1, 1e-2, 1e-3])
+def test_pendulum_first_step_loses_its_kinetic_energy(h):
+    """Fig. 4's 'energy maintained precisely': from rest the stiff joint's solve makes v1 the
+    M-orthogonal projection of h M^-1 f, so h f.v1 = 2 T1 and E1 - E0 = -T1 exactly
+    (= -m h^2 g^2 m / (2 (m + I)) for the horizontal start)."""
+    r = pendulum.simulate(h, h, {})
+    m, i, g = pendulum.MASS, pendulum.INERTIA, pendulum.GRAVITY
+    assert r["first_step_kinetic"] == pytest.approx(0.5 * m * (h * g) ** 2 * m / (m + i),
+                                                    rel=1e-6)
+    assert r["first_step_energy_change"] == pytest.approx(-r["first_step_kinetic"], rel=1e-6)
+
+
+def test_pendulum_coarse_steps_diverge_beyond_one_second_whatever_the_stiffness():
+    """Bounded over the paper's 1 s at h = 0.1, but |E - E0| passes 100 m g L at 5.9 s
+    (k = 1e15) and 2.9 s (k = 1e4): the linearization at q0, not the stiff spring; h = 0.02
+    stays bounded over 20 s (max |E - E0| 1.16 J)."""
+    stiff = pendulum.coarse_stability(0.1, 20.0, {})
+    soft = pendulum.coarse_stability(0.1, 20.0, {}, k=1e4)
+    fine = pendulum.coarse_stability(0.02, 20.0, {})
+    assert 4.0 < stiff["diverged_at"] < 8.0 and 1.0 < soft["diverged_at"] < 8.0
+    assert fine["diverged_at"] is None and fine["max_energy_error"] < 2.0

@@ -50,12 +50,12 @@ def _rot(theta):
     return np.array([[c, -s], [s, c]])
 
 
-def joint_rows(q, v) -> ConstraintRows:
+def joint_rows(q, v, k: float = K) -> ConstraintRows:
     """phi = [x, y] + R(theta) u (eq. 64), G = [I, R'(theta) u], Gdot v = -R(theta) u thd^2."""
     R = _rot(q[2])
     dR_u = np.array([[0.0, -1.0], [1.0, 0.0]]) @ R @ U
     G = np.column_stack([np.eye(2), dR_u])
-    return ConstraintRows(G, q[:2] + R @ U, np.full(2, K), np.full(2, B),
+    return ConstraintRows(G, q[:2] + R @ U, np.full(2, k), np.full(2, B),
                           Gdot_v=-(R @ U) * v[2] ** 2)
 
 
@@ -95,10 +95,10 @@ def simulate(h: float, duration: float, options: dict) -> dict:
             "solver": solver_stats(infos)}
 
 
-def coarse_stability(h: float, duration: float, options: dict) -> dict:
+def coarse_stability(h: float, duration: float, options: dict, k: float = K) -> dict:
     """``duration`` s from the horizontal at step ``h``: the first time |E - E0| exceeds
     100 m g L (or the state stops being finite), None if it never does, and max |E - E0|
-    before it."""
+    before it. ``k``: the joint stiffness (the paper's 1e15 by default)."""
     solver = make_solver(options)
     mass = MassMatrix(np.diag([MASS, MASS, INERTIA]))
     f = np.array([0.0, -MASS * GRAVITY, 0.0])
@@ -107,7 +107,8 @@ def coarse_stability(h: float, duration: float, options: dict) -> dict:
     with np.errstate(all="ignore"):
         for i in range(int(round(duration / h))):
             try:
-                sol = solver.solve(ConstraintProblem(mass, f, v, h, bilateral=joint_rows(q, v)))
+                sol = solver.solve(ConstraintProblem(mass, f, v, h,
+                                                     bilateral=joint_rows(q, v, k)))
             except NonFiniteError:
                 diverged = i * h
                 break
@@ -118,7 +119,8 @@ def coarse_stability(h: float, duration: float, options: dict) -> dict:
                 diverged = (i + 1) * h
                 break
             worst = max(worst, e)
-    return {"h": h, "duration": duration, "diverged_at": diverged, "max_energy_error": worst}
+    return {"h": h, "k": k, "duration": duration, "diverged_at": diverged,
+            "max_energy_error": worst}
 
 
 def per_swing_energy_error(r: dict) -> list[float]:
@@ -139,6 +141,7 @@ def run(short: bool = False, smoke: bool = False, **options) -> dict:
     runs = [simulate(h, 1.0, options) for h in steps]
     long_run = simulate(1e-2 if short or smoke else 1e-3, 2.0 if smoke else LONG_RUN, options)
     coarse = [coarse_stability(h, LONG_RUN, options) for h in ((0.1,) if smoke else (0.1, 0.05))]
+    coarse.append(coarse_stability(0.1, LONG_RUN, options, k=1e4))     # a soft joint, same h
     swings = per_swing_energy_error(long_run)
     for r in runs + [long_run]:            # keep the JSON small: traces every 1 ms at most
         stride = max(1, int(round(1e-3 / r["h"])))
@@ -180,7 +183,7 @@ def table(results: dict) -> str:
     for c in results["coarse_stability"]:
         state = ("bounded" if c["diverged_at"] is None
                  else f"diverged at t = {c['diverged_at']:.2f} s")
-        lines.append(f"{c['duration']:.0f} s at h={c['h']:g}: {state}, max|E-E0| before "
+        lines.append(f"{c['duration']:.0f} s at h={c['h']:g}, k={c['k']:g}: {state}, max|E-E0| before "
                      f"{c['max_energy_error']:.3g} J")
     return "\n".join(lines)
 
