@@ -18,7 +18,8 @@ PUBLISHED_JSON = Path(__file__).resolve().parents[1] / "data" / "cs_paper.json"
 
 @functools.lru_cache(maxsize=1)
 def published() -> dict:
-    """The constraint-solver paper's published numbers and claims (experiments/data/cs_paper.json)."""
+    """The constraint-solver paper's published numbers and claims
+    (experiments/data/cs_paper.json)."""
     return json.loads(PUBLISHED_JSON.read_text())
 
 

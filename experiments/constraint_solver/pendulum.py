@@ -182,8 +182,9 @@ def table(results: dict) -> str:
               f"T1 = {r['first_step_kinetic']:.4e} J" for r in results["runs"]]
     for c in results["coarse_stability"]:
         state = ("bounded" if c["diverged_at"] is None
-                 else f"diverged at t = {c['diverged_at']:.2f} s")
-        lines.append(f"{c['duration']:.0f} s at h={c['h']:g}, k={c['k']:g}: {state}, max|E-E0| before "
+                 else f"|E-E0| > 100 m g L at t = {c['diverged_at']:.2f} s")
+        lines.append(f"{c['duration']:.0f} s at h={c['h']:g}, k={c['k']:g}: {state}, "
+                     "max|E-E0| before "
                      f"{c['max_energy_error']:.3g} J")
     return "\n".join(lines)
 

@@ -414,7 +414,8 @@ def fig9(ctx: Context) -> Section:
     mus = [r["mu"] for r in res["runs"]]
     c = paper["claims"]
     claims = [
-        Claim("CS Fig. 9 / Sec. 6.4", c["no_friction_mu0"], bool(res["runs"][0]["max_friction"] == 0.0),
+        Claim("CS Fig. 9 / Sec. 6.4", c["no_friction_mu0"],
+              bool(res["runs"][0]["max_friction"] == 0.0),
               f"max friction at mu = 0: {res['runs'][0]['max_friction']:g} N"),
         Claim("CS Fig. 9 / Sec. 6.4", c["stiction"], bool(abs(d[-1]) < 1e-6),
               f"distance at mu = {mus[-1]:g}: {d[-1]:.2e} m (tan 15 deg = {np.tan(th):.3f})"),
@@ -484,8 +485,8 @@ def fig10(ctx: Context) -> Section:
     ts = np.array([r["seconds"] for r in res["runs"]])
     c = paper["claims"]
     claims = [Claim("CS Fig. 10 / Sec. 6.5", c["stands"], bool(res["all_standing"]),
-                    "max lateral drift " + ", ".join(f"{r['max_lateral_drift']:.0e} m (n = {r['n']})"
-                                                     for r in res["runs"]))]
+                    "max lateral drift " + ", ".join(
+                        f"{r['max_lateral_drift']:.0e} m (n = {r['n']})" for r in res["runs"]))]
     nnz_ok = all(s["hessian_nnz"] <= paper["hessian_nnz_bound_per_sphere"] * s["n"]
                  for s in res["hessian_sparsity"])
     claims.append(Claim(
