@@ -131,3 +131,58 @@ def test_pendulum_full_energy_error_does_not_grow_over_eight_swings(tmp_path):
 @pytest.mark.parametrize("example", ["rom-pendulum", "incline"])
 def test_full_examples(example, tmp_path):
     assert main(["constraint-solver", example, "--out", str(tmp_path)]) == 0
+
+
+def test_rom_limit_row_rule_decides_the_dead_impact_of_fig6():
+    """Fig. 6 at h = 1e-5 (k h^2 = 100 m L^2): with the limit row in the program whenever the
+    step can reach it (eqs. 75, 84 evaluate the spring at t1) the impact is dead for every
+    phase of the crossing, e = 0.004-0.010; adding the row only once violated returns the
+    step's penetration as rebound, e = 0.11-0.98 over the same phases."""
+    paper = rom_pendulum.phase_scan(1e-5, {}, speculative=True)
+    late = rom_pendulum.phase_scan(1e-5, {}, speculative=False)
+    assert max(paper) < 0.02
+    assert min(late) < 0.2 and max(late) > 0.9
+
+
+@pytest.mark.parametrize("h", [1e-5, 1e-6, 1e-7])
+def test_rom_impact_restitution_is_the_implicit_euler_springs(h):
+    """Restitution against the closed form of the undamped implicit-Euler spring,
+    (1 + h^2 w^2)^(-pi / (2 atan(h w))), w = 1e6 rad/s: the limit acts from its first step."""
+    r = rom_pendulum.impact(h, {})
+    assert r["restitution"] == pytest.approx(rom_pendulum.implicit_euler_restitution(h),
+                                             rel=0.05, abs=1e-3)
+    assert r["max_penetration_rad"] < 5e-6                 # |theta_dot| / w = 4.4e-6 rad
+
+
+def test_range_of_motion_margin_includes_reachable_limits_only():
+    from idyn.constraint_solver.models import range_of_motion
+    from idyn.errors import InvalidInputError
+    assert range_of_motion(0, 1, 1e-3, 0.0, None, 1e6, 0.0) is None
+    rows = range_of_motion(0, 2, 1e-3, 0.0, 0.5, 1e6, 0.0, margin=2e-3)
+    assert rows.m == 1 and rows.phi[0] == pytest.approx(1e-3) and rows.G[0, 0] == 1.0
+    assert range_of_motion(0, 1, 0.4, 0.0, 0.5, 1e6, 0.0, margin=np.inf).m == 2
+    with pytest.raises(InvalidInputError):
+        range_of_motion(0, 1, 0.1, 0.0, None, 1e6, 0.0, margin=-1.0)
+
+
+@pytest.mark.parametrize("h", [0.1, 1e-2, 1e-3])
+def test_pendulum_first_step_loses_its_kinetic_energy(h):
+    """Fig. 4's 'energy maintained precisely': from rest the stiff joint's solve makes v1 the
+    M-orthogonal projection of h M^-1 f, so h f.v1 = 2 T1 and E1 - E0 = -T1 exactly
+    (= -m h^2 g^2 m / (2 (m + I)) for the horizontal start)."""
+    r = pendulum.simulate(h, h, {})
+    m, i, g = pendulum.MASS, pendulum.INERTIA, pendulum.GRAVITY
+    assert r["first_step_kinetic"] == pytest.approx(0.5 * m * (h * g) ** 2 * m / (m + i),
+                                                    rel=1e-6)
+    assert r["first_step_energy_change"] == pytest.approx(-r["first_step_kinetic"], rel=1e-6)
+
+
+def test_pendulum_coarse_steps_diverge_beyond_one_second_whatever_the_stiffness():
+    """Bounded over the paper's 1 s at h = 0.1, but |E - E0| passes 100 m g L at 5.9 s
+    (k = 1e15) and 2.9 s (k = 1e4): the linearization at q0, not the stiff spring; h = 0.02
+    stays bounded over 20 s (max |E - E0| 1.16 J)."""
+    stiff = pendulum.coarse_stability(0.1, 20.0, {})
+    soft = pendulum.coarse_stability(0.1, 20.0, {}, k=1e4)
+    fine = pendulum.coarse_stability(0.02, 20.0, {})
+    assert 4.0 < stiff["diverged_at"] < 8.0 and 1.0 < soft["diverged_at"] < 8.0
+    assert fine["diverged_at"] is None and fine["max_energy_error"] < 2.0

@@ -1,13 +1,26 @@
 """Shared helpers for the constraint-solver examples: solver construction, timing, plotting."""
 from __future__ import annotations
 
+import functools
+import json
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
 from idyn.constraint_solver import ConstraintSolver
+
+
+PUBLISHED_JSON = Path(__file__).resolve().parents[1] / "data" / "cs_paper.json"
+
+
+@functools.lru_cache(maxsize=1)
+def published() -> dict:
+    """The constraint-solver paper's published numbers and claims
+    (experiments/data/cs_paper.json)."""
+    return json.loads(PUBLISHED_JSON.read_text())
 
 
 def make_solver(options: dict) -> ConstraintSolver:

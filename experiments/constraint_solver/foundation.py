@@ -32,28 +32,24 @@ from idyn.constraint_solver.bodies import WORLD, RigidBodies
 from idyn.constraint_solver.models import winkler
 from idyn.errors import InvalidInputError
 
-from .common import (Stopwatch, curves, integrate_with_budget, make_solver, solver_stats,
-                     step_times, tolist)
+from .common import (Stopwatch, curves, integrate_with_budget, make_solver, published,
+                     solver_stats, step_times, tolist)
 
 SIDE, DENSITY, DEPTH, DAMPING, H, DURATION = 1.0, 8.0, 1.0, 1.0, 0.01, 1.0
 FINE_H = 1e-3                      # the step of the note under Table 2
 SCIPY_TOLERANCES = {"rtol": 1e-3, "atol": 1e-6}             # MATLAB ode15s' defaults
 REFERENCE_TOLERANCES = {"rtol": 1e-10, "atol": 1e-12}
 SCIPY_BUDGET_S = 60.0              # wall-clock seconds per BDF/Radau run before a timeout
-# The paper's numbers, keyed (elements, E, load). Table 1: seconds of its constraint-based
-# approach, ode15s and ode45 (MATLAB); Table 2: absolute and relative error at h = 0.01; the
-# note under Table 2: absolute error at h = 1e-3.
-PAPER_TABLE1 = {
-    (100, 1e7, 5.0): (0.331, 0.302, 28.0), (100, 1e11, 5.0): (0.286, 0.189, 27.4),
-    (100, 1e7, 50.0): (0.332, 9.55, 15.5), (100, 1e11, 50.0): (0.396, 5550.0, 621.0),
-    (900, 1e7, 5.0): (7.40, 4.75, 829.0), (900, 1e11, 5.0): (8.23, 1.10, 17100.0),
-    (900, 1e7, 50.0): (12.98, 27.3, 346.0), (900, 1e11, 50.0): (26.00, 2.31, 17400.0)}
-PAPER_TABLE2 = {
-    (100, 1e7, 5.0): (2.96e-5, 2.65e-5), (100, 1e11, 5.0): (2.91e-7, 2.60e-7),
-    (900, 1e7, 5.0): (1.98e-5, 1.77e-5), (900, 1e11, 5.0): (2.71e-9, 2.42e-9),
-    (100, 1e7, 50.0): (0.813, 0.724), (100, 1e11, 50.0): (0.814, 0.728),
-    (900, 1e7, 50.0): (1.0e-2, 8.87e-3), (900, 1e11, 50.0): (1.0e-2, 8.95e-3)}
-PAPER_FINE_STEP = {(100, 1e7, 50.0): 3.14e-3, (100, 1e11, 50.0): 9.22e-5}
+# The paper's numbers (experiments/data/cs_paper.json), keyed (elements, E, load). Table 1:
+# seconds of its constraint-based approach, ode15s and ode45 (MATLAB); Table 2: absolute and
+# relative error at h = 0.01; the note under Table 2: absolute error at h = 1e-3.
+_PAPER = published()
+PAPER_TABLE1 = {(r["elements"], r["E"], r["load"]): tuple(r["s"])
+                for r in _PAPER["table1_timings_s"]["rows"]}
+PAPER_TABLE2 = {(r["elements"], r["E"], r["load"]): tuple(r["err"])
+                for r in _PAPER["table2_accuracy"]["rows"]}
+PAPER_FINE_STEP = {(r["elements"], r["E"], r["load"]): r["abs"]
+                   for r in _PAPER["table2_accuracy"]["fine_step"]["rows"]}
 
 
 class Foundation:
@@ -191,23 +187,33 @@ def _cases(short: bool, cases):
 
 
 def run(short: bool = False, budget: float | None = None,
-        reference_budget: float | None = None, cases=None, **options) -> dict:
+        reference_budget: float | None = None, cases=None, scipy_cases=None,
+        reference_cases=None, fine_step: bool | None = None, **options) -> dict:
     """Tables 1 and 2. ``budget``: seconds per BDF/Radau run; ``reference_budget``: seconds per
     DOP853 reference run (short: references only where E = 1e7, the explicit reference needs
-    minutes at E = 1e11); ``cases``: a subset of ``CASES`` to run instead of all eight."""
+    minutes at E = 1e11); ``cases``: a subset of ``CASES`` to run instead of all eight;
+    ``scipy_cases`` / ``reference_cases``: the subsets of those that also get BDF and Radau /
+    the reference (default: all / as ``short`` says); ``fine_step``: the note under Table 2
+    (default: not short)."""
     budget = budget if budget is not None else (20.0 if short else SCIPY_BUDGET_S)
     reference_budget = reference_budget if reference_budget is not None else \
         (60.0 if short else 1800.0)
+    fine_step = (not short) if fine_step is None else fine_step
+    chosen = _cases(short, cases)
+    with_scipy = set(chosen) if scipy_cases is None else set(_cases(False, scipy_cases))
+    with_ref = ({c for c in chosen if not (short and c[1] > 1e7)} if reference_cases is None
+                else set(_cases(False, reference_cases)))
     rows, fine = [], []
-    for elements, youngs, load in _cases(short, cases):
+    for elements, youngs, load in chosen:
         found = Foundation(elements, youngs, load)
         ours = run_constraint_solver(found, options)
         row = {"elements": elements, "youngs_modulus": youngs, "load": load,
                "constraint_solver": ours}
         for method in ("BDF", "Radau"):
-            row[method] = run_scipy(found, method, budget, **SCIPY_TOLERANCES)
+            row[method] = (run_scipy(found, method, budget, **SCIPY_TOLERANCES)
+                           if (elements, youngs, load) in with_scipy else None)
         rows.append(row)
-        if short and youngs > 1e7:
+        if (elements, youngs, load) not in with_ref:
             continue
         ref = row["reference"] = run_scipy(found, "DOP853", reference_budget,
                                            **REFERENCE_TOLERANCES)
@@ -215,9 +221,9 @@ def run(short: bool = False, budget: float | None = None,
             continue
         row["abs_error"], row["rel_error"] = _error(ours["q_final"], ref["q_final"])
         for method in ("BDF", "Radau"):
-            if row[method]["completed"]:
+            if row[method] is not None and row[method]["completed"]:
                 row[method]["abs_error"] = _error(row[method]["q_final"], ref["q_final"])[0]
-        if elements == 100 and load == 50.0 and not short:
+        if elements == 100 and load == 50.0 and fine_step:
             # the note under Table 2: the same two rows at h = 1e-3
             small = run_constraint_solver(found, options, FINE_H)
             fine.append({"elements": elements, "youngs_modulus": youngs, "load": load,

@@ -136,18 +136,29 @@ def coulomb_tangents(count: int, h: float, damping_scale: float = 1e6) -> Spring
 
 
 def range_of_motion(index: int, nv: int, angle: float, lower: float | None,
-                    upper: float | None, k: float, b: float) -> ConstraintRows | None:
+                    upper: float | None, k: float, b: float,
+                    margin: float = 0.0) -> ConstraintRows | None:
     """Soft joint limits lower <= q[index] <= upper as unilateral rows (Sec. 5.4).
 
-    phi = angle - lower (G = +e_index) or upper - angle (G = -e_index); only violated or
-    touching limits (phi <= 0) are returned, as a separated limit exerts nothing. K in
-    N m/rad, B in N m s/rad; lambda is a joint torque.
+    phi = angle - lower (G = +e_index) or upper - angle (G = -e_index), the signed constraint
+    function of Sec. 5.1 (positive when the limit is not reached). A limit is returned when
+    phi <= margin; K in N m/rad, B in N m s/rad; lambda is a joint torque.
+
+    margin = 0 keeps only limits already touched at t0. The discretized law (eqs. 75, 84)
+    evaluates the spring at t1, lambda1 >= -K phi1 - B phi_dot1, so a limit the step would
+    cross belongs in the program even while phi0 > 0 (a *speculative* row: the QP gives it
+    lambda1 = 0 unless the predicted phi1 is negative). A margin at least as large as the
+    distance the step can close (e.g. 2 h |theta_dot| + h^2 |theta_ddot|, or inf) gives the
+    paper's law; with margin = 0 a stiff limit (k h^2 >> inertia) engages one step late and
+    returns the penetration of that step as rebound velocity (docs/results.md, Fig. 6).
     """
+    if not margin >= 0:
+        raise InvalidInputError(f"margin must be >= 0, got {margin}")
     rows, phis = [], []
-    if lower is not None and angle - lower <= 0:
+    if lower is not None and angle - lower <= margin:
         rows.append(1.0)
         phis.append(angle - lower)
-    if upper is not None and upper - angle <= 0:
+    if upper is not None and upper - angle <= margin:
         rows.append(-1.0)
         phis.append(upper - angle)
     if not rows:
