@@ -51,7 +51,7 @@ class QPNoSlip(DissipationController):
 
     def _finish(self, step, prob, z, info, outputs=None) -> Solution:
         sol = super()._finish(step, prob, z, info, outputs)
-        if step.normal_speeds(sol.v_next).min() >= -self.consistency_tol:   # N v+ + phi/dt
+        if not self.consistency_check or step.normal_speeds(sol.v_next).min() >= -self.consistency_tol:
             return sol
         impulses = pyramid_forces(z).T.ravel()                  # [f_N; f_S; f_T] impulses
         impulses, tau, v_next = min_deviation(step, impulses, sol.tau, sol.v_next, info, self.qp_backend)
