@@ -68,6 +68,12 @@ at the cost of a second LCP.  The inconsistency comes from the shared error feed
 (:mod:`idyn.controllers.feedback`), where a contact-consistent projection would belong; plain Lemke
 (``tie_break="none"``) trots the paper's course (docs/results.md).
 
+Option ``consistency_check`` (the common option, default False here, as published): Lemke's
+answers are checked against eq. 54, so only the complementarity-free fallback after a failed LCP
+can close a contact; with True such a step's command is moved minimally to a consistent one
+(eqs. 46-51 with the Coulomb pyramid, :mod:`idyn.controllers.consistency`) and the LCP solved
+again for it (``info.details["consistency_violation"]``, ``["desired_deviation"]``).
+
 Option ``warm_start`` (True): on LCPs of at least :data:`idyn.controllers.warm_start.MIN_WARM_VARIABLES`
 variables, Lemke's method starts from the previous step's terminal basis
 (``LCPResult.basic``), remembered by contact identity (:mod:`idyn.controllers.warm_start`): one

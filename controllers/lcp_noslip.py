@@ -34,7 +34,7 @@ Per step, in the reduced form of :mod:`idyn.controllers.dynamics` (only the unac
    then runs every step).  If the check fails, or the LCP has no solution (Algorithm 2 and
    Lemke fail: the desired motion admits no non-penetrating answer, e.g. fingers closing on a
    rigid box from both sides), the minimal-deviation QP of eqs. 46-51 is solved
-   (:func:`min_deviation`: its objective, re-derived from the garbled text, and why its
+   (:func:`idyn.controllers.consistency.min_deviation`: its objective, re-derived from the garbled text, and why its
    impulses stay physical).
 
 Algorithm 2's dependent contacts.  Algorithm 2 never lets an index enter whose column lies in
@@ -136,7 +136,8 @@ costs tracking (docs/design.md).
 Options: ``consistency_tol`` (1e-6 m/s), ``check_tangential`` (False), ``warm_start`` (True),
 ``qp_backend``, ``tangent_dependence_tol`` (1e-3), ``contact_gap`` (1e-6 m), ``slide_speed``
 (1e-2 m/s; ``inf`` holds every contact), ``release`` (``"force"`` or ``"state"``),
-``consistent_desired`` (True).
+``consistent_desired`` (True), ``consistency_check`` (the common option, True: a solved LCP whose
+answer is inconsistent goes to the consistency QP; False keeps it, and only a failed LCP does).
 ``out.info.details["held"]`` marks the contacts that kept their no-slip rows and ``["slip_released"]``
 counts the others, ``["release_cycle"]`` says whether the release iteration ended in a
 cycle, ``["slide_stopped"]`` counts the contacts the state rule stopped passively.

@@ -22,7 +22,18 @@ Options (besides the common ones of :class:`idyn.controllers.Controller`):
   contact identity, :mod:`idyn.controllers.warm_start`, on LCPs of at least
   :data:`~idyn.controllers.warm_start.MIN_WARM_VARIABLES` variables; a cold start when it fails, as the
   authors warm-start their LCP solver for Fig. 19; ``info.details["stage1_start"]`` says which;
-  and Stage II's QP starts DAQP's working set from the rows active at the previous step's answer).
+  and Stage II's QP starts DAQP's working set from the rows active at the previous step's answer),
+  ``consistency_check`` (True; the common option, Sec. 4.5: when Stage I's answer closes a contact
+  beyond its gap, ``N v+ < -phi/dt``, which happens when Stage I is infeasible for the command and
+  regularised, ``qd_des`` moves minimally to a command for which Stage I is feasible, eqs. 46-51
+  with the Coulomb pyramid in place of eqs. 48-49 (:mod:`idyn.controllers.consistency`), and
+  Stage I runs again; ``info.details``: ``"consistency_violation"`` (m/s), ``"desired_deviation"``
+  (rad/s), ``"consistency_qp"``, ``"inconsistent_stage1_status"``),
+  ``command_effort`` (True: after such a move Stage II minimises ``|tau - e|^2`` instead of
+  ``|tau|^2``, ``e`` the torque the removed part of the command asks for,
+  :func:`idyn.controllers.consistency.command_effort`: among the impulses Stage I leaves free, the
+  internal squeeze that effort produces against a rigid contact; without it a grasp's squeeze
+  is the least one, friction at the cone's limit, and the box slips out; docs/results.md).
 """
 from __future__ import annotations
 
