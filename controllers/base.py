@@ -23,6 +23,13 @@ and share the force equally, :mod:`idyn.controllers.duplicates`; False: the solv
 as the paper's controllers did in its timing experiment, Sec. 8.4.2 and Fig. 19; ``lcp-noslip``
 and the controllers that predict no forces never merge).
 
+``consistency_check`` (the paper's Sec. 4.5, eqs. 46-51, :mod:`idyn.controllers.consistency`):
+when the model's answer closes a contact beyond its gap (``N v+ < -phi/dt``, an inconsistent
+desired motion), the desired velocity is moved minimally to a consistent one; default per
+controller (:attr:`Controller.consistency_default`: on for every contact-predicting controller
+but ``lcp-coulomb``, whose LCP answers are consistent by construction; the controllers without a
+contact model, ``pid`` and the sensed-force ID, have none and reject True).
+
 ``budget`` (seconds of wall time per :meth:`Controller.compute` call, default
 :data:`DEFAULT_BUDGET`; None: unbounded) and ``plausibility_margin`` (the margin of the impulse bound,
 :data:`PLAUSIBILITY_MARGIN`; None: no bound) are common too: see "Bounded step" and
@@ -181,13 +188,16 @@ class Controller(ABC, metaclass=_WarmedUp):
     #: equally (:mod:`idyn.controllers.duplicates`; exact for every model that sets it); the
     #: ``merge_duplicates`` option turns it off per instance
     merges_duplicate_contacts: ClassVar[bool] = True
+    #: the default of the ``consistency_check`` option (Sec. 4.5, :mod:`idyn.controllers.consistency`);
+    #: None for a controller without a contact model to check
+    consistency_default: ClassVar[bool | None] = None
 
     def __init__(self, model: RobotModel, *, dt: float = 1e-3, feedback: bool = True,
                  kp=DEFAULT_GAINS["kp"], kv=DEFAULT_GAINS["kv"], ki=DEFAULT_GAINS["ki"],
                  integral_limit: float | None = None, penetration_recovery: float = 0.0,
                  impact: bool = True, impact_speed_tol: float = IMPACT_SPEED_TOL,
                  merge_duplicates: bool = True, budget: float | None = DEFAULT_BUDGET,
-                 plausibility_margin: float | None = PLAUSIBILITY_MARGIN):
+                 plausibility_margin: float | None = PLAUSIBILITY_MARGIN, consistency_check: bool | None = None):
         if not isinstance(model, RobotModel):
             raise InvalidInputError(f"model must be an idyn.RobotModel, got {type(model).__name__}")
         if not (np.isfinite(dt) and dt > 0):
@@ -225,6 +235,12 @@ class Controller(ABC, metaclass=_WarmedUp):
         self._shapes = ((model.nq,), (model.nv,), (model.na,), (model.na,), (model.na,))   # of _check's vectors
         self._checked: list = []     # the contacts _check last accepted
         self.feedback = ErrorFeedback(model, kp, kv, ki, integral_limit) if feedback else None
+        if consistency_check is not None and not isinstance(consistency_check, (bool, np.bool_)):
+            raise InvalidInputError(f"consistency_check must be True, False or None, got {consistency_check!r}")
+        if consistency_check and self.consistency_default is None:
+            raise InvalidInputError(f"{self.name} predicts no contact forces: it has no consistency check")
+        #: whether Sec. 4.5's consistency check runs (:mod:`idyn.controllers.consistency`)
+        self.consistency_check = bool(self.consistency_default if consistency_check is None else consistency_check)
 
     # ------------------------------------------------------------------ contract
     def warm_up(self) -> None:

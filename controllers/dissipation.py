@@ -387,7 +387,7 @@ def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: f
 
 def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp_backend: str,
                     outputs: tuple | None = None, buffers: dict | None = None,
-                    out_of_time=None) -> tuple[np.ndarray, dict]:
+                    out_of_time=None, reference: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112).
     DAQP's working set starts at ``prob.stage_two_active`` (a warm start; the answer is the same)
     and is left at the rows active at the answer.
@@ -405,6 +405,8 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
             ((nul, nul), "C"), (nul, "C"), ((rows, nul), "C"), (rows, "C")))
         kernel.stage_two_terms(prob.R, W, z0, ridge, prob.cone, step.L, step.v, step.qd, step.dt_h_u, step.B_dva,
                                step.Ma, step.h, step.dt, step.u_index, step.a_index, H2, c2, A_in, b_in)
+        if reference is not None:    # |tau - reference|^2: c2 = -RW^T (tau0 - reference) + ...
+            c2 += (prob.R[:, step.a_index].T @ W).T @ reference / step.dt
         level = _level_row(prob, W)
         # H2 is exactly symmetric and its ridge bounds its condition number by 1 + nul / ridge
         qp = solve_built(H2, c2, level, _NOTHING if not level.shape[0] else np.zeros(1), A_in, b_in,

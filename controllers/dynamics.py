@@ -40,6 +40,7 @@ fraction of the correction.
 """
 from __future__ import annotations
 
+import dataclasses
 import operator
 from dataclasses import dataclass, field
 
@@ -220,6 +221,15 @@ class Step:
         if wN is None:
             wN = self.normal_speeds(v_next)
         return kernel.complementarity_violation(fN, wN, self.free_velocity, self.jac.phi, self.dt)
+
+    def with_desired(self, qd: np.ndarray) -> "Step":
+        """This step with the desired actuated end velocity ``qd`` in place of :attr:`qd` (eq. 39):
+        ``p`` of eq. 93 moves by ``-A^-1 B (qd - self.qd)``; the contact rows, ``M`` and ``h`` are
+        shared (Sec. 4.5's consistent desired motion, :mod:`idyn.controllers.consistency`)."""
+        qd = np.array(qd, dtype=float)
+        Bd = self.B @ (qd - self.qd)
+        return dataclasses.replace(self, qd=qd, p=self.p - self.solve_A(Bd), B_dva=self.B_dva + Bd, _free=None,
+                                   _pyramid=self._pyramid, _white=self._white)
 
     # -------------------------------------------------------------- solution recovery
     def resolve(self, generalized_impulse: np.ndarray, qd: np.ndarray | None = None

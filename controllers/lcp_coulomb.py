@@ -68,6 +68,12 @@ at the cost of a second LCP.  The inconsistency comes from the shared error feed
 (:mod:`idyn.controllers.feedback`), where a contact-consistent projection would belong; plain Lemke
 (``tie_break="none"``) trots the paper's course (docs/results.md).
 
+Option ``consistency_check`` (the common option, default False here, as published): Lemke's
+answers are checked against eq. 54, so only the complementarity-free fallback after a failed LCP
+can close a contact; with True such a step's command is moved minimally to a consistent one
+(eqs. 46-51 with the Coulomb pyramid, :mod:`idyn.controllers.consistency`) and the LCP solved
+again for it (``info.details["consistency_violation"]``, ``["desired_deviation"]``).
+
 Option ``warm_start`` (True): on LCPs of at least :data:`idyn.controllers.warm_start.MIN_WARM_VARIABLES`
 variables, Lemke's method starts from the previous step's terminal basis
 (``LCPResult.basic``), remembered by contact identity (:mod:`idyn.controllers.warm_start`): one
@@ -93,6 +99,7 @@ from idyn.lcp.regularized import regularized_checked
 from idyn.qp import DEFAULT_BACKEND, solve_qp
 
 from .base import Controller, OverBudget, Solution, register
+from .consistency import CONSISTENCY_TOL, consistency_violation, consistent_step
 from .dissipation import build_stage_one, solve_one_stage
 from ._dynamics_kernel import coulomb_mlcp
 from .dynamics import Step
@@ -115,6 +122,7 @@ FORCE_WEIGHT = 1e-6
 @register
 class LCPCoulomb(Controller):
     name = "lcp-coulomb"
+    consistency_default = False   # its LCP answers are consistent by construction: only its fallback can close
 
     def __init__(self, model, *, mindiff: bool = False, mindiff_max_contacts: int = 2,
                  mu_inf: float = NO_SLIP_MU, tie_break: str = "none", consistent_stance: bool = False,
@@ -165,6 +173,8 @@ class LCPCoulomb(Controller):
             info.update(fallback="qp-coulomb-1stage", error=str(exc))
             tau, v_next, forces = step.pyramid_outputs(R, z)
             x = None
+            if self.consistency_check:
+                step, z, x, info, (tau, v_next, forces) = self._consistent(step, z, info, (tau, v_next, forces))
         self._x_prev = x
         info["lcp_z"] = z
         return Solution(tau, forces, v_next, info)
@@ -177,6 +187,28 @@ class LCPCoulomb(Controller):
     def _warm_fallbacks(self, state, desired, contacts) -> None:
         q, v, checked = self._check(state, desired, contacts)
         self._complementarity_free(self._step(q, v, np.zeros(self.model.nv), checked))
+
+    def _consistent(self, step: Step, z, info, outputs):
+        """Sec. 4.5 after a failed LCP (:mod:`idyn.controllers.consistency`): when the fallback's
+        answer closes a contact beyond its gap, move ``qd_des`` minimally to a consistent one and
+        solve the LCP again for it; the fallback's answer stands if that fails.  Returns
+        ``(step, z, x, info, (tau, v_next, forces))``."""
+        closing = consistency_violation(step, outputs[1])
+        if closing <= CONSISTENCY_TOL or self.out_of_time("consistency"):
+            return step, z, None, info, outputs
+        checked = {"consistency_violation": closing}
+        moved = consistent_step(step, checked, DEFAULT_BACKEND, coulomb=np.ones(step.m, dtype=bool))
+        if moved is None or self.out_of_time("consistent lcp"):
+            return step, z, None, {**info, **checked}, outputs
+        try:
+            z2, x2, info2 = self._solve_lcp(moved, self._mlcp(moved))
+            out2 = moved.pyramid_outputs(moved.directions(pyramid=True), z2[:5 * moved.m])
+            if not moved.complementarity_violation(z2[:moved.m], out2[1]) <= CHECK_TOL:
+                raise SolverError("the consistent LCP answer violates eq. 54")
+        except SolverError:
+            return step, z, None, {**info, **checked}, outputs
+        info2.update(checked)
+        return moved, z2, x2, info2, out2
 
     def _stance_consistent(self, step: Step, z, x, info):
         """Move ``qd_des`` minimally (Euclidean, as eq. 46) so that the contacts Lemke's answer
@@ -197,9 +229,7 @@ class LCPCoulomb(Controller):
         K = C.T @ Ra
         e = C.T @ (Ra @ step.qd + b)
         dqd = -np.linalg.lstsq(K, e, rcond=None)[0]
-        Bd = step.B @ dqd
-        moved = replace(step, qd=step.qd + dqd, p=step.p - step.solve_A(Bd), B_dva=step.B_dva + Bd,
-                        _free=None)
+        moved = step.with_desired(step.qd + dqd)
         try:
             z2, x2, info2 = self._solve_lcp(moved, self._mlcp(moved))
         except SolverError:

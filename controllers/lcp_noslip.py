@@ -34,7 +34,7 @@ Per step, in the reduced form of :mod:`idyn.controllers.dynamics` (only the unac
    then runs every step).  If the check fails, or the LCP has no solution (Algorithm 2 and
    Lemke fail: the desired motion admits no non-penetrating answer, e.g. fingers closing on a
    rigid box from both sides), the minimal-deviation QP of eqs. 46-51 is solved
-   (:func:`min_deviation`: its objective, re-derived from the garbled text, and why its
+   (:func:`idyn.controllers.consistency.min_deviation`: its objective, re-derived from the garbled text, and why its
    impulses stay physical).
 
 Algorithm 2's dependent contacts.  Algorithm 2 never lets an index enter whose column lies in
@@ -136,7 +136,8 @@ costs tracking (docs/design.md).
 Options: ``consistency_tol`` (1e-6 m/s), ``check_tangential`` (False), ``warm_start`` (True),
 ``qp_backend``, ``tangent_dependence_tol`` (1e-3), ``contact_gap`` (1e-6 m), ``slide_speed``
 (1e-2 m/s; ``inf`` holds every contact), ``release`` (``"force"`` or ``"state"``),
-``consistent_desired`` (True).
+``consistent_desired`` (True), ``consistency_check`` (the common option, True: a solved LCP whose
+answer is inconsistent goes to the consistency QP; False keeps it, and only a failed LCP does).
 ``out.info.details["held"]`` marks the contacts that kept their no-slip rows and ``["slip_released"]``
 counts the others, ``["release_cycle"]`` says whether the release iteration ended in a
 cycle, ``["slide_stopped"]`` counts the contacts the state rule stopped passively.
@@ -146,22 +147,24 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg import cho_factor, cho_solve
 
-from idyn.contact import CONTACT_GAP, NO_SLIP_MU
+from idyn.contact import CONTACT_GAP
 from idyn.errors import InvalidInputError, SolverError
 from idyn.lcp import LCPResult
 from idyn.lcp.find_indices import kept_tangent_rows
 from idyn.lcp.lemke import checked_lemke
 from idyn.lcp.ppm_contact import solve_projected
 from idyn.lcp.qr import check_info
-from idyn.qp import DEFAULT_BACKEND, solve_qp
+from idyn.qp import DEFAULT_BACKEND
 
 from . import _noslip_kernel as kernel
 from .base import Controller, OverBudget, Solution, register
 from .dynamics import TANGENT_DEPENDENCE_TOL, Step
 from .impact import IMPACT_SPEED_TOL
 from .warm_start import ActiveSetMemory, contact_keys
+# Sec. 4.5's consistency QP, shared by every controller (re-exported: the name's old home)
+from .consistency import CONSISTENCY_FRICTION, impulse_energy, min_deviation  # noqa: F401
 
 #: tangential speed (m/s) above which a contact keeps no no-slip rows in the step (``release="force"``)
 #: or is first stopped by a passive tangential impulse (``release="state"``)
@@ -170,14 +173,6 @@ SLIDE_SPEED = IMPACT_SPEED_TOL
 #: from the state at the start of the step (``"state"``, idyn.sim's ``noslip`` model with
 #: ``hold="state"``); see "Separating contacts" and "The state rule" in the module docstring
 RELEASE_RULES = ("force", "state")
-#: weight of the impulses' kinetic energy against the squared deviation in the consistency QP
-#: (see :func:`min_deviation`)
-IMPULSE_ENERGY_WEIGHT = 1e-4
-#: ridge on the impulses in the consistency QP, relative to the largest diagonal of their cost
-CONSISTENCY_RIDGE = 1e-9
-#: friction coefficient bounding the tangential impulses of the consistency QP (no friction
-#: without normal force; the coefficient at and above which a simulator treats contact as no-slip)
-CONSISTENCY_FRICTION = NO_SLIP_MU
 _NONE = np.zeros(0, dtype=np.intp)
 
 
@@ -185,6 +180,7 @@ _NONE = np.zeros(0, dtype=np.intp)
 class LCPNoSlip(Controller):
     name = "lcp-noslip"
     merges_duplicate_contacts = False   # Algorithm 2 handles dependent contacts (Appendix F)
+    consistency_default = True
 
     def __init__(self, model, *, consistency_tol: float = 1e-6, check_tangential: bool = False,
                  warm_start: bool = True, qp_backend: str = DEFAULT_BACKEND,
@@ -230,7 +226,8 @@ class LCPNoSlip(Controller):
         if not step.complementarity_violation(impulses[:m], v_next, wN) <= self.consistency_tol:   # NaN fails
             info["status"] = "numerical_failure"   # whatever the solver's own test said
         sticking = step.jac.phi <= self.contact_gap if held is None else held
-        if info.get("status", "solved") != "solved" or not self._consistent(step, v_next, wN, sticking):
+        if info.get("status", "solved") != "solved" or (self.consistency_check
+                                                         and not self._consistent(step, v_next, wN, sticking)):
             if self.out_of_time("consistency qp"):   # no answer of the model without it
                 raise OverBudget(f"budget spent before the consistency QP ({info.get('status', 'solved')})")
             impulses, tau, v_next = min_deviation(step, impulses, tau, v_next, info, self.qp_backend,
@@ -411,104 +408,3 @@ def consistent_desired(step: Step, kept: np.ndarray, contacts: np.ndarray, U: np
     if not kernel.tangent_consistency(U, step.white, step.rows, kept, dropped, step.a_index, step.qd, B, delta):
         delta = -np.linalg.lstsq(B, B @ step.qd, rcond=None)[0]     # B's rows dependent: its pseudo-inverse
     return step.qd + delta, step.p - step.solve_A(step.B @ delta), float(np.linalg.norm(delta))
-
-
-def min_deviation(step: Step, impulses, tau, v_next, info: dict, qp_backend: str = DEFAULT_BACKEND,
-                  sticking: np.ndarray | None = None):
-    """Eqs. 46-51: the consistent end velocity closest to the desired one; ``(z, tau, v+)`` with
-    ``z = [f_N; f_S; f_T]`` impulses (the given answer is kept, flagged, if the QP fails).
-
-    Variables ``x = [delta; z]`` with ``P v+ = qd_des + delta``; ``v+`` and ``tau`` follow from
-    ``x`` by the dynamics (eqs. 50-51 in the reduced form of :mod:`idyn.controllers.dynamics`), so
-    every constraint is linear in ``x``: ``N v+ >= -phi/dt`` (47), ``f_N >= 0``, and for the
-    ``sticking`` contacts (default all; the controller passes the touching ones,
-    ``phi <= contact_gap``) no slip, ``S v+ = T v+ = 0`` (48-49), with the pyramid
-    ``|f_S|, |f_T| <= CONSISTENCY_FRICTION f_N``: no friction without normal force (see
-    "Separating contacts" in the module docstring; the QP has no complementarity to release an
-    unloaded contact, so the bound does it).  The other contacts get no tangential impulse.
-    Feasible whenever each sticking contact's point can be kept from sliding by the actuated
-    joints with ``z = 0`` (a foot by its leg, a fingertip following the box), the paper's
-    argument that ``tau = 0`` with its forward solution is a feasible point.
-
-    Objective (re-derived: the paper minimises ``|P v+ - qd_des|`` over ``v+`` and ``tau``,
-    which leaves the impulses free)::
-
-        |delta|^2  +  (IMPULSE_ENERGY_WEIGHT / I_a) z^T R M^-1 R^T z  +  ridge |z|^2
-
-    ``z^T R M^-1 R^T z`` (``R = [N; S; T]``) is twice the kinetic energy the impulse gives the
-    robot at rest with passive actuators, the size of an impulse measured in the effective
-    mass of its contacts: loads that move the base and internal forces that only the actuators
-    hold (``R_u^T z = 0``, ``R_a^T z != 0``) both cost what they would do to the robot.
-    Dividing by ``I_a``, the mean diagonal of the actuated block of ``M``, turns it into the
-    squared joint speed carrying the same energy in an average actuated joint, the units of
-    ``|delta|^2``.  The optimum costs no more than any feasible point ``(delta_0, z_0)``, so
-    ``z^T R M^-1 R^T z <= E(z_0) + I_a |delta_0|^2 / IMPULSE_ENERGY_WEIGHT``: the impulses stay
-    within the energies of a physical motion.  The former ridge of ``1e-8`` on ``|z|^2`` alone
-    priced a newton-second at 1e-4 rad/s of deviation, and a QP holding the near-dependent
-    tangent rows that Algorithm 1 drops (eqs. 48-49 hold every row) met slightly inconsistent
-    desired motion with 1e5-1e6 N of opposing impulses (1.8e5 N after an Algorithm 2 failure in
-    the idyn.sim trot).  The weight is small so that the answer stays eq. 46's whenever the
-    desired motion can be met with physical loads: a standing LINKS sent to the QP keeps
-    99.85 % of its weight on its feet at 8e-4 rad/s of deviation (1e-2: 87 %, 0.07 rad/s).
-    ``R M^-1 R^T`` is singular for impulses with ``R^T z = 0``, which act on nothing: the
-    relative ridge :data:`CONSISTENCY_RIDGE` makes the QP strictly convex and sets them to zero.
-    """
-    J, u, a, m, na = step.jac, step.u, step.a, step.m, step.qd.size
-    stick = np.arange(m) if sticking is None else np.flatnonzero(sticking)
-    free = np.concatenate((np.arange(m), m + stick, 2 * m + stick))   # impulse components in x
-    R = step.directions(pyramid=False)[free]             # (k, nv)
-    Zr = step.solve_A(R[:, u].T)                           # A^-1 R_u^T   (nu, k)
-    Zb = step.solve_A(step.B)                              # A^-1 B       (nu, na)
-
-    def rows(X):  # X v+ = [X_a - X_u Zb] delta + [X_u Zr] z + (X_u p + X_a qd)
-        return np.hstack((X[:, a] - X[:, u] @ Zb, X[:, u] @ Zr)), X[:, u] @ step.p + X[:, a] @ step.qd
-
-    Nrow, n0 = rows(J.N)
-    Trow, t0 = rows(np.vstack((J.S[stick], J.T[stick])))
-    k = na + free.size
-    H = np.zeros((k, k))
-    H[:na, :na] = np.eye(na)
-    H[na:, na:] = impulse_energy(step, R) * (IMPULSE_ENERGY_WEIGHT / float(np.mean(np.diag(step.M)[a])))
-    H[na:, na:][np.diag_indices(free.size)] += CONSISTENCY_RIDGE * max(float(np.diag(H)[na:].max()), 1e-300)
-    for bounded in (True, False):     # the pyramid, then (should it be infeasible) eqs. 46-51 alone
-        loads = _load_rows(na, m, stick, bounded)
-        qp = solve_qp(H, np.zeros(k), A_eq=Trow, b_eq=-t0, A_in=np.vstack((Nrow, loads)),
-                      b_in=np.concatenate((-n0 - J.phi / step.dt, np.zeros(loads.shape[0]))), backend=qp_backend)
-        if qp.solved:
-            break
-    info["consistency_qp"] = qp.status.value if bounded else f"{qp.status.value} without friction bound"
-    if not qp.solved:
-        if info.get("status") != "solved":
-            raise SolverError(f"no-slip LCP {info.get('status')} and consistency QP {qp.status.value}")
-        return impulses, tau, v_next  # keep the LCP answer; the flag tells the caller
-    delta, z = qp.x[:na], np.zeros(3 * m)
-    z[free] = qp.x[na:]
-    z[:m] = np.maximum(z[:m], 0.0)
-    tau, v_next = step.resolve(step.rows.T @ z, qd=step.qd + delta)
-    info["desired_deviation"] = float(np.linalg.norm(delta))
-    if info.get("status", "solved") != "solved":   # the LCP failed: this QP, not it, made tau
-        info["fallback"] = "min-deviation"
-    return z, tau, v_next
-
-
-def _load_rows(na: int, m: int, stick: np.ndarray, bounded: bool) -> np.ndarray:
-    """Rows ``L`` of ``L x >= 0`` over ``x = [delta; f_N; f_S(stick); f_T(stick)]``: ``f_N >= 0``
-    and, if ``bounded``, the pyramid ``|f_S|, |f_T| <= CONSISTENCY_FRICTION f_N`` of the sticking
-    contacts."""
-    s = stick.size
-    out = np.zeros((m + 4 * s * bounded, na + m + 2 * s))
-    out[np.arange(m), na + np.arange(m)] = 1.0
-    for j, i in enumerate(stick if bounded else ()):
-        for r, col in enumerate((na + m + j, na + m + s + j)):
-            for sign in (1.0, -1.0):
-                row = m + 4 * j + 2 * r + (sign < 0)
-                out[row, na + i], out[row, col] = CONSISTENCY_FRICTION, sign
-    return out
-
-
-def impulse_energy(step: Step, R: np.ndarray) -> np.ndarray:
-    """``R M^-1 R^T`` for impulse directions ``R`` (rows): ``z^T (R M^-1 R^T) z`` is twice the
-    kinetic energy an impulse ``z`` gives the robot at rest with passive actuators."""
-    Mc = cho_factor(step.M, lower=True, check_finite=False)[0]
-    X = solve_triangular(Mc, R.T, lower=True, check_finite=False)     # L^-1 R^T
-    return X.T @ X

@@ -22,7 +22,18 @@ Options (besides the common ones of :class:`idyn.controllers.Controller`):
   contact identity, :mod:`idyn.controllers.warm_start`, on LCPs of at least
   :data:`~idyn.controllers.warm_start.MIN_WARM_VARIABLES` variables; a cold start when it fails, as the
   authors warm-start their LCP solver for Fig. 19; ``info.details["stage1_start"]`` says which;
-  and Stage II's QP starts DAQP's working set from the rows active at the previous step's answer).
+  and Stage II's QP starts DAQP's working set from the rows active at the previous step's answer),
+  ``consistency_check`` (True; the common option, Sec. 4.5: when Stage I's answer closes a contact
+  beyond its gap, ``N v+ < -phi/dt``, which happens when Stage I is infeasible for the command and
+  regularised, ``qd_des`` moves minimally to a command for which Stage I is feasible, eqs. 46-51
+  with the Coulomb pyramid in place of eqs. 48-49 (:mod:`idyn.controllers.consistency`), and
+  Stage I runs again; ``info.details``: ``"consistency_violation"`` (m/s), ``"desired_deviation"``
+  (rad/s), ``"consistency_qp"``, ``"inconsistent_stage1_status"``),
+  ``command_effort`` (True: after such a move Stage II minimises ``|tau - e|^2`` instead of
+  ``|tau|^2``, ``e`` the torque the removed part of the command asks for,
+  :func:`idyn.controllers.consistency.command_effort`: among the impulses Stage I leaves free, the
+  internal squeeze that effort produces against a rigid contact; without it a grasp's squeeze
+  is the least one, friction at the cone's limit, and the box slips out; docs/results.md).
 """
 from __future__ import annotations
 
@@ -34,6 +45,7 @@ from idyn.errors import InvalidInputError
 from idyn.qp import DEFAULT_BACKEND
 
 from .base import Controller, Solution, register
+from .consistency import CONSISTENCY_TOL, command_effort, consistency_violation, consistent_step
 from .dissipation import (OBJECTIVES, build_stage_one, new_outputs, price_separation, solve_one_stage, solve_priced,
                           solve_stage_two, stage_one_layout, stage_two_layout)
 from .dynamics import Step
@@ -45,14 +57,18 @@ class DissipationController(Controller):
 
     #: True: Coulomb pyramid (eq. 101) for contacts with finite mu; False: mu = inf everywhere
     coulomb: ClassVar[bool] = True
+    consistency_default = True
     #: Algorithm 1's dependence tolerance of the no-slip equalities (eqs. 40-41); None: no such rows
     no_slip_tol: float | None = None
 
     def __init__(self, model, *, stage2: bool = True, stage1_solver: str = "lemke",
                  ridge: float = 1e-6, qp_backend: str = DEFAULT_BACKEND,
                  objective: str = "contact-work", separation_weight: float | None = None,
-                 gap_rate: bool = False, warm_start: bool = True, **common):
+                 gap_rate: bool = False, warm_start: bool = True, command_effort: bool = True, **common):
         super().__init__(model, **common)
+        if not isinstance(command_effort, (bool, np.bool_)):
+            raise InvalidInputError(f"command_effort must be True or False, got {command_effort!r}")
+        self.command_effort = bool(command_effort)
         if separation_weight is None:   # priced where the cone makes the relaxation buy friction
             separation_weight = 1.0 if self.coulomb else 0.0   # with normal impulse, not under no slip
         if not (np.isfinite(separation_weight) and separation_weight >= 0):
@@ -105,6 +121,8 @@ class DissipationController(Controller):
             self._basis.store(keys, *layout, prob.warm)
         elif self.warm_start:
             self._basis.reset()
+        if self.consistency_check and self.no_slip_tol is None:
+            step, prob, z, info = self._consistent(step, prob, z, info)
         outputs = None
         if self.stage2 and not self.out_of_time("stage2"):   # Stage I's answer stands without it
             outputs = new_outputs(step)
@@ -114,7 +132,7 @@ class DissipationController(Controller):
                 keys = contact_keys(contacts) if keys is None else keys
                 prob.stage_two_active = self._active.recall(keys, *rows)
             z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers,
-                                        self.out_of_time)
+                                        self.out_of_time, info.pop("effort", None))
             info.update(stage2)
             if rows is not None and prob.stage_two_active is not None:
                 self._active.store(keys, *rows, prob.stage_two_active)
@@ -124,6 +142,28 @@ class DissipationController(Controller):
         if self.no_slip_tol is not None:
             info["kept_tangent_rows"] = prob.kept_tangent_rows
         return self._finish(step, prob, z, info, outputs)
+
+    def _consistent(self, step: Step, prob, z: np.ndarray, info: dict):
+        """Sec. 4.5 for Coulomb contacts (:mod:`idyn.controllers.consistency`): when Stage I's
+        answer ``z`` closes a contact beyond its gap (Stage I was infeasible for ``qd_des`` and
+        regularised), move ``qd_des`` minimally to where Stage I is feasible and solve Stage I
+        again for the moved step; ``(step, prob, z, info)`` of the answer that stands."""
+        _, v_next, _ = step.pyramid_outputs(prob.R, z)
+        closing = consistency_violation(step, v_next)
+        if closing <= CONSISTENCY_TOL or self.out_of_time("consistency"):
+            return step, prob, z, info
+        checked = {"consistency_violation": closing}
+        moved = consistent_step(step, checked, self.qp_backend, coulomb=np.ones(step.m, dtype=bool))
+        if moved is None or self.out_of_time("consistent stage1"):
+            info.update(checked)
+            return step, prob, z, info
+        prob2 = build_stage_one(moved, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate,
+                                lcp=self.stage1_solver == "lemke")
+        z2, info2 = self._stage_one(moved, prob2)
+        if self.command_effort:
+            info2["effort"] = command_effort(step, moved)
+        info2.update(checked, inconsistent_stage1_status=info.get("stage1_status", info.get("status")))
+        return moved, prob2, z2, info2
 
     def _stage_one(self, step: Step, prob) -> tuple[np.ndarray, dict]:
         """Stage I with the separation of the contacts that separate under load priced

@@ -14,12 +14,12 @@ Unlike Stage I with Coulomb friction, which is always feasible (the paper's Sec.
 the no-slip equalities together with ``N v+ >= -phi/dt`` and ``f_N >= 0`` can be inconsistent
 with the desired accelerations (tilted normals, legs splaying).  As for ID_LCP,inf (Sec. 4.5),
 an answer that violates non-penetration by more than ``consistency_tol`` (1e-6 m/s) is replaced
-by the minimal-deviation QP of eqs. 46-51 (:func:`idyn.controllers.lcp_noslip.min_deviation`;
+by the minimal-deviation QP of eqs. 46-51 (:func:`idyn.controllers.consistency.min_deviation`;
 ``out.info.details["consistency_qp"]``, ``["desired_deviation"]``).
 
 Options (besides those of :mod:`idyn.controllers.qp_coulomb`): ``tangent_dependence_tol`` (1e-3), the
 tolerance of Algorithm 1's dependence test (see :mod:`idyn.controllers.lcp_noslip`), and
-``consistency_tol``.
+``consistency_tol``; ``consistency_check=False`` keeps Stage I's answer however it penetrates.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from .base import Solution, register
 from .dynamics import TANGENT_DEPENDENCE_TOL, pyramid_forces
-from .lcp_noslip import min_deviation
+from .consistency import min_deviation
 from .qp_coulomb import DissipationController
 
 
@@ -51,7 +51,7 @@ class QPNoSlip(DissipationController):
 
     def _finish(self, step, prob, z, info, outputs=None) -> Solution:
         sol = super()._finish(step, prob, z, info, outputs)
-        if step.normal_speeds(sol.v_next).min() >= -self.consistency_tol:   # N v+ + phi/dt
+        if not self.consistency_check or step.normal_speeds(sol.v_next).min() >= -self.consistency_tol:
             return sol
         impulses = pyramid_forces(z).T.ravel()                  # [f_N; f_S; f_T] impulses
         impulses, tau, v_next = min_deviation(step, impulses, sol.tau, sol.v_next, info, self.qp_backend)
