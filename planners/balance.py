@@ -28,7 +28,7 @@ from idyn import RobotModel, validation
 from idyn.errors import InvalidInputError
 from idyn.state import RobotState
 
-from ._balance_kernel import balance_torque, relative_rotation, workspace_dtype
+from .kernels import balance_dtype, balance_torque, relative_rotation
 from .quadruped_planner import BaseGoal
 
 
@@ -75,10 +75,10 @@ class BalanceController:
         self._grow(4)
 
     def _grow(self, m: int) -> None:
-        """A workspace record (planners._balance_kernel.workspace_dtype) with room for ``m``
+        """A workspace record (planners.kernels.balance_dtype) with room for ``m``
         contacts, and views of its fields."""
         model = self.model
-        self._ws = np.zeros(1, workspace_dtype(model.pinocchio_model.njoints, model.nv, model.na, m))
+        self._ws = np.zeros(1, balance_dtype(model.pinocchio_model.njoints, model.nv, model.na, m))
         self._w = w = {name: self._ws[name][0] for name in self._ws.dtype.names}
         w["lin"][:], w["ang"][:] = self._base_v[:3], self._base_v[3:]
         w["base_v"][:], w["actuated_v"][:] = self._base_v, model.actuated_v

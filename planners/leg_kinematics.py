@@ -21,8 +21,8 @@ from idyn.errors import InvalidInputError
 from idyn.model import revolute_chart
 from idyn.placements import frame_translations
 
-from . import _leg_kernel as kernel
-from ._leg_kernel import foot_jacobians, regular_inverses
+from . import kernels as kernel
+from .kernels import foot_jacobians, regular_inverses
 
 
 class LegKinematics:
@@ -95,7 +95,7 @@ class LegKinematics:
         L, n = self.leg_v.shape
         #: an inverse is exact when the leg's smallest singular value exceeds this (m)
         self._min_sigma = 10.0 * np.sqrt(self._damping)
-        # the Newton iteration's record (planners._leg_kernel.newton_dtype), with pinocchio's
+        # the Newton iteration's record (planners.kernels.newton_dtype), with pinocchio's
         # configuration and velocity vectors in it (base at the identity)
         self._ws = np.zeros(1, kernel.newton_dtype(L, n, pm.nq, pm.nv))
         self._w = {name: self._ws[name][0] if self._ws.dtype[name].shape else self._ws[name]
@@ -182,7 +182,7 @@ class LegKinematics:
 
         Well-conditioned legs, the usual case, are recognised by a determinant bound without an
         SVD and get the plain inverse, both in one compiled call
-        (:func:`idyn.planners._leg_kernel.regular_inverses`); the damped one is formed only for the
+        (:func:`idyn.planners.kernels.regular_inverses`); the damped one is formed only for the
         others."""
         if J.shape[2] != 3:
             return self._damped(J)
@@ -227,14 +227,14 @@ class LegKinematics:
 
     @property
     def workspace(self) -> np.ndarray:
-        """The Newton iteration's record (:func:`idyn.planners._leg_kernel.newton_dtype`), for compiled
-        callers: the planner's step starts the iteration (:func:`~idyn.planners._leg_kernel.newton_begin`)
+        """The Newton iteration's record (:func:`idyn.planners.kernels.newton_dtype`), for compiled
+        callers: the planner's step starts the iteration (:func:`~idyn.planners.kernels.newton_begin`)
         and reads the answer from it."""
         return self._ws
 
     def solve_begun(self, targets, xd, qd, tol: float, max_iters: int) -> np.ndarray:
         """:meth:`solve` (default line search) of an iteration a compiled caller began
-        (:func:`idyn.planners._leg_kernel.newton_begin`), for its own (L, 3) ``targets``; then the
+        (:func:`idyn.planners.kernels.newton_begin`), for its own (L, 3) ``targets``; then the
         final inverses, the joint rates qd = J^-1 xd into ``qd`` (L, n) and the angles and rates
         into pinocchio's vectors for :meth:`drifts`. Returns the per-leg errors; the angles and
         inverses are in :attr:`workspace`."""
@@ -248,7 +248,7 @@ class LegKinematics:
         pin.updateFramePlacements(self._model, self._data)
 
     def _newton(self, targets, tol, max_iters, beta, min_step, xd, qd) -> None:
-        """Drive :func:`idyn.planners._leg_kernel.newton_advance` from pinocchio's first pass on:
+        """Drive :func:`idyn.planners.kernels.newton_advance` from pinocchio's first pass on:
         further passes, the inverses it cannot certify and the line search happen here,
         everything else in the compiled loop."""
         ws, w = self._ws, self._w

@@ -27,7 +27,7 @@ The planner also integrates the commanded twist into a *gait pose* (the planned 
 (:class:`~idyn.planners.balance.BalanceController`).
 
 The planner's state lives in one workspace record (immutable model + reusable workspace): each
-control step is one compiled call (:func:`idyn.planners._plan_kernel.plan_motion`, which hands back
+control step is one compiled call (:func:`idyn.planners.kernels.plan_motion`, which hands back
 only for a swing spline's solve and the measured feet), the leg IK (one compiled Newton loop
 between its pinocchio passes, :meth:`LegKinematics.solve_begun`), the drift pass and one
 compiled call for the joint accelerations.
@@ -50,7 +50,7 @@ from idyn import RobotModel, validation
 from idyn.errors import InvalidInputError, NonFiniteError
 from idyn.state import Desired, RobotState
 
-from . import _plan_kernel as kernel
+from . import kernels as kernel
 from .base_motion import BaseCommand, PlanarPose, rot_z, yaw_of
 from .gait import Gait, TrotGait
 from .leg_kinematics import LegKinematics
@@ -176,7 +176,7 @@ class QuadrupedPlanner:
         self.probe_speed, self.probe_depth = float(probe_speed), float(probe_depth)
         self.ik_tol, self.ik_max_iters = float(ik_tol), int(ik_max_iters)
         L, n = self.kin.leg_v.shape
-        self._ws = np.zeros(1, kernel.workspace_dtype(L, n, _SWING_KNOTS))
+        self._ws = np.zeros(1, kernel.plan_dtype(L, n, _SWING_KNOTS))
         self._w = self._ws.view(np.recarray)[0]      # the same record, with attribute access
         # views of the fields the per-step glue reads (attribute access on the record is slow)
         self._view = {name: self._ws[name][0] for name in

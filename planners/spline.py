@@ -16,7 +16,7 @@ import numpy as np
 from idyn import validation
 from idyn.errors import InvalidInputError
 
-from ._spline_kernel import evaluate_into
+from .kernels import evaluate_into
 
 
 class ClampedCubicSpline:
@@ -142,7 +142,7 @@ class ClampedCubicSpline:
 
     def pieces(self) -> tuple[np.ndarray, ...]:
         """The read-only arrays of the curve, in the argument order of
-        :func:`idyn.planners._spline_kernel.evaluate_into`: knots (K), the per-segment coefficients
+        :func:`idyn.planners.kernels.evaluate_into`: knots (K), the per-segment coefficients
         (K - 1, 4, d: of s^0..s^3), and the start point and rate and end point and rate (4, d)."""
         return self._knots, self._coef, self._ends
 

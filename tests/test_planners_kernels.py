@@ -18,7 +18,7 @@ from idyn import Contact
 from idyn.errors import NonFiniteError, ShapeError
 from idyn.state import RobotState
 from idyn.planners import BalanceController, ClampedCubicSpline, LegKinematics
-from idyn.planners._plan_kernel import gait_frame_motion, workspace_dtype
+from idyn.planners.kernels import gait_frame_motion, plan_dtype
 from idyn.planners.base_motion import base_rotation, rot_z
 
 TOL = 1e-13
@@ -51,7 +51,7 @@ def test_gait_frame_motion_is_the_rotating_frame_formula(seed):
     v_rel = (pd - V) @ R
     xd = v_rel - x_rel @ W.T
     xdd = (pdd - A) @ R - (2.0 * v_rel) @ W.T - x_rel @ Wd.T + x_rel @ (W @ W).T
-    ws = np.zeros(1, workspace_dtype(4, 3, 6))
+    ws = np.zeros(1, plan_dtype(4, 3, 6))
     w = ws[0]
     w["feet"], w["pd"], w["pdd"], w["pose"] = feet, pd, pdd, (origin[0], origin[1], yaw)
     w["z"], w["twist"], w["twist_rate"], w["vz"] = origin[2], twist, rate, vz

@@ -3,7 +3,7 @@ are the derivatives of the foot points.
 
 :meth:`idyn.planners.LegKinematics.inverse` is exact for a leg whose smallest singular value exceeds
 10 sqrt(damping) and damped otherwise; it recognises regular legs by a determinant bound
-(:func:`idyn.planners._leg_kernel.regular_inverses`) instead of an SVD. These tests hold it to the
+(:func:`idyn.planners.kernels.regular_inverses`) instead of an SVD. These tests hold it to the
 definition, computed here with the SVD and numpy's inverse, to round-off.
 """
 import numpy as np
@@ -15,7 +15,7 @@ from idyn import robots
 from idyn.planners import BaseGoal, LegKinematics
 import pinocchio as pin
 
-from idyn.planners._leg_kernel import regular_inverses
+from idyn.planners.kernels import regular_inverses
 from idyn.errors import NonFiniteError
 
 
