@@ -74,8 +74,21 @@ def _fate(r) -> str:
     if r is None:
         return "not run"
     if not _ok(r):
-        return "error"
+        return "error: " + _short_error(r)
     return f"fell {r['fall_time']:.2f} s" if r["fell"] else "done"
+
+
+def _short_error(r) -> str:
+    """The gist of a run's error, e.g. "diverged at t = 0.1720 s"."""
+    text = r["error"].split(": ", 1)[-1]
+    if "diverged at" in text:
+        return "diverged at " + text.split("diverged at ", 1)[1].split(" (")[0]
+    return text[:80]
+
+
+def _completed(r) -> bool:
+    """Did a run last its duration (a run that raised, e.g. diverged, did not)?"""
+    return _ok(r) and not r["fell"]
 
 
 def _from_ordering(ordering):
@@ -219,7 +232,7 @@ def quadruped_cell(rows, controller, terrains, threshold) -> str:
     if not runs:
         return "-"
     if any(not _ok(r) for r in runs):
-        return "ERROR"
+        return "ERROR (" + ", ".join(f"{r['terrain']} {_short_error(r)}" for r in runs if not _ok(r)) + ")"
     fell = [f"{r['terrain']} {r['fall_time']:.2f} s" for r in runs if r["fell"]]
     if fell:
         return "FAIL (slip and fall: " + ", ".join(fell) + ")"
@@ -236,7 +249,7 @@ def manipulator_cell(rows, controller, mu, threshold) -> str:
     if r is None:
         return "-"
     if not _ok(r):
-        return "ERROR"
+        return f"ERROR ({_short_error(r)})"
     if r["box_dropped"]:
         return f"FAIL (slip and fall: dropped at {r['box_drop_time']:.2f} s)"
     ratio, chat = _chatter(rows, controller, mu, threshold, task_key="mu")
@@ -246,7 +259,7 @@ def manipulator_cell(rows, controller, mu, threshold) -> str:
 
 
 def _category(cell: str) -> str | None:
-    if cell in ("-", "ERROR"):
+    if cell == "-" or cell.startswith("ERROR"):
         return None
     cell = cell.replace("*", "")
     return "pass" if cell.startswith("PASS") else "chatter" if "chatter" in cell else "fall"
@@ -293,7 +306,7 @@ def _scorecard_judge(threshold, which):
     def lcp_chatters(rows):
         cells = scorecard(rows["quadruped"], rows["manipulator"], threshold)
         mine = {k[1]: v for k, v in cells.items() if k[0] == "lcp-coulomb" and v != "-"}
-        judged_cells = {k: v for k, v in mine.items() if "not judged" not in v and v != "ERROR"}
+        judged_cells = {k: v for k, v in mine.items() if "not judged" not in v and not v.startswith("ERROR")}
         if not judged_cells:
             return None, "no lcp-coulomb run with a pid run beside it"
         return all("chatter" in v for v in judged_cells.values()), \
@@ -303,12 +316,12 @@ def _scorecard_judge(threshold, which):
 
 def completion_judge(rows):
     """The completion table: our fate of every planar cell against the paper's."""
-    cells = [(r["controller"], r["terrain"], not r["fell"], paper_completed(r["controller"], r["terrain"]))
-             for r in rows if _ok(r) and r["terrain"] in PLANAR]
+    cells = [(r["controller"], r["terrain"], _completed(r), paper_completed(r["controller"], r["terrain"]))
+             for r in rows if r["terrain"] in PLANAR]
     cells = [c for c in cells if c[3] is not None]
     if not cells:
         return None, "no cell run"
-    bad = [f"{c} {t} ({'done' if ours else 'fell'}; paper {'done' if theirs else 'fell'})"
+    bad = [f"{c} {t} ({'done' if ours else 'did not'}; paper {'done' if theirs else 'fell'})"
            for c, t, ours, theirs in cells if ours != theirs]
     return not bad, f"{len(cells) - len(bad)} of {len(cells)} cells agree" + \
         (f"; differ: {', '.join(bad)}" if bad else "")
@@ -320,7 +333,10 @@ def completion_cause(rows) -> str:
     parts = []
     for r in rows:
         theirs = paper_completed(r["controller"], r["terrain"])
-        if not _ok(r) or theirs is None or (not r["fell"]) == theirs:
+        if theirs is None or _completed(r) == theirs:
+            continue
+        if not _ok(r):
+            parts.append(f"{r['controller']} {r['terrain']}: the run raised ({_short_error(r)})")
             continue
         status = {k: v for k, v in (r.get("status_counts") or {}).items() if k not in ("solved", "no-contact-id")}
         parts.append(f"{r['controller']} {r['terrain']}: " + (f"fell at {r['fall_time']:.2f} s" if r["fell"]
@@ -368,14 +384,18 @@ def completion(ctx) -> Section:
             for b, rows in by.items():
                 r = _row(rows, c, t)
                 fate = _fate(r)
-                mark = "" if r is None or not _ok(r) or p is None or (not r["fell"]) == p else " ≠"
+                mark = "" if r is None or p is None or _completed(r) == p else " ≠"
                 line.append(fate + mark)
         body_rows.append(line)
     for b, rows in by.items():
         agree[b] = completion_judge(rows)[1]
+    errors = [f"- {b}: {r['controller']} {r['terrain']}: `{r['error']}`" for b, rows in by.items() for r in rows
+              if not _ok(r)]
     body = (_scale_note(ctx) + f" A cell is `done` if the run lasted its {sc['duration']:g} s without falling "
-            "(the paper: 30 s); `≠` marks a disagreement with the paper.\n\n" + md_table(cols, body_rows)
-            + "\n\n" + "\n".join(f"- {b}: {text}" for b, text in agree.items()))
+            "(the paper: 30 s); a run that raised (e.g. the simulation diverged) did not complete; `≠` marks a "
+            "disagreement with the paper.\n\n" + md_table(cols, body_rows)
+            + "\n\n" + "\n".join(f"- {b}: {text}" for b, text in agree.items())
+            + ("\n\nRuns that raised:\n\n" + "\n".join(errors) if errors else ""))
     claims = [judged("ID Tables 3, 5 (fell = '-')", "which controller completes which planar terrain",
                      completion_judge, by, ctx.backend, completion_cause)]
     return Section("id-completion", "ID paper: completion of the planar runs (Tables 3 and 5)", body, [], claims,

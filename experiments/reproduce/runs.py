@@ -3,7 +3,8 @@
 Every closed-loop run is stored under ``OUT/runs/<scenario hash>/`` (``metrics.json`` and
 ``trace.npz``, as :func:`idyn.experiments.runner.run_scenario` writes them). Sections that need
 the same scenario share its run, and a rerun of the command into the same directory runs only
-what is missing. A run that raised is reported but not stored, so a rerun retries it. The hash
+what is missing. A run that raised (e.g. the simulation diverged) is a result too, stored as
+``error.json``; only a worker process that died is not stored, so a rerun retries it. The hash
 covers every field of the scenario, not the code: delete ``OUT/runs`` after changing idyn.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from idyn.errors import InvalidInputError
 
-from ..runner import run_sweep
+from ..runner import jsonable, run_sweep
 from ..scenario import PAPER_CONTROLLERS, TERRAINS, Scenario, manipulator_sweep, paper_sweep
 
 #: the quadruped terrains of Tables 3-6 (rough is Fig. 16's)
@@ -94,16 +95,23 @@ def run_cached(ctx, scenarios: list[Scenario]) -> list[dict]:
     """One row per scenario (in order), from the cache or run now (``ctx.jobs``, ``ctx.executor``).
     Each row carries its ``run_dir`` (None for a run that raised) and its ``scenario``."""
     dirs = [run_dir(ctx, s) for s in scenarios]
-    missing = [i for i, d in enumerate(dirs) if not (d / "metrics.json").is_file()]
+    missing = [i for i, d in enumerate(dirs)
+               if not (d / "metrics.json").is_file() and not (d / "error.json").is_file()]
     fresh = {}
     if missing:
         rows = run_sweep([scenarios[i] for i in missing], jobs=ctx.jobs, executor=ctx.executor,
                          progress=False, run_dirs=[dirs[i] for i in missing])
         fresh = dict(zip(missing, rows))
+    for i, row in fresh.items():
+        if "error" in row and "worker process died" not in row["error"]:
+            dirs[i].mkdir(parents=True, exist_ok=True)
+            (dirs[i] / "error.json").write_text(json.dumps(jsonable(row), indent=1))
     out = []
     for i, (s, d) in enumerate(zip(scenarios, dirs)):
         if i in fresh and "error" in fresh[i]:
             row = dict(fresh[i], run_dir=None)
+        elif (d / "error.json").is_file() and not (d / "metrics.json").is_file():
+            row = dict(json.loads((d / "error.json").read_text()), run_dir=None)
         else:
             row = dict(load_row(d), run_dir=d)
         row.update(scenario=s, backend=s.backend)
