@@ -162,3 +162,17 @@ def test_smoke_report_end_to_end(tmp_path):
 def test_unknown_section_is_a_command_error(tmp_path, capsys):
     assert main(["reproduce", "--smoke", "--preset", "idyn", "--only", "table-99", "--out", str(tmp_path)]) == 2
     assert "table-99" in capsys.readouterr().err
+
+
+def test_chatter_and_stability_claims_follow_the_numbers():
+    threshold = id_paper.chatter_ratio_threshold()
+    rows = [_row("pid", "rigid-high", rate=100.0), _row("lcp-coulomb", "rigid-high", rate=100 * (threshold + 1)),
+            _row("qp-coulomb", "rigid-high", rate=100.0)]
+    judge = id_paper._chatter_judge(id_paper.PREDICTIVE, ("lcp-coulomb",))
+    assert judge(rows)[0] is True
+    rows[2]["torque_rate"] = 100 * (threshold + 1)      # qp-coulomb chatters as well
+    assert judge(rows)[0] is False
+    stab = [_row("qp-coulomb", "rigid-low"), _row("lcp-noslip", "rigid-low", fell=True)]
+    assert id_paper.coulomb_more_stable(stab)[0] is True
+    stab[1]["fell"] = False
+    assert id_paper.coulomb_more_stable(stab)[0] is False
