@@ -26,9 +26,9 @@ def add_arguments(parser) -> None:
                       help="the test suite's tiny scale (0.2-s runs, two controllers): checks the pipeline, "
                            "decides little")
     parser.add_argument("--backend", choices=("idyn", "pybullet", "mujoco"), default="idyn",
-                        help="reference physics the claims are judged on: idyn.sim (the paper's world: "
-                             "Anitescu-Potra LCP on rigid, penalty on compliant ground), PyBullet or MuJoCo "
-                             "(default: %(default)s)")
+                        help="reference physics the claims are judged on: idyn.sim (the paper's world: the "
+                             "Anitescu-Potra LCP on rigid ground, no-slip at mu = inf, the penalty model on "
+                             "compliant ground), PyBullet or MuJoCo (default: %(default)s)")
     parser.add_argument("--cross-check", default="", metavar="BACKENDS",
                         help="comma-separated further backends (pybullet, mujoco, idyn), one column each "
                              "(default: none)")
