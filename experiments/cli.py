@@ -30,6 +30,7 @@ COMMANDS = (
     "plot",
     "constraint_solver",
     "verify_forces",
+    "reproduce",
 )
 
 

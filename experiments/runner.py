@@ -192,18 +192,26 @@ def _run_one(args) -> dict:
 
 
 def run_sweep(scenarios: list[Scenario], out_dir=None, *, jobs: int = 1, executor: str = "process",
-              progress: bool = True) -> list[dict]:
+              progress: bool = True, run_dirs=None) -> list[dict]:
     """Run scenarios in parallel; rows come back in the order of ``scenarios``.
 
     ``executor="process"`` runs ``jobs`` local processes. ``executor="ray"`` runs one task per
     scenario on the Ray cluster at ``RAY_ADDRESS``, on the caller's own ``ray.init()``, or else on
     a local Ray instance with ``jobs`` CPUs that is shut down afterwards; every run's files come
     back to ``out_dir`` on this machine, wherever the run executed.
+
+    ``run_dirs`` (one directory per scenario) replaces the numbered ``out_dir/runs/NNN_...``
+    directories, e.g. for a cache keyed by scenario (``idyn reproduce``).
     """
     if jobs < 1:
         raise InvalidInputError(f"jobs must be >= 1, got {jobs}")
-    dirs = [None if out_dir is None else Path(out_dir) / "runs" / f"{i:03d}_{s.controller}_{s.terrain_label}"
-            for i, s in enumerate(scenarios)]
+    if run_dirs is not None:
+        dirs = [Path(d) for d in run_dirs]
+        if len(dirs) != len(scenarios):
+            raise InvalidInputError(f"run_dirs has {len(dirs)} entries for {len(scenarios)} scenarios")
+    else:
+        dirs = [None if out_dir is None else Path(out_dir) / "runs" / f"{i:03d}_{s.controller}_{s.terrain_label}"
+                for i, s in enumerate(scenarios)]
     work = list(zip(scenarios, dirs))
     if executor == "ray":
         return _run_ray(work, jobs, progress)

@@ -46,6 +46,8 @@ class Claim:
     holds: bool | None          #: True, False, or None when our run cannot decide it
     evidence: str               #: our numbers that decide it (with units)
     cause: str = ""             #: the measured cause when it does not hold (or cannot be decided)
+    #: the same claim judged on each cross-check backend: backend -> (holds, evidence)
+    cross: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -58,3 +60,19 @@ class Section:
     figures: list[Path] = field(default_factory=list)   #: PNGs under ``ctx.figures``
     claims: list[Claim] = field(default_factory=list)
     seconds: float = 0.0        #: wall time this section took
+
+
+#: The report's sections in order: key -> "module:function" of this package, each function
+#: ``f(ctx) -> Section | list[Section]`` (imported only when its key runs; ``--only`` takes keys).
+SECTIONS = {
+    "id-tables-1-2": "flops:section",
+    "id-completion": "id_paper:completion",
+    "id-table-3": "id_paper:table3",
+    "id-fig-14": "id_paper:fig14",
+    "id-table-4": "id_paper:table4",
+    "id-table-5": "id_paper:table5",
+    "id-table-6": "id_paper:table6",
+    "id-fig-16": "id_paper:fig16",
+    "id-fig-17": "id_paper:fig17",
+    "id-fig-19": "fig19:section",
+}
