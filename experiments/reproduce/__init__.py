@@ -70,9 +70,12 @@ SECTIONS = {
     "id-table-3": "id_paper:table3",
     "id-fig-14": "id_paper:fig14",
     "id-table-4": "id_paper:table4",
+    "id-fig-15": "smoothing:section",
     "id-table-5": "id_paper:table5",
     "id-table-6": "id_paper:table6",
     "id-fig-16": "id_paper:fig16",
     "id-fig-17": "id_paper:fig17",
+    "id-fig-18": "grasp:section",
     "id-fig-19": "fig19:section",
+    "cs": "constraint_solver:section",
 }
