@@ -19,6 +19,7 @@ import numpy as np
 import pinocchio as pin
 
 from idyn.contact import Contact
+from idyn.errors import SolverError
 from idyn.lcp.regularized import warm_up as lcp_warm_up
 from idyn.qp import warm_up as qp_warm_up
 from idyn.state import Desired, RobotState
@@ -94,7 +95,10 @@ def warm_up(controller) -> None:
         controller.compute(state, desired, list(contacts))
     controller._fallback(q, v_rest, desired.vdot, len(bodies))
     if bodies:                       # the controller's own fallback models, which the data decide on
-        controller._warm_fallbacks(RobotState(q, v_rest, 0.0), desired, _contacts(model, q, bodies, 0.8))
+        try:
+            controller._warm_fallbacks(RobotState(q, v_rest, 0.0), desired, _contacts(model, q, bodies, 0.8))
+        except SolverError:          # the model ran (its kernels are loaded) but found no answer on
+            pass                     # this synthetic state, which compute would report as a status
     if controller.predicts_contact_forces:
         # the QP adapter's general path: the contact models reach it only on rare fallbacks
         # (Stage II's ridge-definite QP skips it; lcp-coulomb's and lcp-noslip's QPs take it)

@@ -308,3 +308,31 @@ def test_a_re_expressed_base_maps_to_mujocos_root_body(seed):
     q_back, v_back = tb.robot.read()
     np.testing.assert_allclose(model.difference(q, q_back), 0.0, atol=1e-12)
     np.testing.assert_allclose(v_back, v, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_free_flyer_mapping_with_any_placement(seed):
+    """The free-flyer mapping B = F X for a random X with a translation (laikago's has none): the
+    MuJoCo state written from pinocchio's (q, v) is the pose T_F X and the twist X^-1 . v_F
+    (MuJoCo: world-frame velocity of B's origin, B-frame angular velocity), and reads back."""
+    tb = QuadrupedTestbed(robots.quadruped("a1"))
+    rng = np.random.default_rng(seed)
+    X = pin.SE3(pin.exp3(rng.uniform(-1, 1, 3)), rng.uniform(-0.2, 0.2, 3))
+    i, j, a, b = tb.robot._free[0][:4]
+    tb.robot._free[0] = (i, j, a, b, X.rotation.copy(), X.translation.copy(), pin.Quaternion(X.rotation))
+    model = tb.model
+    q = model.integrate(tb.quadruped.q_stand, rng.uniform(-1, 1, model.nv), 1.0)
+    v = rng.uniform(-1, 1, model.nv)
+    tb.robot.write(q, v)
+    qpos, qvel = tb.robot.data.qpos, tb.robot.data.qvel
+    F = pin.XYZQUATToSE3(q[:7])
+    B = F * X
+    np.testing.assert_allclose(qpos[a:a + 3], B.translation, atol=1e-12)
+    RB = pin.Quaternion(qpos[a + 3], qpos[a + 4], qpos[a + 5], qpos[a + 6]).toRotationMatrix()
+    np.testing.assert_allclose(RB, B.rotation, atol=1e-12)
+    vB = X.actInv(pin.Motion(v[j:j + 3], v[j + 3:j + 6]))       # B's twist in B's frame
+    np.testing.assert_allclose(qvel[b:b + 3], B.rotation @ vB.linear, atol=1e-12)
+    np.testing.assert_allclose(qvel[b + 3:b + 6], vB.angular, atol=1e-12)
+    q_back, v_back = tb.robot.read()
+    np.testing.assert_allclose(model.difference(q, q_back), 0.0, atol=1e-12)
+    np.testing.assert_allclose(v_back, v, atol=1e-12)

@@ -21,7 +21,7 @@ time. So the energy is kept to O(h) (an oscillating offset) and to O(h^2) in the
 modified form, not "precisely"; at h = 0.1 (10 steps for 1 s) the scheme is stable but keeps
 nothing. The first step from rest already shows it: with k h^2 >> m the solve makes v1 the
 M-orthogonal projection of h M^-1 f onto the joint's null space, so f^T v1 h = |v1|_M^2 and
-E1 - E0 = T1 - h f^T v1 = -T1 (half the potential energy released is lost), for any k, b, h.
+E1 - E0 = T1 - h f^T v1 = -T1 (half the potential energy released is lost), whatever h and b.
 
 Stability: eqs. 61-62 keep the joint *spring* L-stable for any k h^2, but G, Gdot v and M are
 linearized at q0 (eqs. 36, 53); at h = 0.1 the bob turns ~25 degrees per step, and a run longer

@@ -146,11 +146,13 @@ def range_of_motion(index: int, nv: int, angle: float, lower: float | None,
 
     margin = 0 keeps only limits already touched at t0. The discretized law (eqs. 75, 84)
     evaluates the spring at t1, lambda1 >= -K phi1 - B phi_dot1, so a limit the step would
-    cross belongs in the program even while phi0 > 0 (a *speculative* row: the QP gives it
-    lambda1 = 0 unless the predicted phi1 is negative). A margin at least as large as the
-    distance the step can close (e.g. 2 h |theta_dot| + h^2 |theta_ddot|, or inf) gives the
-    paper's law; with margin = 0 a stiff limit (k h^2 >> inertia) engages one step late and
-    returns the penetration of that step as rebound velocity (docs/results.md, Fig. 6).
+    cross belongs in the program even while phi0 > 0 (a *speculative* row). Without damping
+    (B = 0) the QP gives such a row lambda1 = 0 unless the predicted phi1 is negative, so a
+    margin at least as large as the distance the step can close (e.g. 2 h |theta_dot| +
+    h^2 |theta_ddot|) gives the paper's law exactly; with B > 0 the law pushes already while
+    phi1 > 0 and phi_dot1 < 0 (lambda1 >= -K phi1 - B phi_dot1), so only margin = inf is the
+    paper's law there. With margin = 0 a stiff limit (k h^2 >> inertia) engages one step late
+    and returns the penetration of that step as rebound velocity (docs/results.md, Fig. 6).
     """
     if not margin >= 0:
         raise InvalidInputError(f"margin must be >= 0, got {margin}")

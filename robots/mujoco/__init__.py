@@ -1,4 +1,5 @@
-"""MuJoCo testbeds (``--backend mujoco``): the quadruped (rigid plane, rough heightfield) and the manipulator.
+"""MuJoCo testbeds (``--backend mujoco``): the quadruped (rigid and compliant plane,
+rough heightfield) and the manipulator.
 
 The interface and conventions are those of :class:`idyn.robots.testbed.Testbed`, as for
 :mod:`idyn.robots.pybullet` and :mod:`idyn.robots.sim`. Importing this package imports MuJoCo (PyPI

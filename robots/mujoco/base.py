@@ -194,7 +194,8 @@ class MjRobot:
         #: pinocchio v index and MuJoCo dof address of each actuated joint (tau's order)
         self._iv = np.array([j.idx_v for j in joints], dtype=int)
         self._dof = np.asarray(dadr, dtype=int)
-        #: (pinocchio q index, v index, MuJoCo qpos address, dof address) of each free flyer
+        #: per free flyer: pinocchio q index, v index, MuJoCo qpos address, dof address, and X (rotation,
+        #: translation, quaternion), the placement of MuJoCo's body frame B on the flyer F (B = F X)
         self._free = []
         for jid in range(1, pm.njoints):
             if pm.joints[jid].shortname() != "JointModelFreeFlyer":
@@ -209,6 +210,10 @@ class MjRobot:
             X = pin.SE3.Identity()
             if body is not None and pm.existFrame(body) and pm.frames[pm.getFrameId(body)].parentJoint == jid:
                 X = pm.frames[pm.getFrameId(body)].placement
+            elif any(f.parentJoint == jid and f.type == pin.FrameType.BODY and not f.placement.isIdentity(1e-12)
+                     for f in pm.frames):
+                raise ModelLoadError(f"MuJoCo's body {body!r} on free joint {pm.names[jid]!r} is no frame of the "
+                                     "model, whose free flyer is re-expressed: cannot map its state")
             self._free.append((pm.joints[jid].idx_q, pm.joints[jid].idx_v,
                                int(m.jnt_qposadr[mj_id]), int(m.jnt_dofadr[mj_id]),
                                X.rotation.copy(), X.translation.copy(), pin.Quaternion(X.rotation)))
