@@ -7,12 +7,13 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
 from idyn.errors import InvalidInputError
-from idyn.planners import (ArmSinusoid, BalanceController, QuadrupedPlanner, TrotGait,
-                      WaypointFollower)
+from idyn.planners import (PAPER_SPEED, ArmSinusoid, BalanceController, QuadrupedPlanner, TrotGait,
+                           WaypointFollower)
 from idyn.planners.base_motion import base_rotation
 
 from .scenario import LOCOMOTION_FRICTION_LIMIT, check_friction_limit
@@ -20,6 +21,18 @@ from .scenario import LOCOMOTION_FRICTION_LIMIT, check_friction_limit
 
 #: a fingertip counts as touching when its gap is below this (m)
 TOUCH_GAP = 1e-4
+
+
+@lru_cache(maxsize=1)
+def _links_height() -> float:
+    from idyn import robots
+    return robots.quadruped("links").nominal_base_height
+
+
+def size_relative_to_links(quadruped) -> float:
+    """How many times LINKS's size ``quadruped`` is: the ratio of their nominal base heights
+    (standing, feet on the ground), the length the trot is scaled by (:meth:`Gait.scaled`)."""
+    return quadruped.nominal_base_height / _links_height()
 
 
 class QuadrupedReference:
@@ -49,19 +62,25 @@ class QuadrupedReference:
 
     def __init__(self, quadruped, *, gait=None, follower: WaypointFollower | None = None,
                  balance=True, contacts: str = "schedule",
-                 friction_limit: float | None = LOCOMOTION_FRICTION_LIMIT,
+                 friction_limit: float | None = LOCOMOTION_FRICTION_LIMIT, scale_to_size: bool = True,
                  **planner_options):
         if contacts not in self.CONTACT_SELECTIONS:
             raise InvalidInputError(f"contacts must be one of {self.CONTACT_SELECTIONS}, got {contacts!r}")
         self.contact_selection = contacts
         self.friction_limit = check_friction_limit(friction_limit)
-        self.gait = gait or TrotGait()
+        #: the robot's size relative to LINKS, the paper's quadruped (nominal base heights), and
+        #: the paper's trot and speed scaled to it by dynamic similarity (:meth:`Gait.scaled`;
+        #: LINKS keeps the paper's 0.3 s, 0.015 m and 0.2 m/s; ``scale_to_size=False`` keeps them
+        #: for every robot)
+        self.size = size_relative_to_links(quadruped) if scale_to_size else 1.0
+        self.gait = gait or TrotGait().scaled(self.size)
         feet = {leg: f.link for leg, f in quadruped.feet.items()}
         self.planner = QuadrupedPlanner(quadruped.model, feet, quadruped.leg_joints,
                                         quadruped.q_stand, gait=self.gait,
                                         foot_offsets={leg: f.offset for leg, f in quadruped.feet.items()},
                                         **planner_options)
-        self.follower = follower or WaypointFollower(gait_period=self.gait.period)
+        self.follower = follower or WaypointFollower(gait_period=self.gait.period,
+                                                     speed=PAPER_SPEED * math.sqrt(self.size))
         self.balance = (None if balance is False else
                         BalanceController(quadruped.model, **(balance if isinstance(balance, dict) else {})))
         self._feet = feet

@@ -16,7 +16,7 @@ from .gait import Gait, TrotGait
 from .leg_kinematics import LegKinematics
 from .quadruped_planner import BaseGoal, QuadrupedPlanner
 from .spline import ClampedCubicSpline
-from .waypoints import PAPER_WAYPOINTS, WaypointFollower
+from .waypoints import PAPER_SPEED, PAPER_WAYPOINTS, WaypointFollower
 
 __all__ = ["ArmSinusoid", "BalanceController", "BalanceOutput", "BaseCommand", "BaseGoal",
            "ClampedCubicSpline", "Gait", "LegKinematics", "PAPER_WAYPOINTS", "PlanarPose",

@@ -22,6 +22,8 @@ from .base_motion import BaseCommand, clamp, wrap_angle, yaw_of
 
 #: The paper's waypoints (m, world x-y).
 PAPER_WAYPOINTS = ((0.0, 0.0), (0.25, 0.0), (0.0, 0.25), (0.0, -0.25), (-0.25, 0.0))
+#: the forward speed of the paper's trot (m/s), for LINKS
+PAPER_SPEED = 0.2
 
 
 class WaypointFollower:
@@ -46,7 +48,7 @@ class WaypointFollower:
         the robot stands (zero command) once every waypoint is reached.
     """
 
-    def __init__(self, waypoints=PAPER_WAYPOINTS, *, tolerance: float = 0.025, speed: float = 0.2,
+    def __init__(self, waypoints=PAPER_WAYPOINTS, *, tolerance: float = 0.025, speed: float = PAPER_SPEED,
                  heading_tolerance: float = math.pi / 8, max_turn_rate: float = 1.5,
                  gait_period: float = 0.3, cycle: bool = True):
         pts = np.asarray(waypoints, dtype=float)
