@@ -198,7 +198,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     elif (held is None or held.all()) and not np.isfinite(held_mu):
         mu = _inf(m)
     else:
-        mu = np.where(True if held is None else held, held_mu, 0.0) * np.ones(m)
+        mu = np.full(m, held_mu) if held is None else np.where(held, held_mu, 0.0)
     cone = cone_rows(mu)
     nc = m + cone.shape[0]
     lcp = lcp and not gap_rate and no_slip_tol is None
