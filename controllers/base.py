@@ -123,7 +123,7 @@ class ControlInfo:
         error: None, or the message of the exception the controller's model raised.
         details: the controller's own extras, by name (read, do not modify), e.g. Stage I and II
             statuses (``"stage1_status"``, ``"stage2_status"``), ``"kept_tangent_rows"``,
-            ``"unenforceable_contacts"``, ``"separation_priced"``, lcp-noslip's ``"held"``,
+            ``"unenforceable_contacts"``, ``"separation_priced"``, lcp-noslip's and qp-noslip's ``"held"``,
             ``"slip_released"`` and ``"consistency_qp"``; each controller's module documents its
             own. Their statuses are strings (the sub-solves' ``Status.value``).
     """

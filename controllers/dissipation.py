@@ -109,6 +109,8 @@ class StageOne:
     #: Stage II's inequality rows to start DAQP's working set from (:func:`solve_stage_two`), or
     #: None; after Stage II, the rows active at its answer (None if it gave none)
     stage_two_active: np.ndarray | None = None
+    #: (m,) the friction coefficients the cone rows were made from (inf: no row), or None
+    mu: np.ndarray | None = None
 
     def __post_init__(self):
         if self.E is None:
@@ -140,9 +142,10 @@ def cone_rows(mu: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=64)
-def _no_cone(m: int) -> np.ndarray:
-    """The (0, 5 m) cone rows of ``m`` contacts without a friction bound (mu = inf)."""
-    return cone_rows(np.full(m, np.inf))
+def _inf(m: int) -> np.ndarray:
+    """``m`` infinite friction coefficients (no cone row; writable, as the kernels take them,
+    never written)."""
+    return np.full(m, np.inf)
 
 
 @lru_cache(maxsize=256)
@@ -160,7 +163,8 @@ def _cone_rows(key: bytes) -> np.ndarray:
 
 def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
                     objective: str = "contact-work", gap_rate: bool = False, lcp: bool = False,
-                    buffers: dict | None = None) -> StageOne:
+                    buffers: dict | None = None, held: np.ndarray | None = None,
+                    held_mu: float = np.inf) -> StageOne:
     """Assemble Stage I (eqs. 94-101) for ``step``; ``coulomb=False`` drops the cone (mu = inf).
 
     ``objective`` chooses the linear term (see "Which energy" in the module docstring):
@@ -173,6 +177,11 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     for the tangent rows Algorithm 1 keeps at that dependence tolerance:
     ``S_u (p + A^-1 R_u^T z) + S_a qd_des = 0``, linear in ``z``.
 
+    ``held`` (with ``no_slip_tol``, ``coulomb=False``; default every contact): the contacts
+    offered no-slip rows; the others get cone rows with ``mu = 0`` (no friction: the release rule
+    of :func:`idyn.controllers.lcp_noslip.release_rounds`).  ``held_mu`` (``coulomb=False``): the
+    cone coefficient of the held contacts (eq. 101; inf: no cone row, eqs. 40-41 alone).
+
     ``lcp``: the KKT LCP (:meth:`StageOne.lcp`, for Lemke's method) is made in the same call.
     ``buffers``: a controller's arrays of earlier steps, written again (see :func:`arrays`).
     """
@@ -184,7 +193,13 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         x3 = step.rows[:, step.u] @ (step.p + step.solve_A(step.B @ step.qd))
     else:
         x3 = _NOTHING
-    cone = cone_rows(step.jac.mu) if coulomb else _no_cone(m)
+    if coulomb:
+        mu = step.jac.mu
+    elif (held is None or held.all()) and not np.isfinite(held_mu):
+        mu = _inf(m)
+    else:
+        mu = np.full(m, held_mu) if held is None else np.where(held, held_mu, 0.0)
+    cone = cone_rows(mu)
     nc = m + cone.shape[0]
     lcp = lcp and not gap_rate and no_slip_tol is None
     R, Y, free, Vt, c, G, g, H, Mlcp, qlcp = arrays(buffers, ("stage one", k, nc, nu, nv, lcp), lambda: (
@@ -201,7 +216,7 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
         dead = int(np.count_nonzero(~live & (gn < 0)))
         G, g = np.concatenate((Gn[live], cone)), np.concatenate((gn[live], np.zeros(cone.shape[0])))
         lcp = False                                          # made again with the live rows
-    prob = StageOne(R, Y, H, Vt[rank:].T, c, G, g, cone, dead, buffers=buffers)
+    prob = StageOne(R, Y, H, Vt[rank:].T, c, G, g, cone, dead, buffers=buffers, mu=mu)
     if lcp:
         prob.Mlcp, prob.qlcp = Mlcp, qlcp
     if gap_rate:                                             # the contacts with cone rows
@@ -211,7 +226,8 @@ def build_stage_one(step: Step, coulomb: bool, no_slip_tol: float | None = None,
     if no_slip_tol is not None:
         if step._white is None and nu:                       # Step.white: Y's [N; S; T] columns
             step._white = np.asfortranarray(Y[:, _contact_columns(m)])
-        s_idx, t_idx = step.independent_tangents(np.arange(m), no_slip_tol)
+        s_idx, t_idx = step.independent_tangents(np.arange(m) if held is None else np.flatnonzero(held),
+                                                 no_slip_tol)
         prob.E, prob.e = np.empty((s_idx.size + t_idx.size, k)), np.empty(s_idx.size + t_idx.size)
         kernel.no_slip_rows(Y, free, s_idx, t_idx, prob.E, prob.e)   # T_u A^-1 R_u^T, T v+(0)
         prob.kept_tangent_rows = (s_idx.size, t_idx.size)
@@ -416,7 +432,7 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
         prob.stage_two_active = qp.active
         info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
         if qp.solved:
-            move, mu = qp.x, step.jac.mu if prob.cone.shape[0] else _NOTHING
+            move, mu = qp.x, prob.mu if prob.cone.shape[0] else _NOTHING
         else:                 # Stage I's answer is still a valid contact model solution
             move = np.zeros(nul)
     # the determinate and the failed case go through the same kernel, with no move and no clipping

@@ -171,7 +171,10 @@ class Step:
         if k == 0 or self.nu == 0:
             return candidates[:0], candidates[:0]
         white = self.white                                  # X^T A^-1 X = H^T H
-        H = white[:, m:] if k == m else white.take(np.concatenate((candidates + m, candidates + 2 * m)), axis=1)
+        # one memory layout for both (the slice of the Fortran-ordered ``white`` is Fortran-ordered):
+        # a subset of the contacts (qp-noslip's release rule) compiles no other specialisation
+        H = white[:, m:] if k == m else np.asfortranarray(
+            white.take(np.concatenate((candidates + m, candidates + 2 * m)), axis=1))
         kept = np.zeros(2 * k, dtype=bool)
         check_info(pivoted_kept_mask(H, dependence_tol * dependence_tol, kept), "geqp3")
         return candidates[kept[:k]], candidates[kept[k:]]

@@ -249,43 +249,18 @@ class LCPNoSlip(Controller):
             impulses, _, qd = self._lcp_with_rows(step, np.flatnonzero(held), keys, info)
             info["held"], info["slip_released"] = held, m - int(np.count_nonzero(held))
             return impulses, qd
-        sliding = self._sliding(step)
-        released = sliding.copy()
-        seen = {released.tobytes()}                  # every released set tried, this one included
-        gap_speed = step.jac.phi / step.dt
-        opening = max(self.consistency_tol, self.contact_gap / step.dt)   # end-of-step gap, as speed
-        unloaded_open, exhausted = released, False
-        for _ in range(m + 1):
+
+        def solve(released):
             impulses, w, qd = self._lcp_with_rows(step, (~released).nonzero()[0], keys, info)
-            if info["status"] != "solved":
-                break
-            if self.out_of_time("release rounds"):
-                unloaded_open = released        # the answer in hand is for `released`: keep it
-                break
-            update, unloaded_open = np.empty(m, dtype=bool), np.empty(m, dtype=bool)
-            changed = kernel.release_update(impulses, w, gap_speed, opening, self.consistency_tol, sliding, released,
-                                            update, unloaded_open)
-            if update.tobytes() in seen:                                  # converged, or a cycle
-                info["release_cycle"] = changed
-                break
-            solved, released = released, update
-            seen.add(released.tobytes())
-        else:   # m + 1 new sets without a repeat (the rule re-holds loaded contacts): the answer
-            info["release_cycle"] = exhausted = True   # in hand is the last set solved, not `released`
-        if (unloaded_open & ~released).any():   # a cycle ended on friction through an open gap:
-            released = released | unloaded_open   # release those too and keep that answer
-            impulses, w, qd = self._lcp_with_rows(step, (~released).nonzero()[0], keys, info)
-        elif exhausted:
-            released = solved                     # the label of the answer returned
-        info["held"], info["slip_released"] = ~released, int(np.count_nonzero(released))
+            return (impulses, qd), impulses, w, info["status"] == "solved"
+
+        (impulses, qd), _ = release_rounds(step, self._sliding(step), solve, self.consistency_tol,
+                                           self.contact_gap, self.out_of_time, info)
         return impulses, qd
 
     def _sliding(self, step: Step) -> np.ndarray:
         """Contacts whose tangential speed at the start of the step exceeds ``slide_speed``."""
-        if not np.isfinite(self.slide_speed):
-            return np.zeros(step.m, dtype=bool)
-        m, rv = step.m, step.rows.dot(step.v)
-        return np.hypot(rv[m:2 * m], rv[2 * m:]) > self.slide_speed
+        return sliding_contacts(step, self.slide_speed)
 
     def _stop_sliding(self, step: Step, held: np.ndarray, info: dict) -> Step:
         """The step after the passive tangential stop of the ``held`` contacts that slide faster
@@ -352,6 +327,57 @@ class LCPNoSlip(Controller):
             return False
         return not self.check_tangential or bool(
             np.all(np.abs(J.S[touching] @ v_next) <= tol) and np.all(np.abs(J.T[touching] @ v_next) <= tol))
+
+
+def sliding_contacts(step: Step, slide_speed: float) -> np.ndarray:
+    """Contacts whose tangential speed at the start of the step exceeds ``slide_speed`` (none
+    for ``inf``): "Sliding touchdown" in the module docstring."""
+    if not np.isfinite(slide_speed):
+        return np.zeros(step.m, dtype=bool)
+    m, rv = step.m, step.rows.dot(step.v)
+    return np.hypot(rv[m:2 * m], rv[2 * m:]) > slide_speed
+
+
+def release_rounds(step: Step, sliding: np.ndarray, solve, consistency_tol: float, contact_gap: float,
+                   out_of_time, info: dict):
+    """The release rule ("Separating contacts" in the module docstring) around a no-slip model:
+    ``solve(released)`` answers with the no-slip rows of the contacts not ``released`` and returns
+    ``(answer, impulses, w, solved)`` (``impulses`` starting with the ``m`` normal impulses,
+    ``w = N v+ + phi/dt``); starting from the ``sliding`` contacts released, an unloaded contact
+    whose gap opens is released and a loaded one held again, until the released set repeats
+    (a cycle ending on friction through an open gap releases those contacts too).  Returns
+    ``(answer, released)`` and sets ``info["held"]``, ``["slip_released"]``, ``["release_cycle"]``.
+    ``out_of_time(stage)`` (the controller's budget): True keeps the answer in hand."""
+    m = step.m
+    released = sliding.copy()
+    seen = {released.tobytes()}                  # every released set tried, this one included
+    gap_speed = step.jac.phi / step.dt
+    opening = max(consistency_tol, contact_gap / step.dt)   # end-of-step gap, as speed
+    unloaded_open, exhausted = released, False
+    for _ in range(m + 1):
+        answer, impulses, w, solved_ok = solve(released)
+        if not solved_ok:
+            break
+        if out_of_time("release rounds"):
+            unloaded_open = released        # the answer in hand is for `released`: keep it
+            break
+        update, unloaded_open = np.empty(m, dtype=bool), np.empty(m, dtype=bool)
+        changed = kernel.release_update(impulses, w, gap_speed, opening, consistency_tol, sliding, released,
+                                        update, unloaded_open)
+        if update.tobytes() in seen:                                  # converged, or a cycle
+            info["release_cycle"] = changed
+            break
+        solved, released = released, update
+        seen.add(released.tobytes())
+    else:   # m + 1 new sets without a repeat (the rule re-holds loaded contacts): the answer
+        info["release_cycle"] = exhausted = True   # in hand is the last set solved, not `released`
+    if (unloaded_open & ~released).any():   # a cycle ended on friction through an open gap:
+        released = released | unloaded_open   # release those too and keep that answer
+        answer = solve(released)[0]
+    elif exhausted:
+        released = solved                     # the label of the answer returned
+    info["held"], info["slip_released"] = ~released, int(np.count_nonzero(released))
+    return answer, released
 
 
 def holds_by_state(step: Step, contact_gap: float) -> np.ndarray:

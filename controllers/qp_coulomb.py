@@ -60,6 +60,8 @@ class DissipationController(Controller):
     consistency_default = True
     #: Algorithm 1's dependence tolerance of the no-slip equalities (eqs. 40-41); None: no such rows
     no_slip_tol: float | None = None
+    #: without Coulomb friction: the cone coefficient of the contacts held by no-slip rows (inf: none)
+    held_mu: float = np.inf
 
     def __init__(self, model, *, stage2: bool = True, stage1_solver: str = "lemke",
                  ridge: float = 1e-6, qp_backend: str = DEFAULT_BACKEND,
@@ -108,19 +110,7 @@ class DissipationController(Controller):
         if step.m == 0:
             tau, v_next = step.resolve(np.zeros(self.model.nv))
             return Solution(tau, np.zeros((0, 3)), v_next)
-        prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate,
-                               lcp=self.stage1_solver == "lemke", buffers=self._buffers)
-        layout = keys = None
-        if (self.warm_start and self.stage1_solver == "lemke" and not prob.E.shape[0]
-                and prob.k + prob.G.shape[0] >= MIN_WARM_VARIABLES):
-            keys, layout = contact_keys(contacts), stage_one_layout(prob, step.jac.mu)
-            if layout is not None:
-                prob.warm = self._basis.recall(keys, *layout)
-        z, info = self._stage_one(step, prob)
-        if layout is not None and prob.warm is not None:
-            self._basis.store(keys, *layout, prob.warm)
-        elif self.warm_start:
-            self._basis.reset()
+        prob, z, info, keys = self._contact_model(step, contacts)
         if self.consistency_check and self.no_slip_tol is None:
             step, prob, z, info = self._consistent(step, prob, z, info)
         outputs = None
@@ -128,7 +118,7 @@ class DissipationController(Controller):
             outputs = new_outputs(step)
             rows = None
             if self.warm_start and prob.k + prob.cone.shape[0] >= MIN_WARM_VARIABLES:
-                rows = stage_two_layout(prob, step.jac.mu)
+                rows = stage_two_layout(prob, prob.mu)
                 keys = contact_keys(contacts) if keys is None else keys
                 prob.stage_two_active = self._active.recall(keys, *rows)
             z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers,
@@ -142,6 +132,30 @@ class DissipationController(Controller):
         if self.no_slip_tol is not None:
             info["kept_tangent_rows"] = prob.kept_tangent_rows
         return self._finish(step, prob, z, info, outputs)
+
+    def _contact_model(self, step: Step, contacts) -> tuple:
+        """``(prob, z, info, keys)``: Stage I's problem and answer (:meth:`_stage_one_solved`)."""
+        return self._stage_one_solved(step, contacts)
+
+    def _stage_one_solved(self, step: Step, contacts, held: np.ndarray | None = None) -> tuple:
+        """``(prob, z, info, keys)``: Stage I's data (:func:`idyn.controllers.dissipation.build_stage_one`,
+        no-slip rows for the ``held`` contacts if given), its answer (:meth:`_stage_one`, warm-started
+        by contact identity) and the contact keys (None if not made)."""
+        prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate,
+                               lcp=self.stage1_solver == "lemke", buffers=self._buffers, held=held,
+                               held_mu=self.held_mu)
+        layout = keys = None
+        if (self.warm_start and self.stage1_solver == "lemke" and not prob.E.shape[0]
+                and prob.k + prob.G.shape[0] >= MIN_WARM_VARIABLES):
+            keys, layout = contact_keys(contacts), stage_one_layout(prob, prob.mu)
+            if layout is not None:
+                prob.warm = self._basis.recall(keys, *layout)
+        z, info = self._stage_one(step, prob)
+        if layout is not None and prob.warm is not None:
+            self._basis.store(keys, *layout, prob.warm)
+        elif self.warm_start:
+            self._basis.reset()
+        return prob, z, info, keys
 
     def _consistent(self, step: Step, prob, z: np.ndarray, info: dict):
         """Sec. 4.5 for Coulomb contacts (:mod:`idyn.controllers.consistency`): when Stage I's

@@ -11,6 +11,11 @@
 * ``box_dropped`` and ``box_drop_time`` (the manipulator, paper Sec. 8.4.1): the box's centre
   more than one box side from where the hand holds it (:func:`grasp_lost_index`);
 * solve-time statistics: p50, p95, max (microseconds) and misses of the 1 kHz deadline.
+
+Units (docs/conventions.md, "Error columns name their unit"): every relative error is in percent,
+everywhere.  :data:`ERROR_UNITS` names the unit of each error metric; ``metrics.json`` carries it
+as ``"units"``, and a CSV column of an error metric carries it in its name
+(:data:`ERROR_COLUMNS`: ``force_error_rel_pct``, ...; :func:`csv_row` / :func:`from_csv_row`).
 """
 from __future__ import annotations
 
@@ -19,6 +24,23 @@ import math
 import numpy as np
 
 from .trace import Trace
+
+#: the unit of each error metric of :func:`summarize` (the dict keys stay unit-free)
+ERROR_UNITS = {"pos_error": "rad", "vel_error": "rad/s", "force_error_abs": "N", "force_error_rel": "%"}
+#: the CSV column of each error metric: its key with the unit
+ERROR_COLUMNS = {"pos_error": "pos_error_rad", "vel_error": "vel_error_rad_s",
+                 "force_error_abs": "force_error_abs_N", "force_error_rel": "force_error_rel_pct"}
+
+
+def csv_row(row: dict) -> dict:
+    """``row`` with its error metrics under their CSV column names (:data:`ERROR_COLUMNS`)."""
+    return {ERROR_COLUMNS.get(k, k): v for k, v in row.items()}
+
+
+def from_csv_row(row: dict) -> dict:
+    """The inverse of :func:`csv_row`: a CSV row with the metric keys of :func:`summarize`."""
+    keys = {v: k for k, v in ERROR_COLUMNS.items()}
+    return {keys.get(k, k): v for k, v in row.items()}
 
 
 def fallen(q: np.ndarray, nominal_height: float, max_tilt: float = 1.0) -> bool:

@@ -167,8 +167,9 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
     :data:`PUBLISHED_QP` on both for the published relaxation). Returns ``controller``,
     ``backend``, ``mu``, ``matched``, ``balance``, ``friction_limit`` (:func:`planning_friction_limit`),
     ``controller_options``, ``model_options``,
-    ``trotted_s``, ``fell``, ``mean_abs_N``, ``mean_rel``, ``median_rel``, ``max_rel``,
-    ``steps`` (loaded steps), ``wall_s`` and ``error`` (None, or why the run stopped early).
+    ``trotted_s``, ``fell``, the errors of :func:`prediction_errors` (``mean_abs_N``,
+    ``mean_rel_pct``, ``median_rel_pct``, ``max_rel_pct``, ``steps``), ``wall_s`` and ``error``
+    (None, or why the run stopped early).
     """
     if backend not in BACKENDS:
         raise InvalidInputError(f"unknown contact model {backend!r}; choose from {', '.join(BACKENDS)}")
@@ -206,16 +207,24 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
     n = done[0] if trace is None else trace.n
     row.update(trotted_s=n * testbed.dt, fell=n < steps or trace is None, wall_s=time.perf_counter() - t0)
     if trace is None:
-        return {**row, "mean_abs_N": math.nan, "mean_rel": math.nan, "median_rel": math.nan, "max_rel": math.nan,
-                "steps": 0}
-    loaded = trace.sensed_normal > LOADED
-    err = np.abs(trace.pred_normal[loaded] - trace.sensed_normal[loaded])
-    rel = err / trace.sensed_normal[loaded]
-    row.update(mean_abs_N=float(err.mean()) if err.size else math.nan,
-               mean_rel=float(rel.mean()) if rel.size else math.nan,
-               median_rel=float(np.median(rel)) if rel.size else math.nan,
-               max_rel=float(rel.max()) if rel.size else math.nan, steps=int(loaded.sum()))
-    return row
+        return {**row, **prediction_errors(np.zeros(0), np.zeros(0))}
+    return {**row, **prediction_errors(trace.pred_normal, trace.sensed_normal)}
+
+
+def prediction_errors(predicted: np.ndarray, sensed: np.ndarray) -> dict:
+    """Errors of the predicted summed normal force against the simulator's over the loaded steps
+    (``sensed > LOADED`` N): ``mean_abs_N`` (N), the relative error |predicted - sensed| / sensed
+    per step in percent, ``mean_rel_pct``, ``median_rel_pct``, ``max_rel_pct``, and ``steps`` (how
+    many loaded steps); NaN errors without loaded steps."""
+    predicted, sensed = np.asarray(predicted, dtype=float), np.asarray(sensed, dtype=float)
+    loaded = sensed > LOADED
+    err = np.abs(predicted[loaded] - sensed[loaded])
+    rel = 100.0 * err / sensed[loaded]
+    if not err.size:
+        return {"mean_abs_N": math.nan, "mean_rel_pct": math.nan, "median_rel_pct": math.nan,
+                "max_rel_pct": math.nan, "steps": 0}
+    return {"mean_abs_N": float(err.mean()), "mean_rel_pct": float(rel.mean()),
+            "median_rel_pct": float(np.median(rel)), "max_rel_pct": float(rel.max()), "steps": int(loaded.sum())}
 
 
 def prediction_table(controllers=PREDICTING, backends=BACKENDS, duration: float = 30.0, *, mu: float = COULOMB_MU,
@@ -244,13 +253,13 @@ def matched_options(controller: str, backend: str) -> tuple[dict | None, dict | 
 
 
 def format_table(rows: list[dict]) -> str:
-    """Controllers down, models across; each cell ``mean relative error % (seconds trotted)``,
+    """Controllers down, models across; each cell ``mean relative error in % (seconds trotted)``,
     ``*`` on the matched pairs, ``!`` where the run stopped on an error."""
     backends = list(dict.fromkeys(r["backend"] for r in rows))
     ctrls = list(dict.fromkeys(r["controller"] for r in rows))
     cell = {(r["controller"], r["backend"]): r for r in rows}
     width = 18
-    lines = ["summed normal force: mean relative prediction error (seconds trotted); * matched model",
+    lines = ["summed normal force: mean relative prediction error (%) (seconds trotted); * matched model",
              "controller".ljust(14) + "".join(b.rjust(width) for b in backends)]
     for c in ctrls:
         text = c.ljust(14)
@@ -259,7 +268,7 @@ def format_table(rows: list[dict]) -> str:
             if r is None:
                 s = "-"
             else:
-                rel = "n/a" if math.isnan(r["mean_rel"]) else f"{100 * r['mean_rel']:.3f}%"
+                rel = "n/a" if math.isnan(r["mean_rel_pct"]) else f"{r['mean_rel_pct']:.3f}%"
                 s = f"{rel} ({r['trotted_s']:.2f}s){'*' if r['matched'] else ''}{'!' if r['error'] else ''}"
             text += s.rjust(width)
         lines.append(text)

@@ -30,7 +30,7 @@ from idyn.errors import InvalidInputError
 from idyn.jit import preparing
 
 from .loop import dry_run, run_loop
-from .metrics import fallen, grasp_lost_index, summarize
+from .metrics import ERROR_UNITS, fallen, grasp_lost_index, summarize
 from .references import ArmReference, QuadrupedReference
 from .scenario import Scenario
 
@@ -149,7 +149,7 @@ def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, pl
     metrics["kernels_compiled_in_loop"] = result.info["kernels_compiled_in_loop"]
     metrics.update({"controller": scenario.controller, "terrain": scenario.terrain_label,
                     "mu": scenario.mu, "robot": scenario.robot, "seed": scenario.seed,
-                    "backend": scenario.backend})
+                    "backend": scenario.backend, "units": dict(ERROR_UNITS)})
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ def test_run_writes_metrics_trace_and_plot(tmp_path, capsys):
         assert key in m
     assert m["steps"] == 50 and m["controller"] == "qp-coulomb"
     assert (tmp_path / "trace.npz").is_file() and (tmp_path / "run.png").stat().st_size > 10_000
+    assert m["units"]["force_error_rel"] == "%" and m["units"]["force_error_abs"] == "N"
     assert "tracking error" in capsys.readouterr().out
     assert main(["plot", str(tmp_path), "--out", str(tmp_path / "fig")]) == 0
     assert (tmp_path / "fig" / "run.png").is_file()

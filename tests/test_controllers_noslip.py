@@ -397,3 +397,81 @@ def test_kept_tangent_rows_are_independent_and_span_the_offered_ones(n_contacts)
                     g = white[:, r]
                     res = g - K @ np.linalg.lstsq(K, g, rcond=None)[0] if rows.size else g
                     assert np.linalg.norm(res) <= tol * np.linalg.norm(g) * (1 + 1e-9) + 1e-12
+
+
+# ---------------------------------------------------------------------- qp-noslip (ID_QP,inf)
+def _pyramid_bound_holds(forces, mu):
+    """Eq. 101 on the pyramid: |f_S| + |f_T| <= mu f_N for every contact (1e-9 N slack)."""
+    return bool(np.all(np.abs(forces[:, 1]) + np.abs(forces[:, 2]) <= mu * forces[:, 0] + 1e-9))
+
+
+def test_qp_noslip_receding_contact_carries_no_tangential_force():
+    """The situation of ``test_a_receding_contact_carries_no_tangential_force`` for ID_QP,inf:
+    a stance foot sliding at 0.3 m/s and lifting.  Eqs. 40-41 read literally (``release=False``,
+    no cone) give it tangential force without normal force, which no finite friction allows (in
+    the idyn.sim trot: 16 N at f_N = 0, then a 636 N stop of the slide and a divergence at
+    0.18 s); the default releases it and every contact keeps eq. 101 with mu = 100."""
+    p = standing_problem("links", 4, np.inf)
+    model = p.model
+    q, v = p.state.q, _first_foot_moving(p, [0.3, 0.0, 0.2])
+    state = RobotState(q, v)
+    desired = Desired(p.desired.q, v[model.actuated_v], np.zeros(model.na))
+    literal = controllers.make("qp-noslip", model, feedback=False, release=False, no_slip_mu=np.inf)
+    f_lit = literal.compute(state, desired, p.contacts).contact_forces
+    assert f_lit[0, 0] < 1e-9 and np.abs(f_lit[0, 1:]).max() > 1.0   # the defect: 4.6 N at f_N = 0
+    out = controllers.make("qp-noslip", model, feedback=False).compute(state, desired, p.contacts)
+    assert out.info.status is Status.SOLVED and not out.info.details["held"][0]
+    assert out.info.details["slip_released"] >= 1
+    f = out.contact_forces
+    assert np.abs(f[0, 1:]).max() < 1e-9                      # released: no friction
+    assert _pyramid_bound_holds(f, 100.0)
+    jac = contact_jacobians(model, q, p.contacts)
+    held = out.info.details["held"] & (f[:, 0] > 0.0)
+    assert held.sum() >= 2 and abs(f[:, 0].sum() - weight(model)) < 0.1 * weight(model)
+    vn = out.info.v_next                                      # the loaded held feet do not slip
+    assert np.abs(jac.S[held] @ vn).max() < 1e-9 and np.abs(jac.T[held] @ vn).max() < 1e-9
+
+
+def test_qp_noslip_foot_arriving_sliding_is_not_stopped_by_the_actuators():
+    """The sliding touchdown of ``test_a_foot_arriving_sliding_is_not_stopped_by_the_actuators``
+    for ID_QP,inf: held, the foot is stopped within one step by the actuators (the literal model's
+    tangential force is several robot weights); released (``slide_speed``), it lands without
+    friction (the other feet, held, keep eq. 101)."""
+    p = standing_problem("links", 4, np.inf)
+    model = p.model
+    q, v = p.state.q, _first_foot_moving(p, [0.65, 0.0, -0.003])
+    contacts = list(p.contacts)
+    c = contacts[0]
+    contacts[0] = Contact(c.body_a, None, c.point, c.normal, np.inf, phi=2e-5)
+    state = RobotState(q, v)
+    leg = next(iter(p.robot.leg_joints))
+    desired = Desired(p.desired.q, v[model.actuated_v], _press_foot(p.robot, model, q, leg, 50.0))
+    held = controllers.make("qp-noslip", model, feedback=False, release=False).compute(state, desired, contacts)
+    out = controllers.make("qp-noslip", model, feedback=False).compute(state, desired, contacts)
+    assert out.info.status is Status.SOLVED and out.info.details["slip_released"] >= 1
+    assert np.abs(out.contact_forces[0, 1:]).max() < 1e-9
+    assert np.abs(held.contact_forces[0, 1:]).max() > 5 * weight(model)
+    assert _pyramid_bound_holds(out.contact_forces, 100.0)
+
+
+@pytest.mark.parametrize("no_slip_mu", [100.0, 1.0])
+def test_qp_noslip_held_contacts_keep_the_friction_bound_after_stage_two(no_slip_mu):
+    """Stage II moves the impulses in the nullspace of the Stage I Hessian, where opposite
+    tangential impulses at two held feet cost no energy; with the cone rows of the held contacts
+    (eq. 101 at ``no_slip_mu``) its answer keeps |f_S| + |f_T| <= mu f_N at every contact, on
+    perturbed four-foot stances."""
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        p = standing_problem("links", 4, np.inf, rng=rng, noise=1e-3)
+        out = controllers.make("qp-noslip", p.model, no_slip_mu=no_slip_mu).compute(p.state, p.desired, p.contacts)
+        assert out.info.status.solved
+        assert _pyramid_bound_holds(out.contact_forces, no_slip_mu)
+
+
+def test_qp_noslip_options_are_validated():
+    from idyn.errors import InvalidInputError
+    model = standing_problem("links", 4, np.inf).model
+    for bad in ({"no_slip_mu": 0.0}, {"no_slip_mu": np.nan}, {"release": "yes"}, {"slide_speed": 0.0},
+                {"contact_gap": -1.0}):
+        with pytest.raises(InvalidInputError):
+            controllers.make("qp-noslip", model, **bad)

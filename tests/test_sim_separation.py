@@ -213,7 +213,7 @@ def test_matched_short_trot_prices_on_both_sides_by_default():
     published = relative_prediction_error("qp-coulomb", "qp", 0.5, 0.05, balance=False,
                                           controller_options=PUBLISHED_QP, model_options=PUBLISHED_QP)
     assert published["model_options"] == published["controller_options"] == PUBLISHED_QP
-    assert published["mean_rel"] != row["mean_rel"]        # the start prices loaded feet (see above)
+    assert published["mean_rel_pct"] != row["mean_rel_pct"]        # the start prices loaded feet (see above)
 
 
 # ------------------------------------------------------------------ bad input

@@ -7,15 +7,17 @@ Tables 4-6 judged on this sweep, :mod:`idyn.experiments.orderings`), ``DIR/compa
 """
 from __future__ import annotations
 
+from ..metrics import ERROR_COLUMNS
 from . import add_friction_limit, add_seed, parse_names, terrain_names
 
 NAME = "compare"
 HELP = "run controllers x terrains in parallel and print the paper's tables beside ours"
 
+#: metrics.csv's columns: the error metrics under their names with units (``force_error_rel_pct``, ...)
 CSV_KEYS = ("controller", "terrain", "mu", "robot", "seed", "backend", "fell", "fall_time",
-            "waypoints_reached", "distance", "pos_error", "vel_error", "torque_rate", "torque_mean",
-            "force_error_abs", "force_error_rel", "realtime_factor", "solve_time_p50_us",
-            "solve_time_p95_us", "solve_time_max_us", "deadline_misses", "error")
+            "waypoints_reached", "distance", ERROR_COLUMNS["pos_error"], ERROR_COLUMNS["vel_error"], "torque_rate",
+            "torque_mean", ERROR_COLUMNS["force_error_abs"], ERROR_COLUMNS["force_error_rel"], "realtime_factor",
+            "solve_time_p50_us", "solve_time_p95_us", "solve_time_max_us", "deadline_misses", "error")
 
 
 def add_arguments(parser) -> None:
@@ -49,6 +51,7 @@ def run(args) -> int:
     from idyn import controllers
 
     from ..meta import run_metadata
+    from ..metrics import csv_row
     from ..orderings import paper_orderings
     from ..plots import plot_comparison
     from ..report import comparison_tables, paper_data
@@ -66,7 +69,7 @@ def run(args) -> int:
     with open(out / "metrics.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=CSV_KEYS, extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(csv_row(r) for r in rows)
     (out / "meta.json").write_text(json.dumps(run_metadata(scenarios), indent=1))
     (out / "orderings.json").write_text(json.dumps(
         [{**asdict(o), "verdict": o.verdict} for o in paper_orderings(rows)], indent=1))

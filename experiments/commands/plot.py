@@ -19,6 +19,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from ..cli import CommandError
+    from ..metrics import from_csv_row
     from ..plots import plot_comparison, plot_run, plot_runs
     from ..report import paper_data
 
@@ -35,7 +36,7 @@ def run(args) -> int:
         paths = plot_run(trace, scenario, out, model)
     elif (sources[0] / "metrics.csv").is_file():
         with open(sources[0] / "metrics.csv") as fh:
-            rows = [_typed(r) for r in csv.DictReader(fh)]
+            rows = [_typed(from_csv_row(r)) for r in csv.DictReader(fh)]
         paths = plot_comparison(rows, paper_data(), out)
     else:
         raise CommandError(f"{sources[0]} has neither trace.npz (a run) nor metrics.csv (a sweep)")

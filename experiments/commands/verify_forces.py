@@ -14,8 +14,9 @@ NAME = "verify-forces"
 HELP = ("verify contact-force predictions: every controller against every contact model (idyn.sim, "
         "PyBullet and MuJoCo) on the trot, as a table")
 
-CSV_KEYS = ("controller", "backend", "mu", "matched", "balance", "friction_limit", "trotted_s", "fell", "mean_abs_N", "mean_rel",
-            "median_rel", "max_rel", "steps", "wall_s", "error")
+#: verify_forces.csv's columns (every error names its unit: N, or percent for relative errors)
+CSV_KEYS = ("controller", "backend", "mu", "matched", "balance", "friction_limit", "trotted_s", "fell", "mean_abs_N",
+            "mean_rel_pct", "median_rel_pct", "max_rel_pct", "steps", "wall_s", "error")
 
 
 def add_arguments(parser) -> None:
