@@ -7,8 +7,8 @@ model so that its loop never meets a kernel for the first time: no contacts; con
 leaf bodies with finite and with infinite friction, all of them or two, one duplicated; closing
 velocities (the touchdown impact); many distinct contacts, twice (the warm-started LCP paths);
 the contact-free fallback and the controller's own fallback models; for the controllers that
-predict contact forces, the general path of :func:`idyn.qp.solve_built` and the check of a
-regularised LCP answer, which the data decide on.  The argument types, not the values, decide
+predict contact forces, the general path of :func:`idyn.qp.solve_built` and the LCP paths only
+some data reach (:func:`idyn.lcp.regularized.warm_up`).  The argument types, not the values, decide
 what numba compiles, so any model and any contact set exercise the same machine code.
 """
 from __future__ import annotations
@@ -103,5 +103,5 @@ def warm_up(controller) -> None:
         # the QP adapter's general path: the contact models reach it only on rare fallbacks
         # (Stage II's ridge-definite QP skips it; lcp-coulomb's and lcp-noslip's QPs take it)
         qp_warm_up()
-        lcp_warm_up()      # the check of a regularised LCP answer (lcp-coulomb, Stage I's Lemke)
+        lcp_warm_up()      # a warm start's basis check, a regularised answer's residual check
     controller.reset()

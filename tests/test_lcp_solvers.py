@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import quadprog
 from cvxopt import matrix as cvx_matrix, solvers as cvx_solvers
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import assume, example, given, settings, strategies as st
 
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
 from idyn.lcp import (LCPStatus, find_indices, is_lcp_solution, lcp_residuals, lemke,
@@ -380,6 +380,10 @@ def test_algorithm_2_on_duplicated_contacts_solves_the_lcp(k, copies, seed):
     rng = np.random.default_rng(seed)
     d = k + int(rng.integers(0, 2))
     base = rng.standard_normal((d, k))
+    # the distinct contacts well conditioned: with cond(base) 3.6e5 (seed 2267) the LCP's
+    # answer is 1e10 and no double-precision solve passes the residual check; the solver then
+    # says NUMERICAL_FAILURE, which is honest but not what this test is about
+    assume(np.linalg.cond(base) < 1e4)
     pick = np.concatenate((np.arange(k), rng.integers(0, k, size=copies)))
     G = base[:, pick]
     r = (rng.standard_normal(k) * 10.0 ** rng.uniform(-2, 2))[pick]

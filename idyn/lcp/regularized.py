@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .inputs import check_lcp, check_options, default_max_pivots
-from .lemke import checked_lemke
+from .lemke import checked_lemke, warm_checked
 from .residuals import lcp_residuals
 from .result import LCPResult, LCPStatus
 
@@ -65,8 +65,11 @@ def regularized_checked(M: np.ndarray, q: np.ndarray, *, schedule=REGULARIZATION
 
 
 def warm_up() -> None:
-    """Load (or compile) the kernels of an accepted regularised answer, whose residual check on
-    the original problem is called from Python (:func:`idyn.lcp.lcp_residuals`), on a 2 x 2 LCP
-    that Lemke solves only regularised: a controller whose warm-up states all solve plainly
-    would otherwise meet them first inside its loop."""
+    """Load (or compile) the kernels of the LCP paths only some data reach, on 2 x 2 LCPs: the
+    check of a warm start's basis (:func:`idyn.lcp.lemke.warm_checked`, taken once a loop has a
+    previous basis of enough variables) and the residual check of an accepted regularised
+    answer on the original problem, called from Python (:func:`idyn.lcp.lcp_residuals`).  A
+    controller whose warm-up states never reach them would otherwise meet them first inside
+    its loop."""
+    warm_checked(np.eye(2), np.array([-1.0, 1.0]), np.array([0], dtype=np.intp))
     regularized_checked(np.array([[0.0, 0.0], [0.0, 1.0]]), np.array([-1.0, 1.0]))
