@@ -7,12 +7,12 @@ Tables 4-6 judged on this sweep, :mod:`idyn.experiments.orderings`), ``DIR/compa
 """
 from __future__ import annotations
 
-from . import add_friction_limit, add_seed, parse_names, terrain_names
+from . import add_backend, add_friction_limit, add_preset, add_seed, backend_of, parse_names, terrain_names
 
 NAME = "compare"
 HELP = "run controllers x terrains in parallel and print the paper's tables beside ours"
 
-CSV_KEYS = ("controller", "terrain", "mu", "robot", "seed", "backend", "fell", "fall_time",
+CSV_KEYS = ("controller", "terrain", "mu", "robot", "seed", "backend", "preset", "fell", "fall_time",
             "waypoints_reached", "distance", "pos_error", "vel_error", "torque_rate", "torque_mean",
             "force_error_abs", "force_error_rel", "realtime_factor", "solve_time_p50_us",
             "solve_time_p95_us", "solve_time_max_us", "deadline_misses", "error")
@@ -34,9 +34,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--executor", choices=("process", "ray"), default="process",
                         help="local process pool, or Ray (needs the 'ray' extra): the cluster at RAY_ADDRESS, "
                              "else a local instance (default: %(default)s)")
-    parser.add_argument("--backend", choices=("pybullet", "idyn", "mujoco"), default="pybullet",
-                        help="physics: PyBullet, idyn.sim or MuJoCo (no compliant terrain; "
-                             "the 'mujoco' extra) (default: %(default)s)")
+    add_preset(parser)
+    add_backend(parser)
     add_friction_limit(parser)
 
 
@@ -58,8 +57,8 @@ def run(args) -> int:
     names = parse_names(args.controllers, controllers.available() if args.controllers != "all" else PAPER_CONTROLLERS,
                    "controller")
     terrains = parse_names(args.terrains, tuple(TERRAINS), "terrain")
-    scenarios = paper_sweep(names, terrains, duration=args.duration, seed=args.seed, backend=args.backend,
-                            friction_limit=args.friction_limit)
+    scenarios = paper_sweep(names, terrains, duration=args.duration, seed=args.seed, backend=backend_of(args),
+                            friction_limit=args.friction_limit, preset=args.preset)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = run_sweep(scenarios, out, jobs=args.jobs, executor=args.executor)

@@ -14,7 +14,7 @@ NAME = "verify-forces"
 HELP = ("verify contact-force predictions: every controller against every contact model (idyn.sim, "
         "PyBullet and MuJoCo) on the trot, as a table")
 
-CSV_KEYS = ("controller", "backend", "mu", "matched", "balance", "friction_limit", "trotted_s", "fell", "mean_abs_N", "mean_rel",
+CSV_KEYS = ("controller", "backend", "mu", "matched", "preset", "balance", "friction_limit", "trotted_s", "fell", "mean_abs_N", "mean_rel",
             "median_rel", "max_rel", "steps", "wall_s", "error")
 
 
@@ -30,6 +30,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--mu", type=float, default=COULOMB_MU,
                         help="ground friction of the Coulomb cells; no-slip controllers and the noslip "
                              "model use mu = inf (default: %(default)s)")
+    from . import add_preset
+    add_preset(parser)
     parser.add_argument("--no-balance", action="store_true",
                         help="leave out the trot's balance torque, which is added after the controller "
                              "and so is not in its prediction")
@@ -71,10 +73,10 @@ def run(args) -> int:
 
     try:
         rows = prediction_table(names, models, args.duration, mu=args.mu, balance=not args.no_balance,
-                                progress=progress)
+                                progress=progress, preset=args.preset)
     finally:
         bar.close()
-    settings = {"duration": args.duration, "mu": args.mu, "balance": not args.no_balance, "controllers": names,
+    settings = {"duration": args.duration, "mu": args.mu, "balance": not args.no_balance, "preset": args.preset, "controllers": names,
                 "models": models}
     (out / "verify_forces.json").write_text(json.dumps(
         {"settings": settings, "rows": [jsonable(r) for r in rows], "meta": run_metadata([])}, indent=1))
