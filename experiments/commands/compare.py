@@ -1,6 +1,7 @@
 """``idyn compare``: a sweep of controllers x terrains (paper Sec. 8), in parallel.
 
-Prints the paper's Tables 3, 4 and 5 with our numbers beside theirs and the Table 6 scorecard,
+Prints the paper's Tables 3, 4 and 5 with our numbers beside theirs, the Table 6 scorecard and
+who completed the course beside the paper's (:mod:`idyn.experiments.completions`),
 and writes ``DIR/metrics.csv`` (one row per run), ``DIR/meta.json`` (package versions, git
 revision, seeds, machine), ``DIR/tables.txt``, ``DIR/orderings.json`` (the paper's orderings of
 Tables 4-6 judged on this sweep, :mod:`idyn.experiments.orderings`), ``DIR/comparison.png`` and each run's trace.
@@ -46,6 +47,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from idyn import controllers
+    from idyn.errors import InvalidInputError
 
     from ..meta import run_metadata
     from ..orderings import paper_orderings
@@ -70,6 +72,13 @@ def run(args) -> int:
     (out / "orderings.json").write_text(json.dumps(
         [{**asdict(o), "verdict": o.verdict} for o in paper_orderings(rows)], indent=1))
     tables = comparison_tables(rows, paper_data())
+    from ..completions import completion_table
+    try:
+        table, agree, compared = completion_table(rows, paper_data())
+        tables += (f"\n\nCompletion of the {args.duration:g} s course, ours / the paper's (Table 3's '-'; "
+                   f"preset {args.preset}, {scenarios[0].backend}): {agree} of {compared} cells agree\n" + table)
+    except InvalidInputError:         # no planar cell of the paper's controllers in this sweep
+        pass
     (out / "tables.txt").write_text(tables + "\n")
     plot_comparison(rows, paper_data(), out)
     print(tables)
