@@ -55,8 +55,8 @@ DIFFERENCES: tuple[Difference, ...] = (
                "0 (no such term)", "separation_weight=0",
                "without it the relaxation predicts sliding loaded feet to lift off (docs/dissipation.md)",
                applies_to=("qp-coulomb", "qp-coulomb-1stage"), options={"separation_weight": 0.0}),
-    Difference("Stage II objective", "Sec. 6.2.4, eqs. 105-107", "|tau|^2 (whole torque)",
-               "|y|^2, y = tau - f_ID (eq. 87)", "stage2_objective=correction",
+    Difference("Stage II objective", "Sec. 6.2.4, eqs. 105-107", "tau^T tau (the whole torque)",
+               "y^T y, y = tau - f_ID (eq. 87)", "stage2_objective=correction",
                "the paper's prose and the authors' code minimise the whole torque; eqs. 105-107 "
                "print the torque beyond the contact-free inverse dynamics",
                applies_to=("qp-coulomb", "qp-noslip"), options={"stage2_objective": "correction"}),
