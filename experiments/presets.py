@@ -110,6 +110,13 @@ DIFFERENCES: tuple[Difference, ...] = (
                "as the authors' Pacer stabilisation plugin's default load path; Sec. 7.3 describes "
                "the acceleration path (references.QuadrupedReference)",
                target="reference", options={"balance_target": "acceleration"}),
+    Difference("contacts the controller models", "Sec. 7.4 (\"identical data\" to the simulator's)",
+               "touching feet in planned stance", "not stated: the simulator's contacts, or Pacer's "
+               "planned-stance selection (its stabilisation's des-contact switch)",
+               "reference option contacts=all",
+               "modelling every reported contact, the QP controllers keep force on separating swing "
+               "feet (docs/design.md); not in the preset, as the paper does not say which",
+               target="none"),
     Difference("reference physics", "Sec. 7.4", "PyBullet", "Moby: Anitescu-Potra LCP (rigid), "
                "penalty (compliant)", "--backend idyn",
                "PyBullet is the widely installed cross-check; idyn.sim has the paper's models",
