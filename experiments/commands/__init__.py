@@ -17,14 +17,16 @@ def add_friction_limit(parser) -> None:
                              f"{LOCOMOTION_FRICTION_LIMIT} under --preset idyn, none under --preset paper; why: README)")
 
 
-def add_preset(parser) -> None:
-    """``--preset paper|idyn`` (Scenario.preset, :mod:`idyn.experiments.presets`)."""
+def add_preset(parser, backend: bool = True) -> None:
+    """``--preset paper|idyn`` (Scenario.preset, :mod:`idyn.experiments.presets`); ``backend``:
+    whether the command has ``--backend`` (whose default the preset sets)."""
     from ..reproduce import PRESETS
 
+    where = "; backend idyn unless --backend names one" if backend else ""
     parser.add_argument("--preset", choices=PRESETS, default="idyn",
-                        help="paper: the published models and protocol (every option of "
-                             "docs/paper_differences.md; backend idyn unless --backend names one); "
-                             "idyn: idyn's defaults (default: %(default)s). Explicit options override it")
+                        help="paper: the published models and protocol (the options of "
+                             f"docs/paper_differences.md{where}); idyn: idyn's defaults "
+                             "(default: %(default)s). Options given explicitly override the preset's")
 
 
 def add_backend(parser) -> None:

@@ -31,10 +31,11 @@ def add_arguments(parser) -> None:
                         help="ground friction of the Coulomb cells; no-slip controllers and the noslip "
                              "model use mu = inf (default: %(default)s)")
     from . import add_preset
-    add_preset(parser)
+    add_preset(parser, backend=False)
     parser.add_argument("--no-balance", action="store_true",
-                        help="leave out the trot's balance torque, which is added after the controller "
-                             "and so is not in its prediction")
+                        help="leave out the trot's balance term (under --preset idyn a torque added after "
+                             "the controller and so not in its prediction; under --preset paper part of "
+                             "the desired acceleration)")
 
 
 def run(args) -> int:
