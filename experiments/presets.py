@@ -227,7 +227,7 @@ def _controller_defaults(controller: str, options: dict) -> dict:
             values[key] = made.dynamics.penetration_recovery
         elif key == "merge_duplicates":
             values[key] = made.merge_duplicates
-        elif key == "stage2_objective" or hasattr(made, key):
+        elif hasattr(made, key):
             values[key] = getattr(made, key)
         else:
             raise InvalidInputError(f"no default of {key!r} readable from {controller}")
