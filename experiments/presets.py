@@ -110,6 +110,13 @@ DIFFERENCES: tuple[Difference, ...] = (
                "as the authors' Pacer stabilisation plugin's default load path; Sec. 7.3 describes "
                "the acceleration path (references.QuadrupedReference)",
                target="reference", options={"balance_target": "acceleration"}),
+    Difference("balance gains", "Sec. 7.3 (none given)",
+               "kp (0, 0, 100, 100, 100, 0), kv (0, 0, 10, 10, 10, 0) on (x, y, z, roll, pitch, yaw)",
+               "not given; a public Pacer LINKS config (example/models/links-moby/vars.xml) has kp "
+               "(0, 0, 0, -1e3, -1e3, 0), kv (0, 0, 0, 1e2, 1e2, 0)",
+               "reference option balance={'kp': ..., 'kv': ...}",
+               "the paper gives no gains and the public config is of unknown date and sign "
+               "convention; not in the preset", target="none"),
     Difference("contacts the controller models", "Sec. 7.4 (\"identical data\" to the simulator's)",
                "touching feet in planned stance", "not stated: the simulator's contacts, or Pacer's "
                "planned-stance selection (its stabilisation's des-contact switch)",
