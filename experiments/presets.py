@@ -136,6 +136,14 @@ DIFFERENCES: tuple[Difference, ...] = (
                "tangent rows of unloaded opening contacts released", "every contact in the set held",
                "", "read literally eqs. 40-41 transmit friction through an open gap; no option restores it",
                target="none"),
+    Difference("lcp-noslip: Algorithm 1's rows", "Sec. 4.4, Algorithm 1",
+               "rows offered in column-pivoted QR order, dependence a sine below 1e-3 in the A^-1 metric",
+               "rows in the order S_1, T_1, S_2, ...; dependent when X^T M^-1 X is singular",
+               "tangent_dependence_tol (the order: none)",
+               "the paper's order can keep a badly conditioned subset, and contacts a few micrometres "
+               "off the plane make rows independent by 1e-4, giving huge tangential impulses "
+               "(controllers.lcp_noslip); idyn.lcp.find_indices is Algorithm 1 as published",
+               target="none"),
     Difference("Stage II ridge", "Sec. 6.2.4, eq. 112", "1e-6 x mean eigenvalue", "none",
                "", "eq. 112's Hessian is singular where impulse combinations give equal torques; "
                "the ridge (> 0 required) picks one answer", target="none"),
