@@ -41,9 +41,12 @@ optimal and eqs. 108-109 hold for every ``w``; ``tau`` changes by ``-R_a W w / d
     minimize_w  1/2 |tau0 - R_a W w / dt|^2 + rho/2 |z0 + W w|^2     s.t. (110), (111)
 
 in torque units, with a ridge ``rho`` (``ridge`` times the mean eigenvalue of the torque term)
-that makes the answer unique where impulse combinations give equal torques.  The whole torque
-``|tau|^2`` is minimised, as the paper's prose and the authors' code do (eqs. 105-107 write the
-torque beyond the contact-free inverse dynamics).  When the QP fails, Stage I's answer stands.
+that makes the answer unique where impulse combinations give equal torques.  By default the whole
+torque ``|tau|^2`` is minimised, as the paper's prose and the authors' code do;
+``stage2_objective="correction"`` minimises eqs. 105-107 as written, ``|y|^2`` with
+``y = tau - f_ID`` and ``f_ID = C qdd_des + h_a`` (eq. 87: ``C`` the actuated block of ``M``,
+``f_ext = -h``), i.e. ``tau0`` above is replaced by ``tau0 - f_ID`` (:func:`contact_free_torque`).
+When the QP fails, Stage I's answer stands.
 
 Design notes with the measurements behind these choices: ``docs/dissipation.md``.
 
@@ -78,6 +81,9 @@ if TYPE_CHECKING:   # dynamics imports this module's cone rows (touchdown impact
 RANK_TOL = kernel.RANK_TOL
 #: Stage I objectives: the contact impulses' work (default) or the literal kinetic energy
 OBJECTIVES = ("contact-work", "kinetic-energy")
+#: Stage II objectives: the whole torque |tau|^2 (default) or, as eqs. 105-107 write it, the
+#: torque beyond the contact-free inverse dynamics, |y|^2 with y = tau - f_ID (eq. 87)
+STAGE2_OBJECTIVES = ("torque", "correction")
 
 
 @dataclass
@@ -401,10 +407,21 @@ def price_separation(step: Step, prob: StageOne, contacts: np.ndarray, weight: f
         kernel.kkt(prob.H, prob.G, prob.c, prob.g, prob.Mlcp, prob.qlcp)
 
 
+def contact_free_torque(step: Step) -> np.ndarray:
+    """``f_ID = C qdd_des - f_ext,a`` (eq. 87): the joint forces of the desired acceleration
+    without contact and without the base coupling, ``C = M_aa``, ``f_ext = -h``, and
+    ``qdd_des = (qd_des - v_a) / dt`` (the step's desired end velocity, eq. 39)."""
+    a = step.a_index
+    qdd = (step.qd - step.v[a]) / step.dt
+    return step.Ma[:, a] @ qdd + step.h[a]
+
+
 def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp_backend: str,
                     outputs: tuple | None = None, buffers: dict | None = None,
-                    out_of_time=None, reference: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+                    out_of_time=None, offset: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112).
+    ``offset`` (na, or None: zero) is the torque the objective measures from: Stage II minimises
+    ``|tau - offset|^2``; :func:`contact_free_torque` gives eqs. 105-107's ``y``.
     DAQP's working set starts at ``prob.stage_two_active`` (a warm start; the answer is the same)
     and is left at the rows active at the answer.
     With ``outputs = (tau, v_next, forces)`` (arrays to fill) they are written for the answer
@@ -421,8 +438,8 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
             ((nul, nul), "C"), (nul, "C"), ((rows, nul), "C"), (rows, "C")))
         kernel.stage_two_terms(prob.R, W, z0, ridge, prob.cone, step.L, step.v, step.qd, step.dt_h_u, step.B_dva,
                                step.Ma, step.h, step.dt, step.u_index, step.a_index, H2, c2, A_in, b_in)
-        if reference is not None:    # |tau - reference|^2: c2 = -RW^T (tau0 - reference) + ...
-            c2 += (prob.R[:, step.a_index].T @ W).T @ reference / step.dt
+        if offset is not None:   # tau0 - offset in c2 = -RW^T tau0 + ...: add RW^T offset, RW = R_a^T W / dt
+            c2 += W.T @ (prob.R[:, step.a_index] @ offset) / step.dt
         level = _level_row(prob, W)
         # H2 is exactly symmetric and its ridge bounds its condition number by 1 + nul / ridge
         qp = solve_built(H2, c2, level, _NOTHING if not level.shape[0] else np.zeros(1), A_in, b_in,

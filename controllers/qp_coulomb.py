@@ -15,6 +15,9 @@ Options (besides the common ones of :class:`idyn.controllers.Controller`):
   separation speed of touching contacts like the kinetic energy of this many robot masses; 0 is
   the relaxation as published, whose sliding loaded feet are predicted to lift off; see
   "Separation of touching contacts" in :mod:`idyn.controllers.dissipation`),
+  ``stage2_objective`` ("torque": Stage II minimises the whole torque |tau|^2, as the authors'
+  code does; "correction": eqs. 105-107 as printed, |y|^2 with y = tau - f_ID, eq. 87; see
+  :func:`idyn.controllers.dissipation.contact_free_torque`),
   ``gap_rate`` (False, as published: True measures the normal velocity of each contact with a
   friction bound in Stage I's objective as its end-of-step gap rate, so contacts at a distance are
   loaded only to close their gap; see "Contacts at a distance" in :mod:`idyn.controllers.dissipation`),
@@ -46,8 +49,9 @@ from idyn.qp import DEFAULT_BACKEND
 
 from .base import Controller, Solution, register
 from .consistency import CONSISTENCY_TOL, command_effort, consistency_violation, consistent_step
-from .dissipation import (OBJECTIVES, build_stage_one, new_outputs, price_separation, solve_one_stage, solve_priced,
-                          solve_stage_two, stage_one_layout, stage_two_layout)
+from .dissipation import (OBJECTIVES, STAGE2_OBJECTIVES, build_stage_one, contact_free_torque, new_outputs,
+                          price_separation, solve_one_stage, solve_priced, solve_stage_two, stage_one_layout,
+                          stage_two_layout)
 from .dynamics import Step
 from .warm_start import MIN_WARM_VARIABLES, BasisMemory, contact_keys
 
@@ -66,11 +70,15 @@ class DissipationController(Controller):
     def __init__(self, model, *, stage2: bool = True, stage1_solver: str = "lemke",
                  ridge: float = 1e-6, qp_backend: str = DEFAULT_BACKEND,
                  objective: str = "contact-work", separation_weight: float | None = None,
-                 gap_rate: bool = False, warm_start: bool = True, command_effort: bool = True, **common):
+                 gap_rate: bool = False, warm_start: bool = True, command_effort: bool = True,
+                 stage2_objective: str = "torque", **common):
         super().__init__(model, **common)
         if not isinstance(command_effort, (bool, np.bool_)):
             raise InvalidInputError(f"command_effort must be True or False, got {command_effort!r}")
         self.command_effort = bool(command_effort)
+        if stage2_objective not in STAGE2_OBJECTIVES:
+            raise InvalidInputError(f"stage2_objective must be one of {STAGE2_OBJECTIVES}, got {stage2_objective!r}")
+        self.stage2_objective = stage2_objective
         if separation_weight is None:   # priced where the cone makes the relaxation buy friction
             separation_weight = 1.0 if self.coulomb else 0.0   # with normal impulse, not under no slip
         if not (np.isfinite(separation_weight) and separation_weight >= 0):
@@ -121,8 +129,12 @@ class DissipationController(Controller):
                 rows = stage_two_layout(prob, prob.mu)
                 keys = contact_keys(contacts) if keys is None else keys
                 prob.stage_two_active = self._active.recall(keys, *rows)
+            # the torque Stage II measures from: eqs. 105-107's f_ID (stage2_objective="correction"),
+            # else the effort of a command the consistency check moved (command_effort), else zero
+            effort = info.pop("effort", None)
+            offset = contact_free_torque(step) if self.stage2_objective == "correction" else effort
             z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers,
-                                        self.out_of_time, info.pop("effort", None))
+                                        self.out_of_time, offset)
             info.update(stage2)
             if rows is not None and prob.stage_two_active is not None:
                 self._active.store(keys, *rows, prob.stage_two_active)

@@ -93,7 +93,6 @@ class QPNoSlip(DissipationController):
         """Stage I under the release rule (module docstring, "Released contacts")."""
         if not self.release:
             return self._stage_one_solved(step, contacts)
-        m = step.m
         details = {}
 
         def solve(released):

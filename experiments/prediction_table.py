@@ -67,6 +67,7 @@ from idyn.sim import make as make_contact_model
 from .loop import run_loop
 from .metrics import fallen
 from .references import QuadrupedReference
+from .presets import controller_options as preset_controller_options, reference_options
 from .scenario import LOCOMOTION_FRICTION_LIMIT
 
 #: matched pairs of issue 8: controller -> (idyn.sim contact model, ground friction)
@@ -158,12 +159,14 @@ def build_testbed(robot, backend: str, mu: float, model_options: dict | None = N
 def relative_prediction_error(controller: str, backend: str, mu: float | None = None, duration: float = 30.0,
                               *, balance: bool = True, quadruped: str = "links",
                               progress: Callable[[int, int], None] | None = None,
-                              controller_options: dict | None = None, model_options: dict | None = None) -> dict:
+                              controller_options: dict | None = None, model_options: dict | None = None,
+                              preset: str = "idyn") -> dict:
     """One cell: mean |predicted - simulated| / simulated summed normal force over the loaded
     steps, up to ``duration`` or the first fallen state, whichever comes first.
 
     ``mu`` None: :func:`cell_mu`. ``controller_options`` go to the controller (over the rigid
-    models' gap stabilisation), ``model_options`` to the rigid idyn.sim contact model (e.g.
+    models' gap stabilisation and the ``preset``'s options, :mod:`idyn.experiments.presets`;
+    the preset's reference options replace the balance target and the friction limit), ``model_options`` to the rigid idyn.sim contact model (e.g.
     :data:`PUBLISHED_QP` on both for the published relaxation). Returns ``controller``,
     ``backend``, ``mu``, ``matched``, ``balance``, ``friction_limit`` (:func:`planning_friction_limit`),
     ``controller_options``, ``model_options``,
@@ -176,13 +179,15 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
     if not (np.isfinite(duration) and duration > 0):
         raise InvalidInputError(f"duration must be positive, got {duration}")
     robot = robots.quadruped(quadruped)
-    ctrl = make(controller, robot.model, **{**stabilisation_options(backend), **(controller_options or {})})
+    ctrl = make(controller, robot.model, **{**stabilisation_options(backend), **preset_controller_options(preset, controller),
+                                            **(controller_options or {})})
     if not ctrl.predicts_contact_forces:
         raise InvalidInputError(f"{controller} predicts no contact forces; choose from {', '.join(PREDICTING)}")
     mu = cell_mu(controller, backend) if mu is None else float(mu)
     testbed = build_testbed(robot, backend, mu, model_options)     # steps at the controllers' dt = 1 ms
     reference = QuadrupedReference(robot, contacts=contact_selection(controller, backend), balance=balance,
-                                   friction_limit=planning_friction_limit(controller, backend))
+                                   **{"friction_limit": planning_friction_limit(controller, backend),
+                                      **reference_options(preset)})
     done = [0]
 
     def count(k, n):
@@ -191,7 +196,7 @@ def relative_prediction_error(controller: str, backend: str, mu: float | None = 
             progress(k, n)
 
     row = {"controller": controller, "backend": backend, "mu": mu, "matched": is_matched(controller, backend),
-           "balance": balance, "friction_limit": reference.friction_limit,
+           "balance": balance, "friction_limit": reference.friction_limit, "preset": preset,
            "controller_options": dict(controller_options or {}),
            "model_options": dict(model_options or {}), "error": None}
     t0 = time.perf_counter()
@@ -228,8 +233,10 @@ def prediction_errors(predicted: np.ndarray, sensed: np.ndarray) -> dict:
 
 
 def prediction_table(controllers=PREDICTING, backends=BACKENDS, duration: float = 30.0, *, mu: float = COULOMB_MU,
-                     balance: bool = True, progress: Callable[[str, int, int], None] | None = None) -> list[dict]:
-    """Every controller against every model (Table 5 and its footnote), one row per cell.
+                     balance: bool = True, progress: Callable[[str, int, int], None] | None = None,
+                     preset: str = "idyn") -> list[dict]:
+    """Every controller against every model (Table 5 and its footnote), one row per cell, under
+    ``preset`` (:mod:`idyn.experiments.presets`).
 
     ``progress(label, k, n)`` is called every step of every run."""
     rows = []
@@ -240,7 +247,7 @@ def prediction_table(controllers=PREDICTING, backends=BACKENDS, duration: float 
             rows.append(relative_prediction_error(
                 c, b, cell_mu(c, b, mu), duration, balance=balance,
                 progress=None if progress is None else (lambda k, n, label=label: progress(label, k, n)),
-                controller_options=options, model_options=model_options))
+                controller_options=options, model_options=model_options, preset=preset))
     return rows
 
 

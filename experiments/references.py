@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from idyn.errors import InvalidInputError
+from idyn.state import Desired
 from idyn.planners import (PAPER_SPEED, ArmSinusoid, BalanceController, QuadrupedPlanner, TrotGait,
                            WaypointFollower)
 from idyn.planners.base_motion import base_rotation
@@ -40,7 +41,12 @@ class QuadrupedReference:
 
     ``planner_options`` go to :class:`idyn.planners.QuadrupedPlanner`; ``balance`` is a
     :class:`idyn.planners.BalanceController` (default gains), ``False`` to switch it off, or a dict of
-    its keyword arguments. ``contacts`` chooses what the controller models: ``"schedule"``
+    its keyword arguments. ``balance_target`` chooses where its output goes: ``"torque"``
+    (default) adds it to the controller's torque after the controller (:meth:`extra_torque`);
+    ``"acceleration"`` is paper Sec. 7.3's stabilisation, which "accumulates" it "into the vector
+    of desired acceleration" the inverse dynamics controller is given (:meth:`desired`), as the
+    authors' Pacer does with its stabilisation's ``acceleration`` switch (the same vector added
+    to ``qdd_des``; the gains are then in acceleration units). ``contacts`` chooses what the controller models: ``"schedule"``
     (default: touching feet in planned stance, see :meth:`active_contacts`) or ``"all"`` (every
     contact the testbed reports; the matched-model verification of paper Sec. 8.2 gives the
     controller exactly the simulator's contact data).
@@ -59,11 +65,17 @@ class QuadrupedReference:
     """
 
     CONTACT_SELECTIONS = ("schedule", "all")
+    #: where the balance term goes: added to the controller's torque, or to the desired joint
+    #: acceleration the controller is given (paper Sec. 7.3)
+    BALANCE_TARGETS = ("torque", "acceleration")
 
     def __init__(self, quadruped, *, gait=None, follower: WaypointFollower | None = None,
                  balance=True, contacts: str = "schedule",
                  friction_limit: float | None = LOCOMOTION_FRICTION_LIMIT, scale_to_size: bool = True,
-                 **planner_options):
+                 balance_target: str = "torque", **planner_options):
+        if balance_target not in self.BALANCE_TARGETS:
+            raise InvalidInputError(f"balance_target must be one of {self.BALANCE_TARGETS}, got {balance_target!r}")
+        self.balance_target = balance_target
         if contacts not in self.CONTACT_SELECTIONS:
             raise InvalidInputError(f"contacts must be one of {self.CONTACT_SELECTIONS}, got {contacts!r}")
         self.contact_selection = contacts
@@ -116,7 +128,12 @@ class QuadrupedReference:
         base_rotation(q, R)
         self._pose = (q, v, quaternion, R)
         command = self.follower.twist_at(pose[0], pose[1], math.atan2(R[1, 0], R[0, 0]))
-        return self.planner.plan_checked(q, float(state.t), R, command, True)
+        desired = self.planner.plan_checked(q, float(state.t), R, command, True)
+        if self.balance is None or self.balance_target != "acceleration":
+            return desired
+        # Sec. 7.3: the stabilisation goes into qdd_des (a new Desired: the planner owns its arrays)
+        stabilisation = self.balance.torque_checked(q, v, self._in_stance(contacts), self._goal, R)
+        return Desired(desired.q, desired.v, desired.vdot + stabilisation)
 
     def _checked_pose(self, state):
         """``(q, v, R)`` of ``state`` as :meth:`desired` validated it and formed the base rotation
@@ -158,7 +175,7 @@ class QuadrupedReference:
         return active if cap is None else [c if c.mu <= cap else c.with_friction(cap) for c in active]
 
     def extra_torque(self, state, contacts):
-        if self.balance is None:
+        if self.balance is None or self.balance_target != "torque":
             return None
         used, checked = self._in_stance(contacts), self._checked_pose(state)
         if checked is None:

@@ -30,6 +30,7 @@ from idyn.errors import InvalidInputError
 from idyn.jit import preparing
 
 from .loop import dry_run, run_loop
+from .presets import controller_options, reference_options
 from .metrics import ERROR_UNITS, fallen, grasp_lost_index, summarize
 from .references import ArmReference, QuadrupedReference
 from .scenario import Scenario
@@ -64,9 +65,21 @@ def build_testbed(scenario: Scenario):
 
 
 def build_reference(scenario: Scenario, robot):
+    """The scenario's reference, with its preset's options (:func:`idyn.experiments.presets.reference_options`)
+    and the scenario's friction limit (:attr:`Scenario.planning_friction_limit`, which an explicit
+    ``friction_limit`` sets over the preset's)."""
     if scenario.robot == "quadruped":
-        return QuadrupedReference(robot, friction_limit=scenario.friction_limit)
+        options = {**reference_options(scenario.preset), **scenario.reference_options,
+                   "friction_limit": scenario.planning_friction_limit}
+        return QuadrupedReference(robot, **options)
     return ArmReference(robot)
+
+
+def build_controller(scenario: Scenario, model):
+    """``controllers.make`` for the scenario: its preset's options
+    (:func:`idyn.experiments.presets.controller_options`), overridden by ``controller_options``."""
+    options = {**controller_options(scenario.preset, scenario.controller), **scenario.controller_options}
+    return controllers.make(scenario.controller, model, dt=scenario.dt, **options)
 
 
 def _fallen(nominal_height: float):
@@ -106,7 +119,7 @@ def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, pl
         testbed = build_testbed(scenario)
         model = testbed.model   # the model of the testbed's state (the manipulator's includes the box)
         reference = build_reference(scenario, robot)
-        controller = controllers.make(scenario.controller, model, dt=scenario.dt, **scenario.controller_options)
+        controller = build_controller(scenario, model)
         dry_run(testbed, reference, controller, min(WARM_UP, scenario.duration),
                 limit=True if scenario.torque_limits else None)
     if progress:
@@ -149,7 +162,7 @@ def run_scenario(scenario: Scenario, out_dir=None, *, progress: bool = False, pl
     metrics["kernels_compiled_in_loop"] = result.info["kernels_compiled_in_loop"]
     metrics.update({"controller": scenario.controller, "terrain": scenario.terrain_label,
                     "mu": scenario.mu, "robot": scenario.robot, "seed": scenario.seed,
-                    "backend": scenario.backend, "units": dict(ERROR_UNITS)})
+                    "backend": scenario.backend, "preset": scenario.preset, "units": dict(ERROR_UNITS)})
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

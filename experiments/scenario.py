@@ -31,9 +31,14 @@ ROBOTS = ("quadruped", "manipulator")
 LOCOMOTION_FRICTION_LIMIT = 0.3
 
 
+#: ``friction_limit`` of a scenario that takes its preset's (0.3 under "idyn", None under "paper")
+PRESET_VALUE = "preset"
+
+
 def check_friction_limit(value: float | None) -> float | None:
     """``value`` if it is None or a finite coefficient >= 0; InvalidInputError otherwise."""
-    if value is not None and not (math.isfinite(value) and value >= 0):
+    if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                  and math.isfinite(value) and value >= 0):
         raise InvalidInputError(f"friction_limit must be finite and >= 0 (or None), got {value}")
     return value
 BACKENDS = ("pybullet", "idyn", "mujoco")
@@ -55,16 +60,25 @@ class Scenario:
     torque_limits: bool = False   #: the paper's runs used unlimited torque
     contact_model: str | None = None  #: idyn backend only: ap-lcp, noslip, qp, compliant, penalty
     #: quadruped: the controllers plan with min(terrain mu, this); None: the terrain's mu (the
-    #: paper's literal setting)
-    friction_limit: float | None = LOCOMOTION_FRICTION_LIMIT
+    #: paper's literal setting); "preset": the preset's (:attr:`planning_friction_limit`)
+    friction_limit: float | None | str = PRESET_VALUE
     #: keyword options of ``controllers.make`` (e.g. ``{"stage2": False}``: Stage I alone, Fig. 15)
     controller_options: dict = field(default_factory=dict)
     #: keyword options of idyn.sim's ``contact_model`` (``idyn.sim.make``; e.g. ``{"gap_rate": True}``
     #: for the ``qp`` model): needs ``contact_model`` named, a rigid one (the compliant terrain sets
     #: the penalty model's stiffness and damping)
     contact_model_options: dict = field(default_factory=dict)
+    #: "idyn" (idyn's defaults) or "paper" (the published models, :mod:`idyn.experiments.presets`);
+    #: options given in ``controller_options``, ``reference_options`` or ``friction_limit``
+    #: override the preset's
+    preset: str = "idyn"
+    #: quadruped: keyword options of :class:`idyn.experiments.references.QuadrupedReference`
+    #: (e.g. ``{"balance_target": "acceleration"}``; the friction limit is ``friction_limit``)
+    reference_options: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        from .presets import check_preset
+        check_preset(self.preset)
         if self.robot not in ROBOTS:
             raise InvalidInputError(f"unknown robot {self.robot!r}; choose from {ROBOTS}")
         if self.backend not in BACKENDS:
@@ -77,16 +91,28 @@ class Scenario:
             raise InvalidInputError(f"dt must be in (0, 0.01] s, got {self.dt}")
         if self.contact_model is not None and self.backend != "idyn":
             raise InvalidInputError("contact_model chooses idyn.sim's contact model; it needs backend='idyn'")
+        if "friction_limit" in self.reference_options:
+            raise InvalidInputError("the friction limit is Scenario.friction_limit, not a reference option")
         if not (math.isnan(self.mu) or self.mu >= 0):
             raise InvalidInputError(f"mu must be >= 0 (or inf), got {self.mu}")
-        check_friction_limit(self.friction_limit)
-        for name in ("controller_options", "contact_model_options"):
+        if self.friction_limit != PRESET_VALUE:
+            check_friction_limit(self.friction_limit)
+        for name in ("controller_options", "contact_model_options", "reference_options"):
             options = getattr(self, name)
             if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
                 raise InvalidInputError(f"{name} must be a dict of keyword options, got {options!r}")
         if self.contact_model_options and self.contact_model in (None, "penalty"):
             raise InvalidInputError("contact_model_options configure a named rigid idyn.sim contact model "
                                     f"(ap-lcp, noslip, qp, compliant), not {self.contact_model!r}")
+
+    @property
+    def planning_friction_limit(self) -> float | None:
+        """The friction limit the controllers plan with: ``friction_limit``, or the preset's
+        (:data:`LOCOMOTION_FRICTION_LIMIT` under "idyn", the terrain's mu under "paper")."""
+        if self.friction_limit != PRESET_VALUE:
+            return self.friction_limit
+        from .presets import reference_options
+        return reference_options(self.preset).get("friction_limit", LOCOMOTION_FRICTION_LIMIT)
 
     @property
     def terrain_label(self) -> str:
@@ -113,15 +139,20 @@ def terrain_scenario(label: str, **kw) -> Scenario:
 
 
 def paper_sweep(controllers=PAPER_CONTROLLERS, terrains=tuple(TERRAINS), *, duration=30.0,
-                seed=0, backend="pybullet", friction_limit=LOCOMOTION_FRICTION_LIMIT) -> list[Scenario]:
-    """Controllers x terrains, the grid behind the paper's Tables 3-5."""
+                seed=0, backend=None, friction_limit=PRESET_VALUE, preset="idyn") -> list[Scenario]:
+    """Controllers x terrains, the grid behind the paper's Tables 3-5. ``backend`` None: the
+    preset's (:func:`idyn.experiments.presets.default_backend`: idyn.sim under "paper")."""
+    from .presets import default_backend
+    backend = default_backend(preset) if backend is None else backend
     return [terrain_scenario(t, controller=c, duration=duration, seed=seed, backend=backend,
-                             friction_limit=friction_limit)
+                             friction_limit=friction_limit, preset=preset)
             for t in terrains for c in controllers]
 
 
 def manipulator_sweep(controllers=("qp-coulomb", "pid", "sensed-1"), mus=(100.0, 1.0), *,
-                      duration=3.0, seed=0, backend="pybullet") -> list[Scenario]:
-    """The grasping experiment of paper Sec. 8.4.1 (Fig. 18)."""
+                      duration=3.0, seed=0, backend=None, preset="idyn") -> list[Scenario]:
+    """The grasping experiment of paper Sec. 8.4.1 (Fig. 18); ``backend`` as for :func:`paper_sweep`."""
+    from .presets import default_backend
+    backend = default_backend(preset) if backend is None else backend
     return [Scenario(controller=c, robot="manipulator", mu=mu, duration=duration, seed=seed,
-                     backend=backend) for mu in mus for c in controllers]
+                     backend=backend, preset=preset) for mu in mus for c in controllers]

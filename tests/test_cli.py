@@ -139,11 +139,18 @@ def test_malformed_foundation_case_is_an_argparse_error(tmp_path, capsys):
 
 def test_friction_limit_option(tmp_path, capsys):
     from idyn.experiments.cli import build_parser
-    from idyn.experiments.scenario import LOCOMOTION_FRICTION_LIMIT
+    from idyn.experiments.commands import backend_of
+    from idyn.experiments.scenario import LOCOMOTION_FRICTION_LIMIT, PRESET_VALUE
 
     parser = build_parser()
     for command in ("run", "compare", "demo"):
-        assert parser.parse_args([command]).friction_limit == LOCOMOTION_FRICTION_LIMIT
+        args = parser.parse_args([command])
+        assert args.friction_limit == PRESET_VALUE and args.preset == "idyn" and backend_of(args) == "pybullet"
+        assert Scenario(friction_limit=args.friction_limit).planning_friction_limit == LOCOMOTION_FRICTION_LIMIT
+        assert Scenario(friction_limit=args.friction_limit, preset="paper").planning_friction_limit is None
+        paper = parser.parse_args([command, "--preset", "paper"])
+        assert backend_of(paper) == "idyn"
+        assert backend_of(parser.parse_args([command, "--preset", "paper", "--backend", "pybullet"])) == "pybullet"
         assert parser.parse_args([command, "--friction-limit", "none"]).friction_limit is None
         assert parser.parse_args([command, "--friction-limit", "0.5"]).friction_limit == 0.5
     with pytest.raises(SystemExit) as exc:                     # argparse: usage line, exit 2

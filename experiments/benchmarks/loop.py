@@ -23,7 +23,7 @@ import numpy as np
 from idyn import controllers
 from idyn import robots
 from idyn.experiments.loop import PHASES, dry_run, run_loop
-from idyn.experiments.runner import WARM_UP, _fallen, build_reference, build_testbed
+from idyn.experiments.runner import WARM_UP, _fallen, build_controller, build_reference, build_testbed
 from idyn.experiments.scenario import Scenario, terrain_scenario
 
 from .controllers import single_threaded_blas, write_report
@@ -39,8 +39,7 @@ def time_loop(scenario: Scenario, clock: str = "cpu") -> dict:
     try:
         robot = robots.quadruped(scenario.quadruped)
         reference = build_reference(scenario, robot)
-        controller = controllers.make(scenario.controller, testbed.model, dt=scenario.dt,
-                                      **scenario.controller_options)
+        controller = build_controller(scenario, testbed.model)
         dry_run(testbed, reference, controller, min(WARM_UP, scenario.duration))
         cpu = time.process_time()
         result = run_loop(testbed, testbed.model, reference, controller, scenario.duration,

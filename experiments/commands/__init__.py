@@ -8,12 +8,40 @@ from idyn.errors import InvalidInputError
 
 def add_friction_limit(parser) -> None:
     """The ``--friction-limit`` option of the locomotion commands (Scenario.friction_limit)."""
-    from ..scenario import LOCOMOTION_FRICTION_LIMIT
+    from ..scenario import LOCOMOTION_FRICTION_LIMIT, PRESET_VALUE
 
-    parser.add_argument("--friction-limit", type=_friction_limit, default=LOCOMOTION_FRICTION_LIMIT,
+    parser.add_argument("--friction-limit", type=_friction_limit, default=PRESET_VALUE,
                         metavar="MU|none",
                         help="quadruped: the controllers plan with min(terrain mu, this); 'none' gives "
-                             "them the terrain's mu as the paper did (default: %(default)s; why: README)")
+                             f"them the terrain's mu as the paper did (default: the preset's, "
+                             f"{LOCOMOTION_FRICTION_LIMIT} under --preset idyn, none under --preset paper; why: README)")
+
+
+def add_preset(parser, backend: bool = True) -> None:
+    """``--preset paper|idyn`` (Scenario.preset, :mod:`idyn.experiments.presets`); ``backend``:
+    whether the command has ``--backend`` (whose default the preset sets)."""
+    from ..reproduce import PRESETS
+
+    where = "; backend idyn unless --backend names one" if backend else ""
+    parser.add_argument("--preset", choices=PRESETS, default="idyn",
+                        help="paper: the published models and protocol (the options of "
+                             f"docs/paper_differences.md{where}); idyn: idyn's defaults "
+                             "(default: %(default)s). Options given explicitly override the preset's")
+
+
+def add_backend(parser) -> None:
+    """``--backend``: the physics; by default the preset's (idyn under --preset paper, else pybullet)."""
+    parser.add_argument("--backend", choices=("pybullet", "idyn", "mujoco"), default=None,
+                        help="physics: PyBullet, idyn.sim (the paper's world: Anitescu-Potra LCP on rigid "
+                             "ground, penalty on compliant) or MuJoCo (the 'mujoco' extra) (default: idyn "
+                             "under --preset paper, else pybullet)")
+
+
+def backend_of(args) -> str:
+    """The backend a command runs: ``--backend``, or its preset's."""
+    from ..presets import default_backend
+
+    return args.backend if args.backend is not None else default_backend(args.preset)
 
 
 def add_controller(parser) -> None:
@@ -36,11 +64,13 @@ def terrain_names() -> str:
     return ", ".join(TERRAINS)
 
 
-def _friction_limit(text: str) -> float | None:
-    from ..scenario import check_friction_limit
+def _friction_limit(text: str) -> float | None | str:
+    from ..scenario import PRESET_VALUE, check_friction_limit
 
     if text.strip().lower() == "none":
         return None
+    if text.strip().lower() == PRESET_VALUE:     # the default: the preset's
+        return PRESET_VALUE
     try:
         return check_friction_limit(float(text))
     except (ValueError, InvalidInputError):

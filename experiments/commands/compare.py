@@ -1,6 +1,7 @@
 """``idyn compare``: a sweep of controllers x terrains (paper Sec. 8), in parallel.
 
-Prints the paper's Tables 3, 4 and 5 with our numbers beside theirs and the Table 6 scorecard,
+Prints the paper's Tables 3, 4 and 5 with our numbers beside theirs, the Table 6 scorecard and
+who completed the course beside the paper's (:mod:`idyn.experiments.completions`),
 and writes ``DIR/metrics.csv`` (one row per run), ``DIR/meta.json`` (package versions, git
 revision, seeds, machine), ``DIR/tables.txt``, ``DIR/orderings.json`` (the paper's orderings of
 Tables 4-6 judged on this sweep, :mod:`idyn.experiments.orderings`), ``DIR/comparison.png`` and each run's trace.
@@ -8,13 +9,13 @@ Tables 4-6 judged on this sweep, :mod:`idyn.experiments.orderings`), ``DIR/compa
 from __future__ import annotations
 
 from ..metrics import ERROR_COLUMNS
-from . import add_friction_limit, add_seed, parse_names, terrain_names
+from . import add_backend, add_friction_limit, add_preset, add_seed, backend_of, parse_names, terrain_names
 
 NAME = "compare"
 HELP = "run controllers x terrains in parallel and print the paper's tables beside ours"
 
 #: metrics.csv's columns: the error metrics under their names with units (``force_error_rel_pct``, ...)
-CSV_KEYS = ("controller", "terrain", "mu", "robot", "seed", "backend", "fell", "fall_time",
+CSV_KEYS = ("controller", "terrain", "mu", "robot", "seed", "backend", "preset", "fell", "fall_time",
             "waypoints_reached", "distance", ERROR_COLUMNS["pos_error"], ERROR_COLUMNS["vel_error"], "torque_rate",
             "torque_mean", ERROR_COLUMNS["force_error_abs"], ERROR_COLUMNS["force_error_rel"], "realtime_factor",
             "solve_time_p50_us", "solve_time_p95_us", "solve_time_max_us", "deadline_misses", "error")
@@ -36,9 +37,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--executor", choices=("process", "ray"), default="process",
                         help="local process pool, or Ray (needs the 'ray' extra): the cluster at RAY_ADDRESS, "
                              "else a local instance (default: %(default)s)")
-    parser.add_argument("--backend", choices=("pybullet", "idyn", "mujoco"), default="pybullet",
-                        help="physics: PyBullet, idyn.sim or MuJoCo (the 'mujoco' extra) "
-                             "(default: %(default)s)")
+    add_preset(parser)
+    add_backend(parser)
     add_friction_limit(parser)
 
 
@@ -49,6 +49,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from idyn import controllers
+    from idyn.errors import InvalidInputError
 
     from ..meta import run_metadata
     from ..metrics import csv_row
@@ -61,8 +62,8 @@ def run(args) -> int:
     names = parse_names(args.controllers, controllers.available() if args.controllers != "all" else PAPER_CONTROLLERS,
                    "controller")
     terrains = parse_names(args.terrains, tuple(TERRAINS), "terrain")
-    scenarios = paper_sweep(names, terrains, duration=args.duration, seed=args.seed, backend=args.backend,
-                            friction_limit=args.friction_limit)
+    scenarios = paper_sweep(names, terrains, duration=args.duration, seed=args.seed, backend=backend_of(args),
+                            friction_limit=args.friction_limit, preset=args.preset)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = run_sweep(scenarios, out, jobs=args.jobs, executor=args.executor)
@@ -74,6 +75,13 @@ def run(args) -> int:
     (out / "orderings.json").write_text(json.dumps(
         [{**asdict(o), "verdict": o.verdict} for o in paper_orderings(rows)], indent=1))
     tables = comparison_tables(rows, paper_data())
+    from ..completions import completion_table
+    try:
+        table, agree, compared = completion_table(rows, paper_data())
+        tables += (f"\n\nCompletion of the {args.duration:g} s course, ours / the paper's (Table 3's '-'; "
+                   f"preset {args.preset}, {scenarios[0].backend}): {agree} of {compared} cells agree\n" + table)
+    except InvalidInputError:         # no planar cell of the paper's controllers in this sweep
+        pass
     (out / "tables.txt").write_text(tables + "\n")
     plot_comparison(rows, paper_data(), out)
     print(tables)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 
-from . import add_contact_model_options, add_controller, add_controller_options, add_friction_limit, add_seed
+from . import (add_backend, add_contact_model_options, add_controller, add_controller_options, add_friction_limit,
+               add_preset, add_seed, backend_of)
 
 NAME = "run"
 HELP = "run one scenario and save its metrics, trace and plot"
@@ -25,9 +26,8 @@ def add_arguments(parser) -> None:
                              "inf means no slip (simulated as 100); ignored on rough terrain (default: inf)")
     parser.add_argument("--duration", type=float, default=30.0, help="virtual seconds (default: %(default)s)")
     add_seed(parser)
-    parser.add_argument("--backend", choices=("pybullet", "idyn", "mujoco"), default="pybullet",
-                        help="physics: PyBullet, idyn.sim or MuJoCo (the 'mujoco' extra) "
-                             "(default: %(default)s)")
+    add_preset(parser)
+    add_backend(parser)
     parser.add_argument("--contact-model", default=None,
                         choices=("ap-lcp", "noslip", "qp", "compliant", "penalty"),
                         help="idyn backend only: the simulator's contact model (default: ap-lcp, "
@@ -53,7 +53,7 @@ def run(args) -> int:
         raise CommandError(f"unknown controller {args.controller!r}; choose from {', '.join(controllers.available())}")
     mu = math.nan if args.terrain == "rough" and args.robot == "quadruped" else args.mu
     scenario = Scenario(controller=args.controller, robot=args.robot, terrain=args.terrain, mu=mu,
-                        duration=args.duration, seed=args.seed, backend=args.backend,
+                        duration=args.duration, seed=args.seed, backend=backend_of(args), preset=args.preset,
                         quadruped=args.quadruped, torque_limits=args.torque_limits,
                         contact_model=args.contact_model, friction_limit=args.friction_limit,
                         controller_options=dict(args.controller_options),

@@ -15,7 +15,7 @@ HELP = ("verify contact-force predictions: every controller against every contac
         "PyBullet and MuJoCo) on the trot, as a table")
 
 #: verify_forces.csv's columns (every error names its unit: N, or percent for relative errors)
-CSV_KEYS = ("controller", "backend", "mu", "matched", "balance", "friction_limit", "trotted_s", "fell", "mean_abs_N",
+CSV_KEYS = ("controller", "backend", "mu", "matched", "preset", "balance", "friction_limit", "trotted_s", "fell", "mean_abs_N",
             "mean_rel_pct", "median_rel_pct", "max_rel_pct", "steps", "wall_s", "error")
 
 
@@ -31,9 +31,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--mu", type=float, default=COULOMB_MU,
                         help="ground friction of the Coulomb cells; no-slip controllers and the noslip "
                              "model use mu = inf (default: %(default)s)")
+    from . import add_preset
+    add_preset(parser, backend=False)
     parser.add_argument("--no-balance", action="store_true",
-                        help="leave out the trot's balance torque, which is added after the controller "
-                             "and so is not in its prediction")
+                        help="leave out the trot's balance term (under --preset idyn a torque added after "
+                             "the controller and so not in its prediction; under --preset paper part of "
+                             "the desired acceleration)")
 
 
 def run(args) -> int:
@@ -72,10 +75,10 @@ def run(args) -> int:
 
     try:
         rows = prediction_table(names, models, args.duration, mu=args.mu, balance=not args.no_balance,
-                                progress=progress)
+                                progress=progress, preset=args.preset)
     finally:
         bar.close()
-    settings = {"duration": args.duration, "mu": args.mu, "balance": not args.no_balance, "controllers": names,
+    settings = {"duration": args.duration, "mu": args.mu, "balance": not args.no_balance, "preset": args.preset, "controllers": names,
                 "models": models}
     (out / "verify_forces.json").write_text(json.dumps(
         {"settings": settings, "rows": [jsonable(r) for r in rows], "meta": run_metadata([])}, indent=1))

@@ -12,7 +12,6 @@ mu = inf and dropped it at about 1.5 s at mu = 1.
 """
 from __future__ import annotations
 
-import inspect
 import tempfile
 import time
 from pathlib import Path
@@ -46,8 +45,8 @@ def backends(ctx: Context) -> tuple[str, ...]:
 
 
 def scenario(ctx: Context, backend: str, mu: float, options: dict) -> Scenario:
-    """One grasp run; ``ctx.preset`` is passed where :class:`Scenario` takes a preset."""
-    kw = {"preset": ctx.preset} if "preset" in inspect.signature(Scenario).parameters else {}
+    """One grasp run under the context's preset."""
+    kw = {"preset": ctx.preset}
     return Scenario(controller="qp-coulomb", robot="manipulator", mu=mu, duration=durations(ctx),
                     backend=backend, controller_options=dict(options), **kw)
 

@@ -10,12 +10,10 @@ covers every field of the scenario, not the code: delete ``OUT/runs`` after chan
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import math
 from pathlib import Path
 
-from idyn.errors import InvalidInputError
 
 from ..runner import jsonable, run_sweep
 from ..scenario import PAPER_CONTROLLERS, TERRAINS, Scenario, manipulator_sweep, paper_sweep
@@ -59,13 +57,7 @@ def backends(ctx) -> tuple[str, ...]:
 
 
 def _sweep_kw(ctx) -> dict:
-    """The keywords that give ``paper_sweep``/``manipulator_sweep`` the context's preset: none for
-    idyn's defaults; ``preset="paper"`` where the sweeps take a preset."""
-    if ctx.preset == "idyn":
-        return {}
-    if "preset" not in inspect.signature(paper_sweep).parameters:
-        raise InvalidInputError(f"preset {ctx.preset!r} needs Scenario.preset, which this idyn lacks; "
-                                "use --preset idyn")
+    """The keywords that give ``paper_sweep``/``manipulator_sweep`` the context's preset."""
     return {"preset": ctx.preset}
 
 

@@ -19,13 +19,12 @@ sequence of states (:func:`mindiff_demo`): the torques with and without it, and 
 """
 from __future__ import annotations
 
-import inspect
 import time
 
 import numpy as np
 
 from idyn import controllers
-from idyn.state import Desired, RobotState
+from idyn.state import Desired
 
 from . import Claim, Context, Section
 from ..runner import build_reference, build_testbed, _robot
@@ -162,7 +161,7 @@ def _backends(ctx: Context) -> tuple[str, ...]:
 
 
 def _scenario(ctx: Context, robot: str, backend: str, duration: float) -> Scenario:
-    kw = {"preset": ctx.preset} if "preset" in inspect.signature(Scenario).parameters else {}
+    kw = {"preset": ctx.preset}
     if robot == "manipulator":
         return Scenario(controller="qp-coulomb", robot="manipulator", mu=100.0, duration=duration,
                         backend=backend, **kw)

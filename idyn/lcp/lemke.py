@@ -167,7 +167,7 @@ def basis_checked(M, q, basis, tol, z):
     indeterminate contact problem (more loaded impulses than the base has motions, Stage I of
     :mod:`idyn.controllers.dissipation`) makes the support's ``M_bb`` singular, and the system is
     then consistent with a face of solutions, any point of which the residual check accepts."""
-    n, b = q.shape[0], basis.shape[0]
+    b = basis.shape[0]
     Mbb, qb = np.empty((b, b)), np.empty(b)
     for i in range(b):
         qb[i] = -q[basis[i]]

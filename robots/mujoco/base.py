@@ -25,7 +25,6 @@ those contacts.
 """
 from __future__ import annotations
 
-import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 

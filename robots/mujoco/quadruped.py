@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pinocchio as pin
 
 from idyn.contact import CONTACT_GAP, contact_batch
 from idyn.errors import InvalidInputError, ModelLoadError
