@@ -81,6 +81,32 @@ DIFFERENCES: tuple[Difference, ...] = (
                "duplicates make the LCPs degenerate (controllers.duplicates); lcp-noslip never merges "
                "(Algorithm 2 handles dependent contacts)",
                applies_to=("lcp-coulomb",) + QP_CONTROLLERS, options={"merge_duplicates": False}),
+    Difference("Sec. 4.5 consistency check", "Sec. 4.5, eqs. 46-51; Sec. 8.2: \"we do not use the "
+               "check described in Section 4.5\"", "on: an answer that closes a contact moves qd_des "
+               "minimally and solves again (controllers.consistency)", "off in the experiments",
+               "consistency_check=false",
+               "with it qp-coulomb holds the grasped box at mu = 100 in idyn.sim (without: dropped at "
+               "1.43 s; docs/results.md); on the LINKS trot it never runs",
+               applies_to=("lcp-noslip", "qp-noslip") + QP_CONTROLLERS[::2], options={"consistency_check": False}),
+    Difference("qp-coulomb: Stage II from the command's effort", "Sec. 6.2.4 (absent)",
+               "after a consistency move, Stage II measures torque from the removed command's effort",
+               "none", "command_effort=false",
+               "the squeeze of a grasp is an internal force Stage I leaves free; the least-torque "
+               "squeeze drops the box (docs/results.md)",
+               applies_to=("qp-coulomb", "qp-coulomb-1stage"), options={"command_effort": False}),
+    Difference("qp-noslip: friction of unloaded and held contacts", "Sec. 4, eqs. 40-41; Sec. 6, eq. 101",
+               "contacts sliding or ending the step unloaded and opening get no friction; held ones "
+               "keep eq. 101 at mu = 100", "every contact held by equalities, tangential impulse "
+               "unbounded", "release=false, no_slip_mu=inf",
+               "eq. 101's mu -> inf limit gives no friction without normal impulse; read literally, "
+               "Stage I gave a lifting foot 16 N of friction at zero load and the next step's "
+               "equalities threw the robot (controllers.qp_noslip, docs/results.md)",
+               applies_to=("qp-noslip",), options={"release": False, "no_slip_mu": float("inf")}),
+    Difference("trot scaled to the robot's size", "Sec. 7.6 (LINKS only)",
+               "period, step height and speed scaled from LINKS's by dynamic similarity (other robots)",
+               "LINKS's 0.3 s, 0.015 m, 0.2 m/s", "scale_to_size=false (reference option)",
+               "a robot three times LINKS's size would trot with 1.5 cm steps (references.QuadrupedReference); "
+               "LINKS itself is unchanged", target="reference", options={"scale_to_size": False}),
     Difference("step budget and impulse plausibility bound", "Sec. 8.4.2 (absent)",
                "50 ms budget; impulses bounded by 10x the robot's momentum",
                "unbounded", "budget=none, plausibility_margin=none",

@@ -41,6 +41,8 @@ def value_on(controller, key):
         return controller.plausibility_margin if controller._bounded else None
     if key in ("impact", "penetration_recovery"):
         return getattr(controller.dynamics, key)
+    if key == "no_slip_mu":
+        return controller.held_mu
     return getattr(controller, key)
 
 
@@ -64,6 +66,11 @@ def test_paper_preset_sets_the_reference_and_backend(links):
     assert ref.friction_limit is None and ref.balance_target == "acceleration"
     ours = build_reference(terrain_scenario("rigid-high"), links)
     assert ours.friction_limit == LOCOMOTION_FRICTION_LIMIT and ours.balance_target == "torque"
+    a1 = robots.quadruped("a1")     # the trot scaled to the robot's size (LINKS: the paper's)
+    assert ours.gait.period == ref.gait.period == 0.3
+    scaled = build_reference(terrain_scenario("rigid-high", quadruped="a1"), a1)
+    paper = build_reference(terrain_scenario("rigid-high", quadruped="a1", preset="paper"), a1)
+    assert scaled.gait.period > 0.3 and paper.gait.period == 0.3 and paper.gait.step_height == 0.015
     assert {s.backend for s in paper_sweep(preset="paper")} == {"idyn"}
     assert {s.backend for s in paper_sweep()} == {"pybullet"}
     assert {(s.backend, s.preset) for s in manipulator_sweep(preset="paper")} == {("idyn", "paper")}
