@@ -16,6 +16,7 @@ from pathlib import Path
 
 
 from ..runner import jsonable, run_sweep
+from ..presets import controller_options, reference_options
 from ..scenario import PAPER_CONTROLLERS, TERRAINS, Scenario, manipulator_sweep, paper_sweep
 
 #: the quadruped terrains of Tables 3-6 (rough is Fig. 16's)
@@ -62,8 +63,11 @@ def _sweep_kw(ctx) -> dict:
 
 
 def scenario_key(scenario: Scenario) -> str:
-    """A hash of every field of ``scenario``: the name of its run's cache directory."""
-    text = json.dumps(scenario.to_dict(), sort_keys=True, default=str)
+    """A hash of every field of ``scenario`` and of the options its preset resolves to (so a
+    preset whose options change does not reuse old runs): the name of its run's cache directory."""
+    resolved = {"controller": controller_options(scenario.preset, scenario.controller),
+                "reference": reference_options(scenario.preset)}
+    text = json.dumps([scenario.to_dict(), resolved], sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
