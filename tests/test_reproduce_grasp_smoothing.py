@@ -9,7 +9,7 @@ from idyn.experiments.reproduce import grasp, smoothing
 
 
 def test_grasp_section_smoke(tmp_path):
-    s = grasp.section(Context(out=tmp_path, smoke=True))
+    s = grasp.section(Context(out=tmp_path, smoke=True, preset="idyn"))
     assert s.key == "id-fig-18" and all(p.exists() and p.suffix == ".png" for p in s.figures)
     assert len(s.claims) == 2 and all(c.holds is None for c in s.claims)     # 0.1 s decides neither
     assert s.body.count("| idyn |") == len(grasp.MUS) * len(grasp.VARIANTS)

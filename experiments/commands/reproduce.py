@@ -58,7 +58,7 @@ def run(args) -> int:
     from ..meta import _git_revision
     from ..reproduce import SECTIONS, Context, Section
     from ..reproduce.document import write
-    from ..reproduce.runs import _sweep_kw, scale_name
+    from ..reproduce.runs import scale_name
     from idyn.errors import InvalidInputError
 
     if args.jobs < 1:
@@ -68,7 +68,6 @@ def run(args) -> int:
     ctx = Context(out=Path(args.out), quick=args.quick, smoke=args.smoke, backend=args.backend,
                   cross_checks=tuple(b for b in cross if b != args.backend), preset=args.preset,
                   jobs=args.jobs, executor=args.executor)
-    _sweep_kw(ctx)      # an unsupported preset fails here, before any run
     ctx.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     sections: list[Section] = []

@@ -20,14 +20,16 @@ sequence of states (:func:`mindiff_demo`): the torques with and without it, and 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from idyn import controllers
+from idyn.errors import SolverError
 from idyn.state import Desired
 
 from . import Claim, Context, Section
-from ..runner import build_reference, build_testbed, _robot
+from ..runner import build_controller, build_reference, build_testbed, _robot
 from ..scenario import Scenario
 
 
@@ -35,15 +37,19 @@ def shadow_torques(scenario: Scenario, shadows: dict[str, dict], steps: int | No
     """Run ``scenario`` closed loop and give every step's state, desired motion and contacts also
     to one shadow controller per entry of ``shadows`` (name -> ``controllers.make`` keywords;
     the key ``"controller"`` names another controller than ``scenario.controller``).  Returns ``{"driver": tau (n, na), name: tau (n, na), ...,
-    "nullity": (n,), "t": (n,)}``."""
+    "nullity": (n,), "t": (n,)}``, shortened (with ``"diverged_at"``) if the simulation diverges.
+    Controllers come from :func:`idyn.experiments.runner.build_controller` (the scenario's preset
+    and options; a shadow's keywords override them)."""
     robot = _robot(scenario)
     testbed = build_testbed(scenario)
     try:
         model = testbed.model
         reference = build_reference(scenario, robot)
-        driver = controllers.make(scenario.controller, model, dt=scenario.dt, **scenario.controller_options)
-        others = {k: controllers.make(o.get("controller", scenario.controller), model, dt=scenario.dt,
-                                      **{n: x for n, x in o.items() if n != "controller"})
+        driver = build_controller(scenario, model)     # the scenario's preset and options
+        others = {k: build_controller(replace(scenario, controller=o.get("controller", scenario.controller),
+                                              controller_options={**scenario.controller_options,
+                                                                  **{n: x for n, x in o.items() if n != "controller"}}),
+                                      model)
                   for k, o in shadows.items()}
         n = steps or int(round(scenario.duration / scenario.dt))
         out = {k: np.zeros((n, model.na)) for k in ("driver", *shadows)}
@@ -64,7 +70,12 @@ def shadow_torques(scenario: Scenario, shadows: dict[str, dict], steps: int | No
                 out[name][k] = c.compute(state, desired, active).tau
             extra = reference.extra_torque(state, contacts)
             testbed.apply(res.tau if extra is None else res.tau + extra)
-            testbed.step()
+            try:
+                testbed.step()
+            except SolverError:       # the simulation diverged (a fall): the run ends here
+                out = {key: value[:k + 1] for key, value in out.items()}
+                out["diverged_at"] = state.t
+                break
     finally:
         close = getattr(testbed, "close", None)
         if close is not None:
