@@ -77,7 +77,7 @@ def test_pybullet_follows_qp_coulomb_prediction_on_the_grasp():
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="Bullet simulates at most Coulomb mu = 10; qp-coulomb's grasp "
-                   "drops the box under any finite Coulomb friction >= 2, in idyn.sim too (docs/results.md)")
+                   "drops the box under Coulomb mu = 5 to 99 in idyn.sim too (docs/results.md)")
 def test_qp_coulomb_holds_the_box_at_mu_100_in_pybullet():
     """Issue 24's must-show in PyBullet. Measured: dropped at 0.307 s. idyn.sim holds at mu = 100
     only because it simulates mu >= 100 as no slip; with Coulomb mu = 99 it drops at 0.225 s."""
