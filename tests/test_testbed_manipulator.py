@@ -7,6 +7,7 @@ import pytest
 from idyn import contact_jacobians
 from idyn.errors import InvalidInputError, NonFiniteError, ShapeError
 from idyn.robots.pybullet import ManipulatorTestbed
+from idyn.robots.pybullet.base import BULLET_CONTACT_SLOP, BULLET_MAX_FRICTION, configure_engine, exact_gaps
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +22,8 @@ def test_reference_grasp_touches_all_four_fingertips(bed):
     cs = bed.contacts()
     assert [c.body_a for c in cs] == [t.link for t in bed.description.fingertips.values()]
     for c in cs:
-        assert c.body_b == "box" and abs(c.phi) < 1e-6 and c.mu == 100.0
+        # mu = 100 is simulated as Bullet's largest coefficient, and reported as such
+        assert c.body_b == "box" and abs(c.phi) < 1e-6 and c.mu == BULLET_MAX_FRICTION
         # the normal points from the box to the fingertip: horizontal squeeze (world y)
         assert abs(abs(c.normal[1]) - 1.0) < 1e-6
         tip = bed.description.model.frame_position(s.q[:11], c.body_a)
@@ -115,6 +117,68 @@ def test_dropped_box_lands_on_ground_contacts():
         assert len(ground) == 4 and all(c.body_a == "box" and c.mu == 1.0 for c in ground)
         f = bed.sensed_contact_forces()[[i for i, c in enumerate(cs) if c.body_b is None]]
         assert f[:, 0].sum() == pytest.approx(d.box_mass * 9.81, rel=0.01)
+
+
+@pytest.mark.parametrize("ratio, slides", [(9.0, False), (11.0, True)])
+def test_bullet_caps_combined_friction_at_the_reported_coefficient(ratio, slides):
+    """What :data:`BULLET_MAX_FRICTION` claims, measured: a 1 kg slab (4 mm thick, 10 cm wide, so
+    it does not tip below 25 weights) with lateral friction 100 on a plane of 1 (product 100),
+    pushed sideways at its centre by ``ratio`` times its weight, stays at ``ratio`` = 9 and slides
+    at 11 with ``a = (ratio - 10) g``: Bullet's coefficient is 10."""
+    client = pb.connect(pb.DIRECT)
+    try:
+        configure_engine(client, 1e-3)
+        plane = pb.createMultiBody(0, pb.createCollisionShape(pb.GEOM_PLANE, physicsClientId=client),
+                                   physicsClientId=client)
+        box = pb.createMultiBody(1.0, pb.createCollisionShape(pb.GEOM_BOX, halfExtents=[0.05, 0.05, 0.002],
+                                                              physicsClientId=client),
+                                 basePosition=[0, 0, 0.002], physicsClientId=client)
+        pb.changeDynamics(plane, -1, lateralFriction=1.0, restitution=0.0, physicsClientId=client)
+        pb.changeDynamics(box, -1, lateralFriction=100.0, restitution=0.0, physicsClientId=client)
+        for _ in range(50):                              # settle
+            pb.stepSimulation(physicsClientId=client)
+        v0 = pb.getBaseVelocity(box, physicsClientId=client)[0][0]
+        steps = 100
+        for _ in range(steps):
+            pb.applyExternalForce(box, -1, [ratio * 9.81, 0, 0], [0, 0, 0], pb.LINK_FRAME,
+                                  physicsClientId=client)
+            pb.stepSimulation(physicsClientId=client)
+        a = (pb.getBaseVelocity(box, physicsClientId=client)[0][0] - v0) / (steps * 1e-3)
+        assert (a > 1.0) is slides
+        if slides:          # a = (ratio - mu) g
+            assert ratio - a / 9.81 == pytest.approx(BULLET_MAX_FRICTION, rel=0.02)
+        else:
+            assert abs(a) < 1e-3
+    finally:
+        pb.disconnect(client)
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_contacts_obey_the_reported_gap(exact):
+    """With contact slop 0 (:func:`exact_gaps`, the manipulator testbed's setting) Bullet's
+    contact at distance phi allows a closing speed of at most phi/dt, eq. 47 as the controllers
+    model it: a sphere 0.2 mm above a plane falling at 1 m/s ends the step touching (gap within
+    1e-8 m), at 0.2 m/s. With Bullet's default it ends :data:`BULLET_CONTACT_SLOP` deep."""
+    client = pb.connect(pb.DIRECT)
+    try:
+        configure_engine(client, 1e-3)
+        if exact:
+            exact_gaps(client)
+        pb.createMultiBody(0, pb.createCollisionShape(pb.GEOM_PLANE, physicsClientId=client),
+                           physicsClientId=client)
+        r, gap = 0.01, 2e-4
+        ball = pb.createMultiBody(0.1, pb.createCollisionShape(pb.GEOM_SPHERE, radius=r, physicsClientId=client),
+                                  basePosition=[0, 0, r + gap], physicsClientId=client)
+        pb.changeDynamics(ball, -1, restitution=0.0, linearDamping=0.0, physicsClientId=client)
+        pb.resetBaseVelocity(ball, [0, 0, -1.0], [0, 0, 0], physicsClientId=client)
+        pb.stepSimulation(physicsClientId=client)
+        z = pb.getBasePositionAndOrientation(ball, physicsClientId=client)[0][2] - r
+        vz = pb.getBaseVelocity(ball, physicsClientId=client)[0][2]
+        slop = 0.0 if exact else BULLET_CONTACT_SLOP
+        assert z == pytest.approx(-slop, abs=1e-8)
+        assert vz == pytest.approx(-(gap + slop) / 1e-3, rel=1e-4)
+    finally:
+        pb.disconnect(client)
 
 
 def test_bad_inputs(bed):

@@ -120,10 +120,10 @@ def _held_claim(ctx: Context, results: dict) -> Claim:
                  "docs/results.md, 'Grasping manipulator'")
     if "pybullet" in runs and runs["pybullet"]["box_dropped"]:
         cause += ("" if not cause else "; ") + (
-            "PyBullet drops it: Bullet loads one fingertip where the model loads three on the first step "
-            "(the squeeze is indeterminate and the least-torque answer uses friction near the cone; Bullet "
-            "clamps friction at 10), and with fingers of 8.4e-5 kg m^2 a newton of force error at the "
-            "fingertip is 0.6 rad/s of finger velocity per step (docs/results.md)")
+            "PyBullet drops it: Bullet simulates at most Coulomb mu = 10 (it clamps friction at 10; the "
+            "testbed reports that 10), and under finite Coulomb friction the least-squeeze grasp drops the "
+            "box in idyn.sim too (mu = 10: 0.131 s, mu = 99: 0.225 s); idyn.sim holds it at mu = 100 because "
+            "it simulates mu >= 100 as no slip (docs/results.md)")
     return Claim("ID Sec. 8.4.1, Fig. 18", "ID_QP,mu holds the box at mu = inf for the 3 s experiment",
                  holds, evidence, cause)
 

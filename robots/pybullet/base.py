@@ -43,6 +43,12 @@ from ._testbed_kernel import ANY_LINK, attribute_rows
 
 #: Physics engine settings used by every testbed (see :func:`configure_engine`).
 SOLVER_ITERATIONS = 150
+#: (m) Bullet's default contact slop (PyBullet's ``contactSlop``): its solver treats a contact at
+#: distance d as one at d + slop, so a contact may close this far beyond its gap
+BULLET_CONTACT_SLOP = 1e-5
+#: the largest friction coefficient Bullet simulates: it clamps the product of the two bodies'
+#: lateral frictions at 10 (``calculateCombinedFriction``, btManifoldResult.cpp)
+BULLET_MAX_FRICTION = 10.0
 #: standard gravity (m/s^2), pinocchio's default, also given to PyBullet
 GRAVITY = 9.81
 
@@ -67,12 +73,26 @@ def configure_engine(client: int, dt: float) -> None:
     * cone friction (``enableConeFriction``): the Coulomb cone rather than a pyramid;
     * ``deterministicOverlappingPairs`` for reproducible runs; no sub-steps; restitution is
       zeroed per body.
+    * Bullet's contact slop (:data:`BULLET_CONTACT_SLOP`) is kept here: its solver lets a
+      contact close to ``gap + slop``, while the controllers' models (and ``contacts()``'s
+      ``phi``) allow ``N v+ >= -phi/dt``. A testbed whose controllers must meet that constraint
+      to 1e-5 m (a grasp) calls :func:`exact_gaps`.
     """
     pb.setPhysicsEngineParameter(
         fixedTimeStep=dt, numSubSteps=0, numSolverIterations=SOLVER_ITERATIONS,
         useSplitImpulse=1, enableConeFriction=1, deterministicOverlappingPairs=1,
         restitutionVelocityThreshold=0.0, physicsClientId=client)
     pb.setGravity(0.0, 0.0, -GRAVITY, physicsClientId=client)
+
+
+def exact_gaps(client: int) -> None:
+    """Contact slop 0: Bullet's velocity constraint of a contact at distance ``d`` is then
+    ``N v+ >= -d/dt`` for ``d >= 0``, the non-interpenetration the controllers model (paper eq.
+    47 with ``phi = d``). With the default slop of 1e-5 m a fingertip at gap 3e-7 m may close
+    at 1 cm/s where the model allows 0.3 mm/s, and a contact at rest sits 1e-5 m deep, where
+    the model's ``phi = -1e-5`` demands a separation of 1 cm/s (docs/results.md, grasping
+    manipulator)."""
+    pb.setPhysicsEngineParameter(contactSlop=0.0, physicsClientId=client)
 
 
 def check_dt(dt) -> float:

@@ -4,7 +4,9 @@ The arm is loaded from ``robots/assets/manipulator.urdf`` (fixed base); the box 
 PyBullet body. Friction: PyBullet multiplies the two bodies' coefficients, so the fingertip
 links carry ``mu_grasp`` and the box, arm links and ground carry 1; fingertip-box contacts then
 have mu_grasp, box-ground and arm-ground contacts 1 (docs/robots.md). Bullet clamps a combined
-coefficient at 10, so mu_grasp = 100 acts as 10 in the simulator (no slip in practice).
+coefficient at 10, so mu_grasp = 100 acts as 10 in the simulator, and :meth:`contacts` reports
+the 10 Bullet simulates (a controller told 100 plans friction Bullet cannot give). The contact slop
+is 0 (:func:`.base.exact_gaps`), so Bullet's contacts obey the gap :meth:`contacts` reports.
 
 The state is that of the combined model ``Manipulator.model_with_box``: the 11 arm and finger
 joints, then the box free-flyer (pinocchio conventions).
@@ -21,8 +23,8 @@ from idyn.contact import contact_batch
 from idyn.errors import InvalidInputError
 
 from ..manipulator import BOX_FRAME, GROUND_MU, manipulator
-from .base import (BodyLink, MultiBodyMap, SphereProbe, StateReader, Testbed, base_raw, com_from_free_flyer,
-                   owner_pairs)
+from .base import (BULLET_MAX_FRICTION, BodyLink, MultiBodyMap, SphereProbe, StateReader, Testbed, base_raw,
+                   com_from_free_flyer, exact_gaps, owner_pairs)
 from .terrain import Terrain, simulated_mu
 
 #: default margin (m) within which a fingertip or box corner is a contact candidate
@@ -37,9 +39,12 @@ class ManipulatorTestbed(Testbed):
 
     def __init__(self, mu_grasp=100.0, dt: float = 0.001, gui: bool = False):
         self.mu_grasp = simulated_mu(mu_grasp)
+        #: the fingertip-box coefficient Bullet simulates, which :meth:`contacts` reports
+        self.mu_simulated = min(self.mu_grasp, BULLET_MAX_FRICTION)
         self.description = manipulator()
         super().__init__(dt, gui)
         try:
+            exact_gaps(self.client)
             d = self.description
             self._start(MultiBodyMap(self.client, d.model, d.urdf))
             self.ground = Terrain(self.client, "rigid", GROUND_MU)
@@ -94,7 +99,9 @@ class ManipulatorTestbed(Testbed):
         ground (body_a = "box", body_b = None), each with its signed gap phi.
 
         Fingertip contacts: point = the closest point on the box, normal = from the box towards
-        the fingertip (the direction of the box's force on the fingertip), mu = mu_grasp.
+        the fingertip (the direction of the box's force on the fingertip), mu = the coefficient
+        Bullet simulates, ``min(mu_grasp, 10)`` (:data:`BULLET_MAX_FRICTION`); phi = the distance,
+        which Bullet's solver uses as the gap (contact slop 0, :func:`exact_gaps`).
         """
         margin = float(margin)
         if not (np.isfinite(margin) and margin >= 0):
@@ -106,7 +113,7 @@ class ManipulatorTestbed(Testbed):
             centre = self._data.oMf[fid].act(tip.offset)
             cp = self._probes[tip.radius].closest(centre, self.box, margin)
             if cp is not None:
-                body_a.append(tip.link), body_b.append(BOX_FRAME), mus.append(self.mu_grasp)
+                body_a.append(tip.link), body_b.append(BOX_FRAME), mus.append(self.mu_simulated)
                 points.append(cp.point_on_b), normals.append(cp.normal), gaps.append(cp.distance)
                 owners.append((BodyLink(self.robot.body, link), BodyLink(self.box)))
         box = pin.XYZQUATToSE3(q[self._na_q:])
