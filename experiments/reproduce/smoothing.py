@@ -29,57 +29,65 @@ from idyn.errors import SolverError
 from idyn.state import Desired
 
 from . import Claim, Context, Section
+from ..loop import run_loop
 from ..runner import build_controller, build_reference, build_testbed, _robot
 from ..scenario import Scenario
 
 
-def shadow_torques(scenario: Scenario, shadows: dict[str, dict], steps: int | None = None) -> dict:
-    """Run ``scenario`` closed loop and give every step's state, desired motion and contacts also
-    to one shadow controller per entry of ``shadows`` (name -> ``controllers.make`` keywords;
-    the key ``"controller"`` names another controller than ``scenario.controller``).  Returns ``{"driver": tau (n, na), name: tau (n, na), ...,
-    "nullity": (n,), "t": (n,)}``, shortened (with ``"diverged_at"``) if the simulation diverges.
-    Controllers come from :func:`idyn.experiments.runner.build_controller` (the scenario's preset
-    and options; a shadow's keywords override them)."""
+class _Shadowed:
+    """A controller that is ``driver`` and also gives every step's state, desired motion and
+    contacts to the ``shadows`` (name -> controller), recording each one's torques: run by the
+    closed loop (:func:`idyn.experiments.loop.run_loop`) in the driver's place."""
+
+    def __init__(self, driver, shadows: dict):
+        self.driver, self.shadows = driver, shadows
+        self.model, self.dt = driver.model, driver.dt
+        self.rows: list = []
+
+    def reset(self) -> None:
+        for c in (self.driver, *self.shadows.values()):
+            c.reset()
+        self.rows = []
+
+    def compute(self, state, desired, contacts):
+        out = self.driver.compute(state, desired, contacts)
+        self.rows.append((state.t, out.info.details.get("nullity", 0), out.tau,
+                          *(c.compute(state, desired, contacts).tau for c in self.shadows.values())))
+        return out
+
+
+def shadow_torques(scenario: Scenario, shadows: dict[str, dict]) -> dict:
+    """Run ``scenario`` closed loop (:func:`idyn.experiments.loop.run_loop`) and give every
+    step's state, desired motion and contacts also to one shadow controller per entry of
+    ``shadows`` (name -> ``controllers.make`` keywords; the key ``"controller"`` names another
+    controller than ``scenario.controller``).  Returns ``{"driver": tau (n, na), name: tau (n, na),
+    ..., "nullity": (n,), "t": (n,)}``, shortened (with ``"diverged_at"``) if the simulation
+    diverges.  Controllers come from :func:`idyn.experiments.runner.build_controller` (the
+    scenario's preset and options; a shadow's keywords override them)."""
     robot = _robot(scenario)
     testbed = build_testbed(scenario)
+    out: dict = {}
     try:
         model = testbed.model
-        reference = build_reference(scenario, robot)
         driver = build_controller(scenario, model)     # the scenario's preset and options
         others = {k: build_controller(replace(scenario, controller=o.get("controller", scenario.controller),
                                               controller_options={**scenario.controller_options,
                                                                   **{n: x for n, x in o.items() if n != "controller"}}),
                                       model)
                   for k, o in shadows.items()}
-        n = steps or int(round(scenario.duration / scenario.dt))
-        out = {k: np.zeros((n, model.na)) for k in ("driver", *shadows)}
-        out["nullity"], out["t"] = np.zeros(n, dtype=int), np.zeros(n)
-        reference.reset()
-        for c in (driver, *others.values()):
-            c.reset()
-        testbed.reset()
-        for k in range(n):
-            state = testbed.state()
-            contacts = testbed.contacts()
-            desired = reference.desired(state, contacts)
-            active = reference.active_contacts(contacts)
-            res = driver.compute(state, desired, active)
-            out["driver"][k], out["t"][k] = res.tau, state.t
-            out["nullity"][k] = res.info.details.get("nullity", 0)
-            for name, c in others.items():
-                out[name][k] = c.compute(state, desired, active).tau
-            extra = reference.extra_torque(state, contacts)
-            testbed.apply(res.tau if extra is None else res.tau + extra)
-            try:
-                testbed.step()
-            except SolverError:       # the simulation diverged (a fall): the run ends here
-                out = {key: value[:k + 1] for key, value in out.items()}
-                out["diverged_at"] = state.t
-                break
+        shadowed = _Shadowed(driver, others)
+        try:
+            run_loop(testbed, model, build_reference(scenario, robot), shadowed, scenario.duration)
+        except SolverError:       # the simulation diverged (a fall): the run ends there
+            out["diverged_at"] = shadowed.rows[-1][0] if shadowed.rows else 0.0
     finally:
         close = getattr(testbed, "close", None)
         if close is not None:
             close()
+    t, nullity, *taus = zip(*shadowed.rows)
+    out.update({"t": np.array(t), "nullity": np.array(nullity, dtype=int)})
+    for name, tau in zip(("driver", *shadows), taus):
+        out[name] = np.array(tau)
     return out
 
 
