@@ -103,7 +103,7 @@ DIFFERENCES: tuple[Difference, ...] = (
                "equalities threw the robot (controllers.qp_noslip, docs/results.md)",
                applies_to=("qp-noslip",), options={"release": False, "no_slip_mu": float("inf")}),
     Difference("trot scaled to the robot's size", "Sec. 7.6 (LINKS only)",
-               "period, step height and speed scaled from LINKS's by dynamic similarity (other robots)",
+               "other robots: step height x s and speed x sqrt(s), s the size relative to LINKS",
                "LINKS's 0.3 s, 0.015 m, 0.2 m/s", "scale_to_size=false (reference option)",
                "a robot three times LINKS's size would trot with 1.5 cm steps (references.QuadrupedReference); "
                "LINKS itself is unchanged", target="reference", options={"scale_to_size": False}),

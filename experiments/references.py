@@ -32,7 +32,7 @@ def _links_height() -> float:
 
 def size_relative_to_links(quadruped) -> float:
     """How many times LINKS's size ``quadruped`` is: the ratio of their nominal base heights
-    (standing, feet on the ground), the length the trot is scaled by (:meth:`Gait.scaled`)."""
+    (standing, feet on the ground), the scale of the trot (:class:`QuadrupedReference`)."""
     return quadruped.nominal_base_height / _links_height()
 
 
@@ -80,12 +80,13 @@ class QuadrupedReference:
             raise InvalidInputError(f"contacts must be one of {self.CONTACT_SELECTIONS}, got {contacts!r}")
         self.contact_selection = contacts
         self.friction_limit = check_friction_limit(friction_limit)
-        #: the robot's size relative to LINKS, the paper's quadruped (nominal base heights), and
-        #: the paper's trot and speed scaled to it by dynamic similarity (:meth:`Gait.scaled`;
-        #: LINKS keeps the paper's 0.3 s, 0.015 m and 0.2 m/s; ``scale_to_size=False`` keeps them
-        #: for every robot)
+        #: the robot's size relative to LINKS, the paper's quadruped (nominal base heights): the
+        #: trot's step height scales with it and its speed with its square root (the Froude
+        #: number v^2 / (g l) of LINKS's trot); the period stays the paper's 0.3 s (a longer one,
+        #: as full dynamic similarity asks, made go2 fall in PyBullet: docs/planner.md). LINKS
+        #: keeps 0.015 m and 0.2 m/s; ``scale_to_size=False`` keeps them for every robot
         self.size = size_relative_to_links(quadruped) if scale_to_size else 1.0
-        self.gait = gait or TrotGait().scaled(self.size)
+        self.gait = gait or TrotGait(step_height=TrotGait.step_height * self.size)
         feet = {leg: f.link for leg, f in quadruped.feet.items()}
         self.planner = QuadrupedPlanner(quadruped.model, feet, quadruped.leg_joints,
                                         quadruped.q_stand, gait=self.gait,

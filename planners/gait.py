@@ -9,7 +9,6 @@ during the third, with four feet down in between.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -69,14 +68,6 @@ class Gait:
             raise InvalidInputError(f"step height must be >= 0, got {self.step_height}")
         object.__setattr__(self, "touchdown", dict(self.touchdown))
         object.__setattr__(self, "_phases", np.array(list(self.touchdown.values()), dtype=float))
-
-    def scaled(self, size: float) -> "Gait":
-        """This gait for a robot ``size`` times as large, by dynamic (Froude) similarity under the
-        same gravity: lengths times ``size``, times (the period) times ``sqrt(size)``, so speeds
-        times ``sqrt(size)``; the duty factor and phases are unchanged."""
-        if not (math.isfinite(size) and size > 0):
-            raise InvalidInputError(f"size must be positive and finite, got {size}")
-        return dataclasses.replace(self, period=self.period * math.sqrt(size), step_height=self.step_height * size)
 
     # ------------------------------------------------------------------ derived durations
     @property
