@@ -10,7 +10,7 @@ from idyn.contact import ContactSet
 from idyn.errors import InvalidInputError, NonFiniteError
 
 pb = pytest.importorskip("idyn.robots.pybullet")
-from idyn.robots.pybullet._testbed_kernel import ANY_LINK  # noqa: E402
+from idyn.robots.pybullet.kernels import ANY_LINK  # noqa: E402
 from idyn.robots.pybullet.base import attribute_forces  # noqa: E402
 from idyn.robots.pybullet.quadruped import _foot_contacts  # noqa: E402
 

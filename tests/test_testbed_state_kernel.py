@@ -1,4 +1,4 @@
-"""The compiled state conversion of the PyBullet testbeds (robots/pybullet/_state_kernel.py) gives
+"""The compiled state conversion of the PyBullet testbeds (robots/pybullet/kernels.py) gives
 the numbers of pinocchio's SE3 chain to round-off, on random poses and inertial frames."""
 import numpy as np
 import pinocchio as pin

@@ -38,8 +38,7 @@ from idyn.errors import InvalidInputError, ModelLoadError
 from idyn.model import RobotModel
 from idyn.state import RobotState
 
-from ._state_kernel import read_rows
-from ._testbed_kernel import ANY_LINK, attribute_rows
+from .kernels import ANY_LINK, attribute_rows, read_rows
 
 #: Physics engine settings used by every testbed (see :func:`configure_engine`).
 SOLVER_ITERATIONS = 150
@@ -321,7 +320,7 @@ class StateReader:
     frame -> inertial frame (the base pose PyBullet reports is that of the inertial frame).
 
     The free-flyer conversion ``T_link = T_com T_inertial^-1``, ``v = R^T (v_com - w x (c - o))``,
-    ``w_b = R^T w`` is one compiled call (:func:`._state_kernel.read_rows`); q and v are views of
+    ``w_b = R^T w`` is one compiled call (:func:`.kernels.read_rows`); q and v are views of
     one new array, checked finite in the same call.
     """
 
@@ -423,7 +422,7 @@ def _distance(cp: tuple) -> float:
 
 
 def contact_point_rows(client: int) -> np.ndarray:
-    """Every PyBullet contact point as a row of :func:`._testbed_kernel.attribute_rows` (P, 19):
+    """Every PyBullet contact point as a row of :func:`.kernels.attribute_rows` (P, 19):
     body A, link A, body B, link B, the point on B (where B's surface is: a terrain or box
     contact point lies there), the normal, the normal force, the two lateral directions each
     followed by its force (newtons). Built as one flat list (a list of per-point tuples costs
@@ -443,7 +442,7 @@ def contact_point_rows(client: int) -> np.ndarray:
 
 def owner_pairs(owners: list[tuple[BodyLink, BodyLink]]) -> np.ndarray:
     """(m, 4) integers [body A, link A, body B, link B] of PyBullet (A, B) pairs, a link None
-    as :data:`._testbed_kernel.ANY_LINK`."""
+    as :data:`.kernels.ANY_LINK`."""
     return np.array([(a.body, ANY_LINK if a.link is None else a.link, b.body, ANY_LINK if b.link is None else b.link)
                      for a, b in owners], dtype=np.int64).reshape(-1, 4)
 
@@ -461,7 +460,7 @@ def attribute_forces(rows: np.ndarray, points: np.ndarray, frames: np.ndarray, p
     ``rows``: :func:`contact_point_rows`; contact i is at ``points[i]`` with frame
     ``frames[i]`` between the PyBullet pair ``pairs[i]`` (:func:`owner_pairs`). A PyBullet point
     between the same pair is assigned to the nearest such contact if it lies within ``radius``
-    of its point. One compiled call (:func:`._testbed_kernel.attribute_rows`).
+    of its point. One compiled call (:func:`.kernels.attribute_rows`).
     """
     out = np.empty((pairs.shape[0], 3))
     attribute_rows(rows, pairs, points, frames, float(radius), out)
