@@ -400,6 +400,10 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     move, mu, info = _NOTHING, _NOTHING, {"stage2_status": "determinate", "nullity": 0}
     active, prob.stage_two_active = prob.stage_two_active, None
     if nul:
+        mu = step.jac.mu if prob.cone.shape[0] else _NOTHING
+        move, info = _stage_two_dual(step, prob, z0, ridge, mu, buffers, active, reference)
+        if move is not None:
+            return _stage_two_answer(step, prob, z0, move, mu, outputs), info
         rows = k + prob.cone.shape[0]
         H2, c2, A_in, b_in = arrays(buffers, ("stage two", nul, rows), lambda: (
             ((nul, nul), "C"), (nul, "C"), ((rows, nul), "C"), (rows, "C")))
@@ -414,17 +418,69 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
                          active=active,
                          stop=None if out_of_time is None else (lambda: out_of_time("stage2 retries")))
         prob.stage_two_active = qp.active
-        info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
+        info.update({"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations,
+                     "stage2_solver": "qp"})
         if qp.solved:
-            move, mu = qp.x, step.jac.mu if prob.cone.shape[0] else _NOTHING
+            move = qp.x
         else:                 # Stage I's answer is still a valid contact model solution
-            move = np.zeros(nul)
+            move, mu = np.zeros(nul), _NOTHING
     # the determinate and the failed case go through the same kernel, with no move and no clipping
+    return _stage_two_answer(step, prob, z0, move, mu, outputs), info
+
+
+def _stage_two_answer(step: Step, prob: StageOne, z0: np.ndarray, move: np.ndarray, mu: np.ndarray,
+                      outputs: tuple | None) -> tuple[np.ndarray, np.ndarray]:
+    """Stage II's impulses ``z0 + W move`` (clipped into the cones of ``mu``) and its outputs."""
+    W = prob.W
+    k = W.shape[0]
     z = np.empty(k)
     tau, v_next, forces = outputs if outputs is not None else new_outputs(step)
     kernel.stage_two_outputs(prob.R, z0, W, move, mu, step.L, step.v, step.qd, step.dt_h_u, step.B_dva, step.Ma,
                              step.h, step.dt, step.u_index, step.a_index, step.impact_rows, z, tau, v_next, forces)
-    return z, info
+    return z
+
+
+#: the dual Newton method of Stage II (:func:`_stage_two_dual`): relative duality gap and
+#: infeasibility it stops at, and its step cap (beyond it the QP runs)
+DUAL_TOL = 1e-11
+DUAL_MAX_ITERATIONS = 60
+
+
+def _stage_two_dual(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, mu: np.ndarray,
+                    buffers: dict | None, active: np.ndarray | None, reference: np.ndarray | None):
+    """Stage II by its dual (:func:`kernel.stage_two_dual`): ``(move, info)``, or ``(None, info)``
+    when it did not converge (the QP then runs).  Its multipliers (``na`` torques, the ``rank``
+    rows of Stage I's optimal set and eq. 108's row) start from the last step's when the
+    controller warm-starts (``active`` given), else from a least-squares fit to ``z0``; on
+    success ``prob.stage_two_active`` gets the rows active at the answer (the QP's warm start)."""
+    W = prob.W
+    k, nul = W.shape
+    level = _NOTHING.reshape(0, k)
+    if prob.closing is not None and _level_row(prob, W).shape[0]:
+        level = np.zeros((1, k))
+        m = prob.closing.size
+        level[0, :m] = prob.closing / np.abs(prob.closing @ W[:m]).max()
+    nl = step.a_index.size + prob.Y.shape[0] + level.shape[0]
+    key = ("stage two dual", nl)
+    lam = buffers.get(key) if buffers is not None else None
+    if lam is None:
+        lam = np.full(nl, np.nan)
+        if buffers is not None:
+            buffers[key] = lam
+    if active is None or not np.all(np.isfinite(lam)):
+        lam[0] = np.nan
+    move, rows = np.empty(nul), np.empty(k + prob.cone.shape[0], np.intp)
+    its, gap, infeas, count = kernel.stage_two_dual(
+        prob.R, W, z0, ridge, mu, prob.Y, level, step.L, step.v, step.qd, step.dt_h_u, step.B_dva, step.Ma, step.h,
+        step.dt, step.u_index, step.a_index, _NOTHING if reference is None else reference, lam, DUAL_TOL,
+        DUAL_MAX_ITERATIONS, move, rows)
+    info = {"stage2_dual_iterations": its, "stage2_dual_gap": gap}
+    if its < 0 or not np.all(np.isfinite(move)):
+        lam[0] = np.nan
+        return None, info
+    prob.stage_two_active = rows[:count]
+    info.update({"stage2_status": "solved", "nullity": nul, "stage2_iterations": its, "stage2_solver": "dual"})
+    return move, info
 
 
 #: Stage II's ridge (relative) above which, times the nullity, ``H2`` passes
