@@ -280,13 +280,13 @@ def stage_two_outputs(R, z0, W, w, mu, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a,
 
 
 @cached_jit
-def project_pyramid(p, mu, b, x, free):
+def project_pyramid(p, mu, b, x, free, bp):
     """``x`` (output): the Euclidean projection of ``p = [n, f1..f4]`` onto the pyramid
     ``{x >= 0, mu x_n - sum(x_f) >= b}`` (``b <= 0``; ``mu`` infinite: ``x >= 0`` only) and
     ``free`` (output) its positive components.  Returns the multiplier ``gamma >= 0`` of the cone
     row: ``x_n = max(p_n + mu gamma, 0)``, ``x_f = max(p_f - gamma, 0)``, ``gamma`` the root of
     the nondecreasing piecewise-linear ``mu x_n(gamma) - sum x_f(gamma) = b`` (0 when ``p``
-    already meets the row)."""
+    already meets the row).  ``bp``: 5 entries of scratch."""
     gamma = 0.0
     if np.isfinite(mu):
         phi = mu * max(p[0], 0.0)
@@ -294,7 +294,6 @@ def project_pyramid(p, mu, b, x, free):
             phi -= max(p[e], 0.0)
         if phi < b:
             # breakpoints of phi(gamma): p_f (x_f reaches 0) and -p_n/mu (x_n leaves 0)
-            bp = np.empty(5)
             nb = 0
             for e in range(1, 5):
                 if p[e] > 0.0:
@@ -303,7 +302,13 @@ def project_pyramid(p, mu, b, x, free):
             if p[0] < 0.0 and mu > 0.0:
                 bp[nb] = -p[0] / mu
                 nb += 1
-            bp[:nb].sort()
+            for i in range(1, nb):              # insertion sort of <= 5 entries
+                key = bp[i]
+                j = i - 1
+                while j >= 0 and bp[j] > key:
+                    bp[j + 1] = bp[j]
+                    j -= 1
+                bp[j + 1] = key
             lo = 0.0
             for s in range(nb + 1):
                 hi = bp[s] if s < nb else np.inf
@@ -329,6 +334,12 @@ def project_pyramid(p, mu, b, x, free):
     return gamma
 
 
+#: :func:`stage_two_dual`'s largest Newton step, relative to the multipliers (scaled by the
+#: columns of ``B``): fewest iterations and line-search evaluations on 26 captured Stage II
+#: problems at 16-48 patch contacts, cold and warm, among 1, 4, 10, 100 and no cap
+DUAL_STEP_CAP = 100.0
+
+
 @cached_jit
 def stage_two_dual(R, W, z0, ridge, mu, Y, level, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, reference,
                    lam, tol, max_iter, w, active):
@@ -349,8 +360,239 @@ def stage_two_dual(R, W, z0, ridge, mu, Y, level, L, v, qd, dt_h_u, B_dva, Ma, h
     ``lam`` (in/out): the start (NaN first entry: a least-squares fit of ``z(lam)`` to ``z0``)
     and the last iterate.  ``w`` (output) ``W^T (z - z0)``; ``active[:count]`` (output) the rows of
     :func:`stage_two_terms` active at ``z`` (zero impulses, cone rows with a multiplier).  Returns
-    ``(iterations, gap, infeasibility, count)``: the duality gap ``f(z) - g(lam)`` relative to
-    ``1 + |f|`` and ``max |E z - E z0|`` relative to ``1 + max |E z0|``; ``iterations = -1``
+    ``(iterations, gap, infeasibility, count)``: the duality gap ``f(z) - g(lam) = 1/2 |grad_m|^2
+    - nu^T grad_nu`` relative to ``1 + |f|`` and ``max |E z - E z0|`` relative to ``1 + max |E z0|``; ``iterations = -1``
+    when the loop did not reach ``tol`` on both in ``max_iter`` steps."""
+    k, nul = W.shape
+    m = k // 5
+    nv = v.shape[0]
+    na = a.shape[0]
+    nu = Y.shape[0]
+    nlev = level.shape[0]
+    p = nu + nlev
+    nl = na + p
+    # tau0 of z0 (eqs. 88-90), as stage_two_terms
+    g0 = np.zeros(nv)
+    for t in range(k):
+        if z0[t] != 0.0:
+            for j in range(nv):
+                g0[j] += R[t, j] * z0[t]
+    tau0, v_next = np.empty(na), np.empty(nv)
+    resolve(g0, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, tau0, v_next)
+    # BT = [U | E^T] (k x nl); rho as stage_two_terms (mean eigenvalue of RW^T RW, RW = U^T W)
+    BT = np.zeros((k, nl))
+    for t in range(k):
+        for i in range(na):
+            BT[t, i] = R[t, a[i]] / dt
+    # E: Y's rows minus their W-components (none, up to round-off, when Y has full row rank:
+    # then W is exactly the complement of its rows) and the level row, made orthonormal
+    # (modified Gram-Schmidt; a row within RANK_TOL of the span of the earlier ones is dropped,
+    # its multiplier kept at 0), so frob = |U^T W|^2 = |U|^2 - |E U|^2
+    for r in range(nu):
+        for t in range(k):
+            BT[t, na + r] = Y[r, t]
+    if k - nul != nu:
+        YW = np.zeros((nu, nul))
+        for t in range(k):
+            for r in range(nu):
+                y = Y[r, t]
+                for j in range(nul):
+                    YW[r, j] += y * W[t, j]
+        for t in range(k):
+            for r in range(nu):
+                s = 0.0
+                for j in range(nul):
+                    s += YW[r, j] * W[t, j]
+                BT[t, na + r] -= s
+    for r in range(nlev):
+        for t in range(k):
+            BT[t, na + nu + r] = level[r, t]
+    largest = 0.0
+    for r in range(p):
+        s = 0.0
+        for t in range(k):
+            s += BT[t, na + r] * BT[t, na + r]
+        largest = max(largest, np.sqrt(s))
+    kept = 0
+    for r in range(p):
+        col = na + r
+        for c in range(na, na + kept):
+            s = 0.0
+            for t in range(k):
+                s += BT[t, c] * BT[t, col]
+            for t in range(k):
+                BT[t, col] -= s * BT[t, c]
+        s = 0.0
+        for t in range(k):
+            s += BT[t, col] * BT[t, col]
+        s = np.sqrt(s)
+        if s > RANK_TOL * largest and s > 0.0:
+            for t in range(k):
+                BT[t, na + kept] = BT[t, col] / s
+            kept += 1
+    for i in range(na + kept, nl):
+        lam[i] = 0.0
+    nl = na + kept
+    frob = 0.0
+    for t in range(k):
+        for i in range(na):
+            frob += BT[t, i] * BT[t, i]
+    for r in range(na, nl):
+        for i in range(na):
+            s = 0.0
+            for t in range(k):
+                s += BT[t, r] * BT[t, i]
+            frob -= s * s
+    rho = ridge * max(frob / nul, 1e-12)
+    for i in range(nul):
+        for j in range(nul):
+            s = 0.0
+            for t in range(na):
+                s += RW[t, i] * RW[t, j]
+            H2[i, j] = s
+        H2[i, i] += rho
+        s, sz = 0.0, 0.0
+        for t in range(na):
+            s += RW[t, i] * tau0[t]
+        for t in range(k):
+            sz += W[t, i] * z0[t]
+        c2[i] = -s + rho * sz
+    for t in range(k):
+        for j in range(nul):
+            A_in[t, j] = W[t, j]
+        b_in[t] = -z0[t]
+    for r in range(mf):
+        s = 0.0
+        for t in range(k):
+            s += cone[r, t] * z0[t]
+        b_in[k + r] = -max(s, 0.0)
+        for j in range(nul):
+            s = 0.0
+            for t in range(k):
+                s += cone[r, t] * W[t, j]
+            A_in[k + r, j] = s
+
+
+@cached_jit
+def clip_to_cone(z, mu):
+    """Stage II's impulses made exact, in place: ``z`` clipped at zero (NaN kept) and each
+    finite-friction contact's pyramid components ``[f_S+; f_S-; f_T+; f_T-]`` scaled by
+    ``mu f_N / sum`` where their sum exceeds ``mu f_N`` (eq. 101; an empty ``mu``: clipping
+    only).  The QP solver meets its constraints only to about 1e-9 of the problem's scale, and
+    a model's cone is a hard constraint; the torques are computed from these impulses."""
+    m = mu.shape[0]
+    for i in range(z.shape[0]):
+        if not (z[i] > 0.0 or np.isnan(z[i])):
+            z[i] = 0.0
+    for i in range(m):
+        if not np.isfinite(mu[i]):
+            continue
+        total = z[m + i] + z[2 * m + i] + z[3 * m + i] + z[4 * m + i]
+        limit = mu[i] * z[i]
+        if total > limit:
+            ratio = limit / total
+            for e in range(1, 5):
+                z[e * m + i] *= ratio
+
+
+@cached_jit
+def stage_two_outputs(R, z0, W, w, mu, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, impact, z, tau, v_next, forces):
+    """Stage II's impulses ``z = z0 + W w`` (output) clipped into the cones (:func:`clip_to_cone`,
+    ``mu`` empty: no cone), then ``tau``, ``v_next`` and ``forces`` (outputs) of
+    :func:`idyn.controllers._dynamics_kernel.pyramid_outputs`."""
+    k, nul = W.shape
+    for t in range(k):
+        s = z0[t]
+        for j in range(nul):
+            s += W[t, j] * w[j]
+        z[t] = s
+    clip_to_cone(z, mu)
+    pyramid_outputs(R, z, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, impact, tau, v_next, forces)
+
+
+@cached_jit
+def project_pyramid(p, mu, b, x, free, bp):
+    """``x`` (output): the Euclidean projection of ``p = [n, f1..f4]`` onto the pyramid
+    ``{x >= 0, mu x_n - sum(x_f) >= b}`` (``b <= 0``; ``mu`` infinite: ``x >= 0`` only) and
+    ``free`` (output) its positive components.  Returns the multiplier ``gamma >= 0`` of the cone
+    row: ``x_n = max(p_n + mu gamma, 0)``, ``x_f = max(p_f - gamma, 0)``, ``gamma`` the root of
+    the nondecreasing piecewise-linear ``mu x_n(gamma) - sum x_f(gamma) = b`` (0 when ``p``
+    already meets the row).  ``bp``: 5 entries of scratch."""
+    gamma = 0.0
+    if np.isfinite(mu):
+        phi = mu * max(p[0], 0.0)
+        for e in range(1, 5):
+            phi -= max(p[e], 0.0)
+        if phi < b:
+            # breakpoints of phi(gamma): p_f (x_f reaches 0) and -p_n/mu (x_n leaves 0)
+            nb = 0
+            for e in range(1, 5):
+                if p[e] > 0.0:
+                    bp[nb] = p[e]
+                    nb += 1
+            if p[0] < 0.0 and mu > 0.0:
+                bp[nb] = -p[0] / mu
+                nb += 1
+            for i in range(1, nb):              # insertion sort of <= 5 entries
+                key = bp[i]
+                j = i - 1
+                while j >= 0 and bp[j] > key:
+                    bp[j + 1] = bp[j]
+                    j -= 1
+                bp[j + 1] = key
+            lo = 0.0
+            for s in range(nb + 1):
+                hi = bp[s] if s < nb else np.inf
+                mid = lo + 1.0 if hi == np.inf else 0.5 * (lo + hi)
+                slope = mu * mu if p[0] + mu * mid > 0.0 else 0.0
+                for e in range(1, 5):
+                    if p[e] - mid > 0.0:
+                        slope += 1.0
+                val = mu * max(p[0] + mu * lo, 0.0)
+                for e in range(1, 5):
+                    val -= max(p[e] - lo, 0.0)
+                if slope > 0.0:
+                    g = lo + (b - val) / slope
+                    if g <= hi:
+                        gamma = max(g, lo)
+                        break
+                lo = hi
+    x[0] = max(p[0] + mu * gamma, 0.0) if gamma > 0.0 else max(p[0], 0.0)
+    for e in range(1, 5):
+        x[e] = max(p[e] - gamma, 0.0)
+    for e in range(5):
+        free[e] = x[e] > 0.0
+    return gamma
+
+
+#: :func:`stage_two_dual`'s largest Newton step, relative to the multipliers (scaled by the
+#: columns of ``B``): fewest iterations and line-search evaluations on 26 captured Stage II
+#: problems at 16-48 patch contacts, cold and warm, among 1, 4, 10, 100 and no cap
+DUAL_STEP_CAP = 100.0
+
+
+@cached_jit
+def stage_two_dual(R, W, z0, ridge, mu, Y, level, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, reference,
+                   lam, tol, max_iter, w, active):
+    """Stage II (eqs. 102-112, the problem of :func:`stage_two_terms`) by its dual in the
+    ``na + p`` multipliers of the torque and Stage I's optimal set, not its ``nullity`` primal
+    variables.  In impulse coordinates ``z = z0 + W w`` it reads
+
+        minimize 1/2 |a - U^T z|^2 + rho/2 |z|^2   s.t.  E z = E z0,  z in P
+
+    with ``U = R_a / dt`` (``tau = a - U^T z``, ``a = tau0 + U^T z0``), ``E``: ``Y`` with its
+    ``W``-components removed (its rows span ``W``'s complement, so ``E z = E z0`` iff
+    ``z - z0 in range(W)``) and the ``level`` row (eq. 108, ``(0, k)`` if none), and ``P`` the
+    product of the contacts' pyramids ``z >= 0``, ``mu f_N - 1^T f_F >= min(C z0, 0)`` (eqs.
+    110-111 as :func:`stage_two_terms` writes them).  Its dual in ``lam = (m_tau, nu)`` is
+    concave, piecewise quadratic and smooth: ``z(lam) = Pi_P(-(U m_tau + E^T nu) / rho)``
+    (:func:`project_pyramid`, contact by contact), maximised by Newton's method on the
+    generalized Hessian ``-diag(I, 0) - B J B^T / rho`` with a backtracking line search.
+    ``lam`` (in/out): the start (NaN first entry: a least-squares fit of ``z(lam)`` to ``z0``)
+    and the last iterate.  ``w`` (output) ``W^T (z - z0)``; ``active[:count]`` (output) the rows of
+    :func:`stage_two_terms` active at ``z`` (zero impulses, cone rows with a multiplier).  Returns
+    ``(iterations, gap, infeasibility, count)``: the duality gap ``f(z) - g(lam) = 1/2 |grad_m|^2
+    - nu^T grad_nu`` relative to ``1 + |f|`` and ``max |E z - E z0|`` relative to ``1 + max |E z0|``; ``iterations = -1``
     when the loop did not reach ``tol`` on both in ``max_iter`` steps."""
     k, nul = W.shape
     m = k // 5
@@ -462,7 +704,7 @@ def stage_two_dual(R, W, z0, ridge, mu, Y, level, L, v, qd, dt_h_u, B_dva, Ma, h
             tr += G[i, i]
         for i in range(nl):
             G[i, i] += 1e-12 * tr + 1e-300
-        lam[:] = np.linalg.solve(G, rhs)
+        lam[:nl] = np.linalg.solve(G, rhs)
     z = np.empty(k)
     zc = np.empty(k)
     free = np.zeros(k, np.bool_)
@@ -473,23 +715,22 @@ def stage_two_dual(R, W, z0, ridge, mu, Y, level, L, v, qd, dt_h_u, B_dva, Ma, h
     grad = np.empty(nl)
     trial = np.empty(nl)
 
-    def dual(lm, zz, ff, gg):
-        # z(lam), the dual value; ff/gg: free components and cone multipliers
-        q = np.empty(k)
-        for t in range(k):
-            s = 0.0
-            for i in range(nl):
-                s += BT[t, i] * lm[i]
-            q[t] = -s / rho
+    q0 = np.empty(k)
+    qd = np.empty(k)
+    qt = np.empty(k)
+    scratch = np.empty(5)
+
+    def dual(q, lm, zz, ff, gg):
+        # z(lam) from q = -B lam / rho, the dual value; ff/gg: free components, cone multipliers
         val = 0.0
         for i in range(m):
             for e in range(5):
                 pb[e] = q[e * m + i]
-            gg[i] = project_pyramid(pb, mus[i], bcone[i], xb, fb)
+            gg[i] = project_pyramid(pb, mus[i], bcone[i], xb, fb, scratch)
             for e in range(5):
                 zz[e * m + i] = xb[e]
                 ff[e * m + i] = fb[e]
-        for t in range(k):       # rho/2 |z|^2 + q'z with q = B lam = -rho q
+        for t in range(k):       # rho/2 |z|^2 + (B lam)'z with B lam = -rho q
             val += 0.5 * rho * zz[t] * zz[t] - rho * q[t] * zz[t]
         for i in range(na):
             val -= 0.5 * lm[i] * lm[i]
@@ -497,7 +738,16 @@ def stage_two_dual(R, W, z0, ridge, mu, Y, level, L, v, qd, dt_h_u, B_dva, Ma, h
             val -= lm[i] * av[i]
         return val
 
-    g = dual(lam, z, free, gam)
+    def ray(lm, out):
+        # out = -B lm / rho
+        for t in range(k):
+            s = 0.0
+            for i in range(nl):
+                s += BT[t, i] * lm[i]
+            out[t] = -s / rho
+
+    ray(lam, q0)
+    g = dual(q0, lam, z, free, gam)
     iters = -1
     gap, infeas = np.inf, np.inf
     scale_col = np.empty(nl)
@@ -519,7 +769,11 @@ def stage_two_dual(R, W, z0, ridge, mu, Y, level, L, v, qd, dt_h_u, B_dva, Ma, h
             f += 0.5 * tq * tq
         for t in range(k):
             f += 0.5 * rho * z[t] * z[t]
-        gap = (f - g) / (1.0 + abs(f))
+        # f - g without cancellation: 1/2 |grad_m|^2 - nu' grad_nu (the rho terms and B lam' z cancel)
+        gap = 0.0
+        for i in range(nl):
+            gap += 0.5 * grad[i] * grad[i] if i < na else -lam[i] * grad[i]
+        gap /= 1.0 + abs(f)
         infeas = 0.0
         for i in range(na, nl):
             infeas = max(infeas, abs(grad[i]))
@@ -573,16 +827,30 @@ def stage_two_dual(R, W, z0, ridge, mu, Y, level, L, v, qd, dt_h_u, B_dva, Ma, h
         d = np.linalg.solve(Mn, trial)
         for i in range(nl):
             d[i] /= scale_col[i]
+        # at most DUAL_STEP_CAP times the multipliers (scaled) in one step: in directions no free
+        # impulse reaches the dual is locally linear and the ridged step would be huge
+        dn, ln = 0.0, 0.0
+        for i in range(nl):
+            dn = max(dn, abs(d[i]) * scale_col[i])
+            ln = max(ln, abs(lam[i]) * scale_col[i])
+        if dn > DUAL_STEP_CAP * ln and ln > 0.0:
+            for i in range(nl):
+                d[i] *= DUAL_STEP_CAP * ln / dn
         slope = 0.0
         for i in range(nl):
             slope += d[i] * grad[i]
+        ray(d, qd)
         step = 1.0
         accepted = False
         for ls in range(30):     # a step below 1e-9 counts as a stall (the QP then runs)
             for i in range(nl):
                 trial[i] = lam[i] + step * d[i]
-            gt = dual(trial, zc, free, gam)
-            if gt >= g + 1e-4 * step * slope or gt >= g + 1e-15 * abs(g):
+            for t in range(k):
+                qt[t] = q0[t] + step * qd[t]
+            gt = dual(qt, trial, zc, free, gam)
+            # Armijo; at round-off level (the predicted rise below 1e-12 |g|, where g's
+            # differences are noise) the full Newton step is taken
+            if gt >= g + 1e-4 * step * slope or slope <= 1e-12 * (1.0 + abs(g)):
                 accepted = True
                 break
             step *= 0.5
@@ -593,6 +861,7 @@ def stage_two_dual(R, W, z0, ridge, mu, Y, level, L, v, qd, dt_h_u, B_dva, Ma, h
             lam[i] = trial[i]
         for t in range(k):
             z[t] = zc[t]
+            q0[t] = qt[t]
     for t in range(k):
         zc[t] = z[t] - z0[t]
     for j in range(nul):

@@ -401,9 +401,10 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     active, prob.stage_two_active = prob.stage_two_active, None
     if nul:
         mu = step.jac.mu if prob.cone.shape[0] else _NOTHING
-        move, info = _stage_two_dual(step, prob, z0, ridge, mu, buffers, active, reference)
-        if move is not None:
-            return _stage_two_answer(step, prob, z0, move, mu, outputs), info
+        if nul >= DUAL_MIN_NULLITY:
+            move, info = _stage_two_dual(step, prob, z0, ridge, mu, buffers, active, reference)
+            if move is not None:
+                return _stage_two_answer(step, prob, z0, move, mu, outputs), info
         rows = k + prob.cone.shape[0]
         H2, c2, A_in, b_in = arrays(buffers, ("stage two", nul, rows), lambda: (
             ((nul, nul), "C"), (nul, "C"), ((rows, nul), "C"), (rows, "C")))
@@ -441,9 +442,14 @@ def _stage_two_answer(step: Step, prob: StageOne, z0: np.ndarray, move: np.ndarr
 
 
 #: the dual Newton method of Stage II (:func:`_stage_two_dual`): relative duality gap and
-#: infeasibility it stops at, and its step cap (beyond it the QP runs)
-DUAL_TOL = 1e-11
-DUAL_MAX_ITERATIONS = 60
+#: infeasibility it stops at, and its step cap (beyond it the QP runs; cold starts took up to 28
+#: steps at 48 patch contacts and 62 at 64)
+DUAL_TOL = 1e-13
+#: the nullity from which Stage II goes to the dual first: below it DAQP on the nullspace QP was
+#: as fast (median 0.06 ms each at 4 patch contacts, nullity 14; 0.13 ms at 8, 34) and above it
+#: slower (0.30 against 0.11 ms at 12, 54; docs/performance.md)
+DUAL_MIN_NULLITY = 40
+DUAL_MAX_ITERATIONS = 100
 
 
 def _stage_two_dual(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, mu: np.ndarray,
