@@ -389,8 +389,11 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
                     outputs: tuple | None = None, buffers: dict | None = None,
                     out_of_time=None, reference: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112).
-    DAQP's working set starts at ``prob.stage_two_active`` (a warm start; the answer is the same)
-    and is left at the rows active at the answer.
+    From nullity :data:`DUAL_MIN_NULLITY` by its dual (:func:`_stage_two_dual`), else or when
+    that does not converge as the nullspace QP (:func:`idyn.qp.solve_built`, ``qp_backend``);
+    ``info["stage2_solver"]`` says which ("dual" or "qp").  DAQP's working set starts at
+    ``prob.stage_two_active`` (a warm start; the answer is the same); either path leaves it at
+    the rows active at the answer.
     With ``outputs = (tau, v_next, forces)`` (arrays to fill) they are written for the answer
     (:meth:`idyn.controllers.dynamics.Step.pyramid_outputs`) in the same compiled call; ``buffers``
     as for :func:`build_stage_one`; ``out_of_time(stage)`` (the controller's budget) ends the
@@ -402,7 +405,7 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     if nul:
         mu = step.jac.mu if prob.cone.shape[0] else _NOTHING
         if nul >= DUAL_MIN_NULLITY:
-            move, info = _stage_two_dual(step, prob, z0, ridge, mu, buffers, active, reference)
+            move, info = _stage_two_dual(step, prob, z0, ridge, mu, reference)
             if move is not None:
                 return _stage_two_answer(step, prob, z0, move, mu, outputs), info
         rows = k + prob.cone.shape[0]
@@ -453,12 +456,13 @@ DUAL_MAX_ITERATIONS = 100
 
 
 def _stage_two_dual(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, mu: np.ndarray,
-                    buffers: dict | None, active: np.ndarray | None, reference: np.ndarray | None):
+                    reference: np.ndarray | None):
     """Stage II by its dual (:func:`kernel.stage_two_dual`): ``(move, info)``, or ``(None, info)``
     when it did not converge (the QP then runs).  Its multipliers (``na`` torques, the ``rank``
-    rows of Stage I's optimal set and eq. 108's row) start from the last step's when the
-    controller warm-starts (``active`` given), else from a least-squares fit to ``z0``; on
-    success ``prob.stage_two_active`` gets the rows active at the answer (the QP's warm start)."""
+    rows of Stage I's optimal set and eq. 108's row) start from a least-squares fit to ``z0``
+    every step: the last step's multipliers took fewer Newton steps but more line-search trials,
+    0.63 against 0.39 ms median at 32 patch contacts (docs/performance.md).  On success
+    ``prob.stage_two_active`` gets the rows active at the answer (the QP's warm start)."""
     W = prob.W
     k, nul = W.shape
     level = _NOTHING.reshape(0, k)
@@ -466,15 +470,7 @@ def _stage_two_dual(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, mu
         level = np.zeros((1, k))
         m = prob.closing.size
         level[0, :m] = prob.closing / np.abs(prob.closing @ W[:m]).max()
-    nl = step.a_index.size + prob.Y.shape[0] + level.shape[0]
-    key = ("stage two dual", nl)
-    lam = buffers.get(key) if buffers is not None else None
-    if lam is None:
-        lam = np.full(nl, np.nan)
-        if buffers is not None:
-            buffers[key] = lam
-    if active is None or not np.all(np.isfinite(lam)):
-        lam[0] = np.nan
+    lam = np.full(step.a_index.size + prob.Y.shape[0] + level.shape[0], np.nan)
     move, rows = np.empty(nul), np.empty(k + prob.cone.shape[0], np.intp)
     its, gap, infeas, count = kernel.stage_two_dual(
         prob.R, W, z0, ridge, mu, prob.Y, level, step.L, step.v, step.qd, step.dt_h_u, step.B_dva, step.Ma, step.h,
@@ -482,7 +478,6 @@ def _stage_two_dual(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, mu
         DUAL_MAX_ITERATIONS, move, rows)
     info = {"stage2_dual_iterations": its, "stage2_dual_gap": gap}
     if its < 0 or not np.all(np.isfinite(move)):
-        lam[0] = np.nan
         return None, info
     prob.stage_two_active = rows[:count]
     info.update({"stage2_status": "solved", "nullity": nul, "stage2_iterations": its, "stage2_solver": "dual"})
