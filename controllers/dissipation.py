@@ -404,7 +404,8 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     active, prob.stage_two_active = prob.stage_two_active, None
     if nul:
         mu = step.jac.mu if prob.cone.shape[0] else _NOTHING
-        if nul >= DUAL_MIN_NULLITY:
+        level = _level_row(prob, W)
+        if nul >= DUAL_MIN_NULLITY and not level.shape[0]:
             move, info = _stage_two_dual(step, prob, z0, ridge, mu, reference)
             if move is not None:
                 return _stage_two_answer(step, prob, z0, move, mu, outputs), info
@@ -415,7 +416,6 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
                                step.Ma, step.h, step.dt, step.u_index, step.a_index, H2, c2, A_in, b_in)
         if reference is not None:    # |tau - reference|^2: c2 = -RW^T (tau0 - reference) + ...
             c2 += (prob.R[:, step.a_index].T @ W).T @ reference / step.dt
-        level = _level_row(prob, W)
         # H2 is exactly symmetric and its ridge bounds its condition number by 1 + nul / ridge
         qp = solve_built(H2, c2, level, _NOTHING if not level.shape[0] else np.zeros(1), A_in, b_in,
                          backend=_backend(qp_backend), definite=ridge > DEFINITE_RIDGE * nul,
@@ -448,7 +448,9 @@ def _stage_two_answer(step: Step, prob: StageOne, z0: np.ndarray, move: np.ndarr
 #: infeasibility it stops at, and its step cap (beyond it the QP runs; cold starts took up to 28
 #: steps at 48 patch contacts and 62 at 64)
 DUAL_TOL = 1e-13
-#: the nullity from which Stage II goes to the dual first: below it DAQP on the nullspace QP was
+#: the nullity from which Stage II goes to the dual first (without eq. 108's row of ``gap_rate``:
+#: with it the dual fell back to the QP in 7 of 8 forced cases at 32 patch contacts, after up to
+#: 100 Newton steps): below it DAQP on the nullspace QP was
 #: as fast (median 0.06 ms each at 4 patch contacts, nullity 14; 0.13 ms at 8, 34) and above it
 #: slower (0.30 against 0.11 ms at 12, 54; docs/performance.md)
 DUAL_MIN_NULLITY = 40
@@ -459,23 +461,18 @@ def _stage_two_dual(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, mu
                     reference: np.ndarray | None):
     """Stage II by its dual (:func:`kernel.stage_two_dual`): ``(move, info)``, or ``(None, info)``
     when it did not converge (the QP then runs).  Its multipliers (``na`` torques, the ``rank``
-    rows of Stage I's optimal set and eq. 108's row) start from a least-squares fit to ``z0``
+    rows of Stage I's optimal set) start from a least-squares fit to ``z0``
     every step: the last step's multipliers took fewer Newton steps but more line-search trials,
     0.63 against 0.39 ms median at 32 patch contacts (docs/performance.md).  On success
     ``prob.stage_two_active`` gets the rows active at the answer (the QP's warm start)."""
     W = prob.W
     k, nul = W.shape
-    level = _NOTHING.reshape(0, k)
-    if prob.closing is not None and _level_row(prob, W).shape[0]:
-        level = np.zeros((1, k))
-        m = prob.closing.size
-        level[0, :m] = prob.closing / np.abs(prob.closing @ W[:m]).max()
-    lam = np.full(step.a_index.size + prob.Y.shape[0] + level.shape[0], np.nan)
+    lam = np.full(step.a_index.size + prob.Y.shape[0], np.nan)
     move, rows = np.empty(nul), np.empty(k + prob.cone.shape[0], np.intp)
     its, gap, infeas, count = kernel.stage_two_dual(
-        prob.R, W, z0, ridge, mu, prob.Y, level, step.L, step.v, step.qd, step.dt_h_u, step.B_dva, step.Ma, step.h,
-        step.dt, step.u_index, step.a_index, _NOTHING if reference is None else reference, lam, DUAL_TOL,
-        DUAL_MAX_ITERATIONS, move, rows)
+        prob.R, W, z0, ridge, mu, prob.Y, _NOTHING.reshape(0, k), step.L, step.v, step.qd, step.dt_h_u,
+        step.B_dva, step.Ma, step.h, step.dt, step.u_index, step.a_index,
+        _NOTHING if reference is None else reference, lam, DUAL_TOL, DUAL_MAX_ITERATIONS, move, rows)
     info = {"stage2_dual_iterations": its, "stage2_dual_gap": gap}
     if its < 0 or not np.all(np.isfinite(move)):
         return None, info
