@@ -49,8 +49,9 @@ Design notes with the measurements behind these choices: ``docs/dissipation.md``
 
 The step is one path: :meth:`idyn.controllers.dynamics.StepDynamics.update`, :func:`build_stage_one`
 (one compiled call), :func:`solve_priced` (Lemke's method, the shared :mod:`idyn.lcp` kernel),
-:func:`solve_stage_two` (its terms, :func:`idyn.qp.solve_built`, its answer and
-outputs); the arithmetic is in :mod:`idyn.controllers._dissipation_kernel`.
+:func:`solve_stage_two` (from nullity :data:`DUAL_MIN_NULLITY` its dual by Newton's method, else
+or as fallback its terms and :func:`idyn.qp.solve_built`; its answer and outputs); the
+arithmetic is in :mod:`idyn.controllers._dissipation_kernel`.
 """
 from __future__ import annotations
 
