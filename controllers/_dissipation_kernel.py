@@ -277,3 +277,390 @@ def stage_two_outputs(R, z0, W, w, mu, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a,
         z[t] = s
     clip_to_cone(z, mu)
     pyramid_outputs(R, z, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, impact, tau, v_next, forces)
+
+
+@cached_jit
+def project_pyramid(p, mu, b, x, free, bp):
+    """``x`` (output): the Euclidean projection of ``p = [n, f1..f4]`` onto the pyramid
+    ``{x >= 0, mu x_n - sum(x_f) >= b}`` (``b <= 0``; ``mu`` infinite: ``x >= 0`` only) and
+    ``free`` (output) its positive components.  Returns the multiplier ``gamma >= 0`` of the cone
+    row: ``x_n = max(p_n + mu gamma, 0)``, ``x_f = max(p_f - gamma, 0)``, ``gamma`` the root of
+    the nondecreasing piecewise-linear ``mu x_n(gamma) - sum x_f(gamma) = b`` (0 when ``p``
+    already meets the row).  ``bp``: 5 entries of scratch."""
+    gamma = 0.0
+    if np.isfinite(mu):
+        phi = mu * max(p[0], 0.0)
+        for e in range(1, 5):
+            phi -= max(p[e], 0.0)
+        if phi < b:
+            # breakpoints of phi(gamma): p_f (x_f reaches 0) and -p_n/mu (x_n leaves 0)
+            nb = 0
+            for e in range(1, 5):
+                if p[e] > 0.0:
+                    bp[nb] = p[e]
+                    nb += 1
+            if p[0] < 0.0 and mu > 0.0:
+                bp[nb] = -p[0] / mu
+                nb += 1
+            for i in range(1, nb):              # insertion sort of <= 5 entries
+                key = bp[i]
+                j = i - 1
+                while j >= 0 and bp[j] > key:
+                    bp[j + 1] = bp[j]
+                    j -= 1
+                bp[j + 1] = key
+            lo = 0.0
+            for s in range(nb + 1):
+                hi = bp[s] if s < nb else np.inf
+                mid = lo + 1.0 if hi == np.inf else 0.5 * (lo + hi)
+                slope = mu * mu if p[0] + mu * mid > 0.0 else 0.0
+                for e in range(1, 5):
+                    if p[e] - mid > 0.0:
+                        slope += 1.0
+                val = mu * max(p[0] + mu * lo, 0.0)
+                for e in range(1, 5):
+                    val -= max(p[e] - lo, 0.0)
+                if slope > 0.0:
+                    g = lo + (b - val) / slope
+                    if g <= hi:
+                        gamma = max(g, lo)
+                        break
+                lo = hi
+    x[0] = max(p[0] + mu * gamma, 0.0) if gamma > 0.0 else max(p[0], 0.0)
+    for e in range(1, 5):
+        x[e] = max(p[e] - gamma, 0.0)
+    for e in range(5):
+        free[e] = x[e] > 0.0
+    return gamma
+
+
+#: :func:`stage_two_dual`'s largest Newton step, relative to the multipliers (scaled by the
+#: columns of ``B``): fewest iterations and line-search evaluations on 26 captured Stage II
+#: problems at 16-48 patch contacts, cold and warm, among 1, 4, 10, 100 and no cap
+DUAL_STEP_CAP = 100.0
+
+
+@cached_jit
+def stage_two_dual(R, W, z0, ridge, mu, Y, level, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, offset,
+                   lam, tol, max_iter, w, active):
+    """Stage II (eqs. 102-112, the problem of :func:`stage_two_terms`) by its dual in the
+    ``na + p`` multipliers of the torque and Stage I's optimal set, not its ``nullity`` primal
+    variables.  In impulse coordinates ``z = z0 + W w`` it reads
+
+        minimize 1/2 |a - U^T z|^2 + rho/2 |z|^2   s.t.  E z = E z0,  z in P
+
+    with ``U = R_a / dt`` (``tau = a - U^T z``, ``a = tau0 + U^T z0``), ``E``: ``Y`` with its
+    ``W``-components removed (its rows span ``W``'s complement, so ``E z = E z0`` iff
+    ``z - z0 in range(W)``) and the ``level`` row (eq. 108, ``(0, k)`` if none; the controllers
+    pass none, :data:`idyn.controllers.dissipation.DUAL_MIN_NULLITY`), and ``P`` the
+    product of the contacts' pyramids ``z >= 0``, ``mu f_N - 1^T f_F >= min(C z0, 0)`` (eqs.
+    110-111 as :func:`stage_two_terms` writes them).  Its dual in ``lam = (m_tau, nu)`` is
+    concave, piecewise quadratic and smooth: ``z(lam) = Pi_P(-(U m_tau + E^T nu) / rho)``
+    (:func:`project_pyramid`, contact by contact), maximised by Newton's method on the
+    generalized Hessian ``-diag(I, 0) - B J B^T / rho`` with a backtracking line search.
+    ``lam`` (in/out): the start (NaN first entry: a least-squares fit of ``z(lam)`` to ``z0``)
+    and the last iterate.  ``w`` (output) ``W^T (z - z0)``; ``active[:count]`` (output) the rows of
+    :func:`stage_two_terms` active at ``z`` (zero impulses, cone rows with a multiplier).  Returns
+    ``(iterations, gap, infeasibility, count)``: the duality gap ``f(z) - g(lam) = 1/2 |grad_m|^2
+    - nu^T grad_nu`` relative to ``1 + |f|`` and ``max |E z - E z0|`` relative to ``1 + max |E z0|``; ``iterations = -1``
+    when the loop did not reach ``tol`` on both in ``max_iter`` steps."""
+    k, nul = W.shape
+    m = k // 5
+    nv = v.shape[0]
+    na = a.shape[0]
+    nu = Y.shape[0]
+    nlev = level.shape[0]
+    p = nu + nlev
+    nl = na + p
+    # tau0 of z0 (eqs. 88-90), as stage_two_terms
+    g0 = np.zeros(nv)
+    for t in range(k):
+        if z0[t] != 0.0:
+            for j in range(nv):
+                g0[j] += R[t, j] * z0[t]
+    tau0, v_next = np.empty(na), np.empty(nv)
+    resolve(g0, L, v, qd, dt_h_u, B_dva, Ma, h, dt, u, a, tau0, v_next)
+    # BT = [U | E^T] (k x nl); rho as stage_two_terms (mean eigenvalue of RW^T RW, RW = U^T W)
+    BT = np.zeros((k, nl))
+    for t in range(k):
+        for i in range(na):
+            BT[t, i] = R[t, a[i]] / dt
+    # E: Y's rows minus their W-components (none, up to round-off, when Y has full row rank:
+    # then W is exactly the complement of its rows) and the level row, made orthonormal
+    # (modified Gram-Schmidt; a row within RANK_TOL of the span of the earlier ones is dropped,
+    # its multiplier kept at 0), so frob = |U^T W|^2 = |U|^2 - |E U|^2
+    for r in range(nu):
+        for t in range(k):
+            BT[t, na + r] = Y[r, t]
+    if k - nul != nu:
+        YW = np.zeros((nu, nul))
+        for t in range(k):
+            for r in range(nu):
+                y = Y[r, t]
+                for j in range(nul):
+                    YW[r, j] += y * W[t, j]
+        for t in range(k):
+            for r in range(nu):
+                s = 0.0
+                for j in range(nul):
+                    s += YW[r, j] * W[t, j]
+                BT[t, na + r] -= s
+    for r in range(nlev):
+        for t in range(k):
+            BT[t, na + nu + r] = level[r, t]
+    largest = 0.0
+    for r in range(p):
+        s = 0.0
+        for t in range(k):
+            s += BT[t, na + r] * BT[t, na + r]
+        largest = max(largest, np.sqrt(s))
+    kept = 0
+    for r in range(p):
+        col = na + r
+        for c in range(na, na + kept):
+            s = 0.0
+            for t in range(k):
+                s += BT[t, c] * BT[t, col]
+            for t in range(k):
+                BT[t, col] -= s * BT[t, c]
+        s = 0.0
+        for t in range(k):
+            s += BT[t, col] * BT[t, col]
+        s = np.sqrt(s)
+        if s > RANK_TOL * largest and s > 0.0:
+            for t in range(k):
+                BT[t, na + kept] = BT[t, col] / s
+            kept += 1
+    for i in range(na + kept, nl):
+        lam[i] = 0.0
+    nl = na + kept
+    frob = 0.0
+    for t in range(k):
+        for i in range(na):
+            frob += BT[t, i] * BT[t, i]
+    for r in range(na, nl):
+        for i in range(na):
+            s = 0.0
+            for t in range(k):
+                s += BT[t, r] * BT[t, i]
+            frob -= s * s
+    rho = ridge * max(frob / nul, 1e-12)
+    for r in range(nlev):
+        for t in range(k):
+            BT[t, na + nu + r] = level[r, t]
+    av = np.empty(nl)          # [a; E z0]
+    for i in range(nl):
+        s = 0.0
+        for t in range(k):
+            s += BT[t, i] * z0[t]
+        av[i] = s
+    for i in range(na):
+        av[i] += tau0[i] - (offset[i] if offset.shape[0] else 0.0)
+    escale = 0.0
+    for i in range(na, nl):
+        escale = max(escale, abs(av[i]))
+    bcone = np.zeros(m)
+    for i in range(m):
+        if mu.shape[0] and np.isfinite(mu[i]):
+            bcone[i] = min(mu[i] * z0[i] - z0[m + i] - z0[2 * m + i] - z0[3 * m + i] - z0[4 * m + i], 0.0)
+    mus = np.full(m, np.inf)
+    if mu.shape[0]:
+        for i in range(m):
+            mus[i] = mu[i]
+    if not np.isfinite(lam[0]):           # least squares: B^T lam ~ -rho z0
+        G = np.zeros((nl, nl))
+        rhs = np.zeros(nl)
+        for i in range(nl):
+            for j in range(i, nl):
+                s = 0.0
+                for t in range(k):
+                    s += BT[t, i] * BT[t, j]
+                G[i, j] = s
+                G[j, i] = s
+            s = 0.0
+            for t in range(k):
+                s -= BT[t, i] * z0[t]
+            rhs[i] = rho * s
+        tr = 0.0
+        for i in range(nl):
+            tr += G[i, i]
+        for i in range(nl):
+            G[i, i] += 1e-12 * tr + 1e-300
+        lam[:nl] = np.linalg.solve(G, rhs)
+    z = np.empty(k)
+    zc = np.empty(k)
+    free = np.zeros(k, np.bool_)
+    gam = np.zeros(m)
+    pb = np.empty(5)
+    xb = np.empty(5)
+    fb = np.zeros(5, np.bool_)
+    grad = np.empty(nl)
+    trial = np.empty(nl)
+
+    q0 = np.empty(k)
+    qd = np.empty(k)
+    qt = np.empty(k)
+    scratch = np.empty(5)
+
+    def dual(q, lm, zz, ff, gg):
+        # z(lam) from q = -B lam / rho, the dual value; ff/gg: free components, cone multipliers
+        val = 0.0
+        for i in range(m):
+            for e in range(5):
+                pb[e] = q[e * m + i]
+            gg[i] = project_pyramid(pb, mus[i], bcone[i], xb, fb, scratch)
+            for e in range(5):
+                zz[e * m + i] = xb[e]
+                ff[e * m + i] = fb[e]
+        for t in range(k):       # rho/2 |z|^2 + (B lam)'z with B lam = -rho q
+            val += 0.5 * rho * zz[t] * zz[t] - rho * q[t] * zz[t]
+        for i in range(na):
+            val -= 0.5 * lm[i] * lm[i]
+        for i in range(nl):
+            val -= lm[i] * av[i]
+        return val
+
+    def ray(lm, out):
+        # out = -B lm / rho
+        for t in range(k):
+            s = 0.0
+            for i in range(nl):
+                s += BT[t, i] * lm[i]
+            out[t] = -s / rho
+
+    ray(lam, q0)
+    g = dual(q0, lam, z, free, gam)
+    iters = -1
+    gap, infeas = np.inf, np.inf
+    scale_col = np.empty(nl)
+    for i in range(nl):
+        s = rho if i < na else 0.0
+        for t in range(k):
+            s += BT[t, i] * BT[t, i]
+        scale_col[i] = np.sqrt(max(s, 1e-300))
+    for it in range(max_iter):
+        # gradient: [U^T z - m - a; E z - E z0]
+        for i in range(nl):
+            s = 0.0
+            for t in range(k):
+                s += BT[t, i] * z[t]
+            grad[i] = s - av[i] - (lam[i] if i < na else 0.0)
+        f = 0.0
+        for i in range(na):
+            tq = av[i] - (grad[i] + av[i] + lam[i])       # a - U^T z
+            f += 0.5 * tq * tq
+        for t in range(k):
+            f += 0.5 * rho * z[t] * z[t]
+        # f - g without cancellation: 1/2 |grad_m|^2 - nu' grad_nu (the rho terms and B lam' z cancel)
+        gap = 0.0
+        for i in range(nl):
+            gap += 0.5 * grad[i] * grad[i] if i < na else -lam[i] * grad[i]
+        gap /= 1.0 + abs(f)
+        infeas = 0.0
+        for i in range(na, nl):
+            infeas = max(infeas, abs(grad[i]))
+        infeas /= 1.0 + escale
+        if gap <= tol and infeas <= tol:
+            iters = it
+            break
+        # Newton matrix rho diag(I, 0) + B J B^T (+ a small ridge), J per contact block
+        Mn = np.zeros((nl, nl))
+        for i in range(m):
+            gm = gam[i]
+            if gm > 0.0:
+                an = 0.0
+                av2 = 0.0
+                for e in range(5):
+                    if free[e * m + i]:
+                        ae = mus[i] if e == 0 else -1.0
+                        av2 += ae * ae
+                ba = np.zeros(nl)
+                for e in range(5):
+                    t = e * m + i
+                    if free[t]:
+                        ae = mus[i] if e == 0 else -1.0
+                        for r in range(nl):
+                            ba[r] += BT[t, r] * ae
+                        an += 1.0
+            for e in range(5):
+                t = e * m + i
+                if free[t]:
+                    for r in range(nl):
+                        btr = BT[t, r]
+                        if btr != 0.0:
+                            for c in range(r, nl):
+                                Mn[r, c] += btr * BT[t, c]
+            if gm > 0.0 and av2 > 0.0:
+                for r in range(nl):
+                    for c in range(r, nl):
+                        Mn[r, c] -= ba[r] * ba[c] / av2
+        for i in range(na):
+            Mn[i, i] += rho
+        # scaled by the columns of B (the torque and the set rows differ by 1/dt and more) and
+        # a relative ridge for the directions no free impulse reaches (then g is locally linear)
+        for i in range(nl):
+            for c in range(i, nl):
+                Mn[i, c] /= scale_col[i] * scale_col[c]
+            Mn[i, i] += 1e-13
+            for c in range(i):
+                Mn[i, c] = Mn[c, i]
+        for i in range(nl):
+            trial[i] = rho * grad[i] / scale_col[i]
+        d = np.linalg.solve(Mn, trial)
+        for i in range(nl):
+            d[i] /= scale_col[i]
+        # at most DUAL_STEP_CAP times the multipliers (scaled) in one step: in directions no free
+        # impulse reaches the dual is locally linear and the ridged step would be huge
+        dn, ln = 0.0, 0.0
+        for i in range(nl):
+            dn = max(dn, abs(d[i]) * scale_col[i])
+            ln = max(ln, abs(lam[i]) * scale_col[i])
+        if dn > DUAL_STEP_CAP * ln and ln > 0.0:
+            for i in range(nl):
+                d[i] *= DUAL_STEP_CAP * ln / dn
+        slope = 0.0
+        for i in range(nl):
+            slope += d[i] * grad[i]
+        ray(d, qd)
+        step = 1.0
+        accepted = False
+        for ls in range(30):     # a step below 1e-9 counts as a stall (the QP then runs)
+            for i in range(nl):
+                trial[i] = lam[i] + step * d[i]
+            for t in range(k):
+                qt[t] = q0[t] + step * qd[t]
+            gt = dual(qt, trial, zc, free, gam)
+            # Armijo; at round-off level (the predicted rise below 1e-12 |g|, where g's
+            # differences are noise) the full Newton step is taken
+            if gt >= g + 1e-4 * step * slope or slope <= 1e-12 * (1.0 + abs(g)):
+                accepted = True
+                break
+            step *= 0.5
+        if not accepted:
+            break
+        g = gt
+        for i in range(nl):
+            lam[i] = trial[i]
+        for t in range(k):
+            z[t] = zc[t]
+            q0[t] = qt[t]
+    for t in range(k):
+        zc[t] = z[t] - z0[t]
+    for j in range(nul):
+        w[j] = 0.0
+    for t in range(k):
+        for j in range(nul):
+            w[j] += W[t, j] * zc[t]
+    nact = 0
+    for t in range(k):
+        if not z[t] > 0.0:
+            active[nact] = t
+            nact += 1
+    r = 0
+    for i in range(m):
+        if mu.shape[0] and np.isfinite(mu[i]):
+            if gam[i] > 0.0:
+                active[nact] = k + r
+                nact += 1
+            r += 1
+    return iters, gap, infeas, nact

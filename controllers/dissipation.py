@@ -52,8 +52,9 @@ Design notes with the measurements behind these choices: ``docs/dissipation.md``
 
 The step is one path: :meth:`idyn.controllers.dynamics.StepDynamics.update`, :func:`build_stage_one`
 (one compiled call), :func:`solve_priced` (Lemke's method, the shared :mod:`idyn.lcp` kernel),
-:func:`solve_stage_two` (its terms, :func:`idyn.qp.solve_built`, its answer and
-outputs); the arithmetic is in :mod:`idyn.controllers._dissipation_kernel`.
+:func:`solve_stage_two` (from nullity :data:`DUAL_MIN_NULLITY` its dual by Newton's method, else
+or as fallback its terms and :func:`idyn.qp.solve_built`; its answer and outputs); the
+arithmetic is in :mod:`idyn.controllers._dissipation_kernel`.
 """
 from __future__ import annotations
 
@@ -422,8 +423,11 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112).
     ``offset`` (na, or None: zero) is the torque the objective measures from: Stage II minimises
     ``|tau - offset|^2``; :func:`contact_free_torque` gives eqs. 105-107's ``y``.
-    DAQP's working set starts at ``prob.stage_two_active`` (a warm start; the answer is the same)
-    and is left at the rows active at the answer.
+    From nullity :data:`DUAL_MIN_NULLITY` by its dual (:func:`_stage_two_dual`), else or when
+    that does not converge as the nullspace QP (:func:`idyn.qp.solve_built`, ``qp_backend``);
+    ``info["stage2_solver"]`` says which ("dual" or "qp").  DAQP's working set starts at
+    ``prob.stage_two_active`` (a warm start; the answer is the same); either path leaves it at
+    the rows active at the answer.
     With ``outputs = (tau, v_next, forces)`` (arrays to fill) they are written for the answer
     (:meth:`idyn.controllers.dynamics.Step.pyramid_outputs`) in the same compiled call; ``buffers``
     as for :func:`build_stage_one`; ``out_of_time(stage)`` (the controller's budget) ends the
@@ -433,6 +437,12 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     move, mu, info = _NOTHING, _NOTHING, {"stage2_status": "determinate", "nullity": 0}
     active, prob.stage_two_active = prob.stage_two_active, None
     if nul:
+        mu = prob.mu if prob.cone.shape[0] else _NOTHING     # the cones' coefficients (held no-slip: no_slip_mu)
+        level = _level_row(prob, W)
+        if nul >= DUAL_MIN_NULLITY and not level.shape[0]:
+            move, info = _stage_two_dual(step, prob, z0, ridge, mu, offset)
+            if move is not None:
+                return _stage_two_answer(step, prob, z0, move, mu, outputs), info
         rows = k + prob.cone.shape[0]
         H2, c2, A_in, b_in = arrays(buffers, ("stage two", nul, rows), lambda: (
             ((nul, nul), "C"), (nul, "C"), ((rows, nul), "C"), (rows, "C")))
@@ -440,24 +450,69 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
                                step.Ma, step.h, step.dt, step.u_index, step.a_index, H2, c2, A_in, b_in)
         if offset is not None:   # tau0 - offset in c2 = -RW^T tau0 + ...: add RW^T offset, RW = R_a^T W / dt
             c2 += W.T @ (prob.R[:, step.a_index] @ offset) / step.dt
-        level = _level_row(prob, W)
         # H2 is exactly symmetric and its ridge bounds its condition number by 1 + nul / ridge
         qp = solve_built(H2, c2, level, _NOTHING if not level.shape[0] else np.zeros(1), A_in, b_in,
                          backend=_backend(qp_backend), definite=ridge > DEFINITE_RIDGE * nul,
                          active=active,
                          stop=None if out_of_time is None else (lambda: out_of_time("stage2 retries")))
         prob.stage_two_active = qp.active
-        info = {"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations}
+        info.update({"stage2_status": qp.status.value, "nullity": nul, "stage2_iterations": qp.iterations,
+                     "stage2_solver": "qp"})
         if qp.solved:
-            move, mu = qp.x, prob.mu if prob.cone.shape[0] else _NOTHING
+            move = qp.x
         else:                 # Stage I's answer is still a valid contact model solution
-            move = np.zeros(nul)
+            move, mu = np.zeros(nul), _NOTHING
     # the determinate and the failed case go through the same kernel, with no move and no clipping
+    return _stage_two_answer(step, prob, z0, move, mu, outputs), info
+
+
+def _stage_two_answer(step: Step, prob: StageOne, z0: np.ndarray, move: np.ndarray, mu: np.ndarray,
+                      outputs: tuple | None) -> tuple[np.ndarray, np.ndarray]:
+    """Stage II's impulses ``z0 + W move`` (clipped into the cones of ``mu``) and its outputs."""
+    W = prob.W
+    k = W.shape[0]
     z = np.empty(k)
     tau, v_next, forces = outputs if outputs is not None else new_outputs(step)
     kernel.stage_two_outputs(prob.R, z0, W, move, mu, step.L, step.v, step.qd, step.dt_h_u, step.B_dva, step.Ma,
                              step.h, step.dt, step.u_index, step.a_index, step.impact_rows, z, tau, v_next, forces)
-    return z, info
+    return z
+
+
+#: the dual Newton method of Stage II (:func:`_stage_two_dual`): relative duality gap and
+#: infeasibility it stops at, and its step cap (beyond it the QP runs; cold starts took up to 28
+#: steps at 48 patch contacts and 62 at 64)
+DUAL_TOL = 1e-13
+#: the nullity from which Stage II goes to the dual first (without eq. 108's row of ``gap_rate``:
+#: with it the dual fell back to the QP in 7 of 8 forced cases at 32 patch contacts, after up to
+#: 100 Newton steps): below it DAQP on the nullspace QP was
+#: as fast (median 0.06 ms each at 4 patch contacts, nullity 14; 0.13 ms at 8, 34) and above it
+#: slower (0.30 against 0.11 ms at 12, 54; docs/performance.md)
+DUAL_MIN_NULLITY = 40
+DUAL_MAX_ITERATIONS = 100
+
+
+def _stage_two_dual(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, mu: np.ndarray,
+                    offset: np.ndarray | None):
+    """Stage II by its dual (:func:`kernel.stage_two_dual`): ``(move, info)``, or ``(None, info)``
+    when it did not converge (the QP then runs).  Its multipliers (``na`` torques, the ``rank``
+    rows of Stage I's optimal set) start from a least-squares fit to ``z0``
+    every step: the last step's multipliers took fewer Newton steps but more line-search trials,
+    0.63 against 0.39 ms median at 32 patch contacts (docs/performance.md).  On success
+    ``prob.stage_two_active`` gets the rows active at the answer (the QP's warm start)."""
+    W = prob.W
+    k, nul = W.shape
+    lam = np.full(step.a_index.size + prob.Y.shape[0], np.nan)
+    move, rows = np.empty(nul), np.empty(k + prob.cone.shape[0], np.intp)
+    its, gap, infeas, count = kernel.stage_two_dual(
+        prob.R, W, z0, ridge, mu, prob.Y, _NOTHING.reshape(0, k), step.L, step.v, step.qd, step.dt_h_u,
+        step.B_dva, step.Ma, step.h, step.dt, step.u_index, step.a_index,
+        _NOTHING if offset is None else offset, lam, DUAL_TOL, DUAL_MAX_ITERATIONS, move, rows)
+    info = {"stage2_dual_iterations": its, "stage2_dual_gap": gap}
+    if its < 0 or not np.all(np.isfinite(move)):
+        return None, info
+    prob.stage_two_active = rows[:count]
+    info.update({"stage2_status": "solved", "nullity": nul, "stage2_iterations": its, "stage2_solver": "dual"})
+    return move, info
 
 
 #: Stage II's ridge (relative) above which, times the nullity, ``H2`` passes
