@@ -449,7 +449,7 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
         kernel.stage_two_terms(prob.R, W, z0, ridge, prob.cone, step.L, step.v, step.qd, step.dt_h_u, step.B_dva,
                                step.Ma, step.h, step.dt, step.u_index, step.a_index, H2, c2, A_in, b_in)
         if offset is not None:   # tau0 - offset in c2 = -RW^T tau0 + ...: add RW^T offset, RW = R_a^T W / dt
-            c2 += W.T @ (prob.R[:, step.a_index] @ offset) / step.dt
+            c2 += (prob.R[:, step.a_index].T @ W).T @ offset / step.dt   # this order: docs/results.md, grasp
         # H2 is exactly symmetric and its ridge bounds its condition number by 1 + nul / ridge
         qp = solve_built(H2, c2, level, _NOTHING if not level.shape[0] else np.zeros(1), A_in, b_in,
                          backend=_backend(qp_backend), definite=ridge > DEFINITE_RIDGE * nul,

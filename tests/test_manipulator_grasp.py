@@ -40,7 +40,8 @@ def test_qp_coulomb_holds_the_box_at_mu_100_in_idyn_sim():
     """Paper Fig. 18 (top): ID_QP,mu holds the box at mu = inf for the 3-s experiment.  With
     Sec. 4.5's check and Stage II measuring torque from the removed command's effort (the
     defaults) it does in idyn.sim; without the check the box left the hand at 1.43 s, with the
-    check alone at 0.099 s (docs/results.md)."""
+    check alone at 0.099 s (docs/results.md).  A knife edge: one term of Stage II summed in
+    another rounding order drops it at 0.102 s (docs/results.md)."""
     m = _check(Scenario(controller="qp-coulomb", robot="manipulator", mu=100.0, duration=3.0, backend="idyn"))
     assert not m["box_dropped"], m
 
