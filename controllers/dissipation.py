@@ -423,7 +423,7 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     """Stage II: least torque (plus ``ridge``) over the Stage I optimal set (eqs. 102-112).
     ``offset`` (na, or None: zero) is the torque the objective measures from: Stage II minimises
     ``|tau - offset|^2``; :func:`contact_free_torque` gives eqs. 105-107's ``y``.
-    From nullity :data:`DUAL_MIN_NULLITY` by its dual (:func:`_stage_two_dual`), else or when
+    From nullity :data:`DUAL_MIN_NULLITY` by its dual (:func:`stage_two_by_dual`), else or when
     that does not converge as the nullspace QP (:func:`idyn.qp.solve_built`, ``qp_backend``);
     ``info["stage2_solver"]`` says which ("dual" or "qp").  DAQP's working set starts at
     ``prob.stage_two_active`` (a warm start; the answer is the same); either path leaves it at
@@ -439,8 +439,10 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     if nul:
         mu = prob.mu if prob.cone.shape[0] else _NOTHING     # the cones' coefficients (held no-slip: no_slip_mu)
         level = _level_row(prob, W)
-        if nul >= DUAL_MIN_NULLITY and not level.shape[0]:
-            move, info = _stage_two_dual(step, prob, z0, ridge, mu, offset)
+        # the dual does not yet converge with no-slip equality rows (qp-noslip: negative gap
+        # after its 100 steps, measured at 32 patch contacts), so those go to the QP directly
+        if nul >= DUAL_MIN_NULLITY and not level.shape[0] and not prob.E.shape[0]:
+            move, info = stage_two_by_dual(step, prob, z0, ridge, mu, offset)
             if move is not None:
                 return _stage_two_answer(step, prob, z0, move, mu, outputs), info
         rows = k + prob.cone.shape[0]
@@ -478,7 +480,7 @@ def _stage_two_answer(step: Step, prob: StageOne, z0: np.ndarray, move: np.ndarr
     return z
 
 
-#: the dual Newton method of Stage II (:func:`_stage_two_dual`): relative duality gap and
+#: the dual Newton method of Stage II (:func:`stage_two_by_dual`): relative duality gap and
 #: infeasibility it stops at, and its step cap (beyond it the QP runs; cold starts took up to 28
 #: steps at 48 patch contacts and 62 at 64)
 DUAL_TOL = 1e-13
@@ -491,7 +493,7 @@ DUAL_MIN_NULLITY = 40
 DUAL_MAX_ITERATIONS = 100
 
 
-def _stage_two_dual(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, mu: np.ndarray,
+def stage_two_by_dual(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, mu: np.ndarray,
                     offset: np.ndarray | None):
     """Stage II by its dual (:func:`kernel.stage_two_dual`): ``(move, info)``, or ``(None, info)``
     when it did not converge (the QP then runs).  Its multipliers (``na`` torques, the ``rank``

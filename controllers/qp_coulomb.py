@@ -36,7 +36,9 @@ Options (besides the common ones of :class:`idyn.controllers.Controller`):
   ``|tau|^2``, ``e`` the torque the removed part of the command asks for,
   :func:`idyn.controllers.consistency.command_effort`: among the impulses Stage I leaves free, the
   internal squeeze that effort produces against a rigid contact; without it a grasp's squeeze
-  is the least one, friction at the cone's limit, and the box slips out; docs/results.md).
+  is the least one, friction at the cone's limit, and the box slips out; docs/results.md; with
+  ``stage2_objective="correction"`` the two add: ``|tau - f_ID - e|^2``, f_ID of the commanded
+  motion).
 """
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ from .consistency import CONSISTENCY_TOL, command_effort, consistency_violation,
 from .dissipation import (OBJECTIVES, STAGE2_OBJECTIVES, build_stage_one, contact_free_torque, new_outputs,
                           price_separation, solve_one_stage, solve_priced, solve_stage_two, stage_one_layout,
                           stage_two_layout)
+from .dissipation import stage_two_by_dual
 from .dynamics import Step
 from .warm_start import MIN_WARM_VARIABLES, BasisMemory, contact_keys
 
@@ -121,6 +124,7 @@ class DissipationController(Controller):
         prob, z, info, keys = self._contact_model(step, contacts)
         if self.consistency_check and self.no_slip_tol is None:
             step, prob, z, info = self._consistent(step, prob, z, info)
+        effort = info.pop("effort", None)      # of a command the consistency check moved
         outputs = None
         if self.stage2 and not self.out_of_time("stage2"):   # Stage I's answer stands without it
             outputs = new_outputs(step)
@@ -129,10 +133,13 @@ class DissipationController(Controller):
                 rows = stage_two_layout(prob, prob.mu)
                 keys = contact_keys(contacts) if keys is None else keys
                 prob.stage_two_active = self._active.recall(keys, *rows)
-            # the torque Stage II measures from: eqs. 105-107's f_ID (stage2_objective="correction"),
-            # else the effort of a command the consistency check moved (command_effort), else zero
-            effort = info.pop("effort", None)
-            offset = contact_free_torque(step) if self.stage2_objective == "correction" else effort
+            # the torque Stage II measures from: the effort of a command the consistency check moved
+            # (command_effort), plus eqs. 105-107's f_ID under stage2_objective="correction" (f_ID
+            # is linear in the command: f_ID of the moved step plus the removed part's effort is
+            # the commanded one's)
+            offset = effort
+            if self.stage2_objective == "correction":
+                offset = contact_free_torque(step) + (0.0 if effort is None else effort)
             z, stage2 = solve_stage_two(step, prob, z, self.ridge, self.qp_backend, outputs, self._buffers,
                                         self.out_of_time, offset)
             info.update(stage2)
@@ -199,13 +206,16 @@ class DissipationController(Controller):
 
     def _warm_fallbacks(self, state, desired, contacts) -> None:
         """Stage I re-solved after a separation price (:func:`~idyn.controllers.dissipation.solve_priced`:
-        a contact loaded yet separating), whose KKT LCP update is called from Python."""
+        a contact loaded yet separating), whose KKT LCP update is called from Python; and Stage II
+        by its dual, which only many contacts (or, for qp-noslip, many released ones) reach."""
         q, v, checked = self._check(state, desired, contacts)
         step = self._step(q, v, np.zeros(self.model.nv), checked)
         prob = build_stage_one(step, self.coulomb, self.no_slip_tol, self.objective, self.gap_rate,
                                lcp=self.stage1_solver == "lemke", buffers=self._buffers)
         price_separation(step, prob, np.zeros(1, dtype=np.intp), 1.0)
-        self._stage_one(step, prob)
+        z, _ = self._stage_one(step, prob)
+        if self.stage2 and prob.W.shape[1]:
+            stage_two_by_dual(step, prob, z, self.ridge, prob.mu if prob.cone.shape[0] else np.zeros(0), None)
 
     def _finish(self, step: Step, prob, z: np.ndarray, info: dict, outputs: tuple | None = None) -> Solution:
         """Torques and forces from the impulses ``z`` (eq. 79), unless ``outputs`` has them."""

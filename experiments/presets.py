@@ -93,7 +93,7 @@ DIFFERENCES: tuple[Difference, ...] = (
                "none", "command_effort=false",
                "the squeeze of a grasp is an internal force Stage I leaves free; the least-torque "
                "squeeze drops the box (docs/results.md)",
-               applies_to=("qp-coulomb", "qp-coulomb-1stage"), options={"command_effort": False}),
+               applies_to=("qp-coulomb",), options={"command_effort": False}),
     Difference("qp-noslip: friction of unloaded and held contacts", "Sec. 4, eqs. 40-41; Sec. 6, eq. 101",
                "contacts sliding or ending the step unloaded and opening get no friction; held ones "
                "keep eq. 101 at mu = 100", "every contact held by equalities, tangential impulse "

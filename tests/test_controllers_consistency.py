@@ -159,3 +159,19 @@ def test_the_option_is_validated():
     assert controllers.make("pid", mb, consistency_check=False, warm_up=False).consistency_check is False
     assert controllers.make("lcp-coulomb", mb, warm_up=False).consistency_check is False
     assert controllers.make("qp-noslip", mb, warm_up=False).consistency_check is True
+
+
+def test_command_effort_adds_to_the_correction_objective_and_never_leaks():
+    """Under ``stage2_objective="correction"`` Stage II measures from f_ID plus the removed
+    command's effort (f_ID is linear in the command), so the effort still buys grip there (it
+    was once dropped); with Stage II off the effort array does not leak into ``info.details``."""
+    _, mb, state, desired, contacts = _closing_grasp(100.0)
+    grip = {}
+    for effort in (False, True):
+        out = controllers.make("qp-coulomb", mb, feedback=False, command_effort=effort,
+                               stage2_objective="correction").compute(state, desired, contacts)
+        grip[effort] = out.contact_forces[:, 0].sum()
+        assert "effort" not in out.info.details
+    assert grip[True] > 2.0 * grip[False]
+    out = controllers.make("qp-coulomb", mb, feedback=False, stage2=False).compute(state, desired, contacts)
+    assert "effort" not in out.info.details and "consistency_violation" in out.info.details

@@ -84,10 +84,10 @@ def shadow_torques(scenario: Scenario, shadows: dict[str, dict]) -> dict:
         close = getattr(testbed, "close", None)
         if close is not None:
             close()
-    t, nullity, *taus = zip(*shadowed.rows)
-    out.update({"t": np.array(t), "nullity": np.array(nullity, dtype=int)})
-    for name, tau in zip(("driver", *shadows), taus):
-        out[name] = np.array(tau)
+    na, rows = model.na, shadowed.rows        # no row when the first step diverged
+    out.update({"t": np.array([r[0] for r in rows]), "nullity": np.array([r[1] for r in rows], dtype=int)})
+    for i, name in enumerate(("driver", *shadows)):
+        out[name] = np.array([r[2 + i] for r in rows]).reshape(len(rows), na)
     return out
 
 
