@@ -439,9 +439,9 @@ def solve_stage_two(step: Step, prob: StageOne, z0: np.ndarray, ridge: float, qp
     if nul:
         mu = prob.mu if prob.cone.shape[0] else _NOTHING     # the cones' coefficients (held no-slip: no_slip_mu)
         level = _level_row(prob, W)
-        # the dual does not yet converge with no-slip equality rows (qp-noslip: negative gap
-        # after its 100 steps, measured at 32 patch contacts), so those go to the QP directly
-        if nul >= DUAL_MIN_NULLITY and not level.shape[0] and not prob.E.shape[0]:
+        # with qp-noslip's no-slip equality rows the dual converges on some states and not on
+        # others (then the QP answers; docs/performance.md)
+        if nul >= DUAL_MIN_NULLITY and not level.shape[0]:
             move, info = stage_two_by_dual(step, prob, z0, ridge, mu, offset)
             if move is not None:
                 return _stage_two_answer(step, prob, z0, move, mu, outputs), info
