@@ -12,7 +12,7 @@ from idyn import Contact, Status, contact_jacobians, controllers, robots
 from idyn.controllers import Desired, RobotState
 from idyn.controllers import consistency
 from idyn.errors import InvalidInputError
-from test_controllers import grasp_contacts
+from test_controllers import grasp_contacts, step_residual
 
 DT = 1e-3
 
@@ -113,11 +113,8 @@ def test_after_the_check_qp_coulomb_penetrates_nothing_and_keeps_the_dynamics(mu
     assert (jac.N @ vn + jac.phi / DT).min() >= -1e-7
     assert f[:, 0].min() >= -1e-9
     assert np.all(np.abs(f[:, 1]) + np.abs(f[:, 2]) <= mu * f[:, 0] * (1 + 1e-6) + 1e-9)
-    M, h = mb.mass_matrix(state.q), mb.bias_forces(state.q, state.v)
-    gen = np.zeros(mb.nv)
-    gen[mb.actuated_v] = out.tau
-    R = np.vstack((jac.N, jac.S, jac.T))
-    residual = M @ (vn - state.v) - R.T @ (f.T.ravel() * DT) - DT * (gen - h)
+    M = mb.mass_matrix(state.q)
+    residual = step_residual(mb, state, contacts, out, DT)      # eq. 37 (eqs. 50-51)
     assert np.abs(residual).max() < 1e-9 * (1.0 + np.abs(M @ vn).max())
     qd_des = desired.v + DT * desired.vdot
     assert np.linalg.norm(vn[mb.actuated_v] - qd_des) == pytest.approx(d["desired_deviation"], rel=1e-6)

@@ -14,7 +14,7 @@ from idyn.controllers import ControlInfo, ControlOutput, Desired, RobotState, lc
 from idyn.controllers.warm_start import contact_keys
 from idyn.experiments.benchmarks.controllers import foot_contacts, standing_problem
 from idyn import Contact, Status, contact_jacobians
-from test_controllers import grasp_contacts
+from test_controllers import grasp_contacts, step_residual
 
 
 def weight(model) -> float:
@@ -267,11 +267,8 @@ def _check_consistent(model, state, contacts, out, sticking, dt=1e-3, tol=1e-7):
     assert (jac.N @ vn + jac.phi / dt).min() >= -tol
     assert np.abs(jac.S[sticking] @ vn).max() <= tol and np.abs(jac.T[sticking] @ vn).max() <= tol
     assert np.all(np.abs(f[:, 1:]) <= lcp_noslip.CONSISTENCY_FRICTION * f[:, :1] + 1e-9)
-    M, h = model.mass_matrix(state.q), model.bias_forces(state.q, state.v)
-    gen = np.zeros(model.nv)
-    gen[model.actuated_v] = out.tau
-    R = np.vstack((jac.N, jac.S, jac.T))
-    residual = M @ (vn - state.v) - R.T @ (f.T.ravel() * dt) - dt * (gen - h)
+    M = model.mass_matrix(state.q)
+    residual = step_residual(model, state, contacts, out, dt)   # eq. 37
     assert np.abs(residual).max() < 1e-9 * (1.0 + np.abs(M @ vn).max())
 
 
@@ -317,6 +314,21 @@ def test_consistency_qp_keeps_impulses_physical_on_near_dependent_rows():
     _check_consistent(model, state, contacts, ControlOutput(tau, f, ControlInfo("lcp-noslip", Status.NUMERICAL_FAILURE, v_next=v_next)), np.arange(3))
 
 
+def _sliding_touchdown():
+    """``(model, state, desired, contacts)``: LINKS standing, its first foot 20 um above
+    the ground sliding at 0.65 m/s, the desired motion keeping the leg's swing and pressing the
+    foot down (the PyBullet trot at t = 9.649 s)."""
+    p = standing_problem("links", 4, np.inf)
+    model = p.model
+    q, v = p.state.q, _first_foot_moving(p, [0.65, 0.0, -0.003])
+    contacts = list(p.contacts)
+    c = contacts[0]
+    contacts[0] = Contact(c.body_a, None, c.point, c.normal, np.inf, phi=2e-5)
+    leg = next(iter(p.robot.leg_joints))                # the leg keeps its swing and lowers the foot
+    desired = Desired(p.desired.q, v[model.actuated_v], _press_foot(p.robot, model, q, leg, 50.0))
+    return model, RobotState(q, v), desired, contacts
+
+
 def test_a_foot_arriving_sliding_is_not_stopped_by_the_actuators():
     """A planned stance foot 20 um above the ground, sliding at 0.65 m/s, that the desired motion
     brings down and holds (PyBullet trot, t = 9.649 s): its no-slip rows stop the slide within one
@@ -324,15 +336,7 @@ def test_a_foot_arriving_sliding_is_not_stopped_by_the_actuators():
     (471 N, 58 N m; the knee then spun at 92 rad/s and LINKS fell).  Stopping it is the world's
     plastic tangential impact; the controller models the contact without friction for the step
     (``slide_speed``) and the torques stay those of the stance."""
-    p = standing_problem("links", 4, np.inf)
-    model = p.model
-    q, v = p.state.q, _first_foot_moving(p, [0.65, 0.0, -0.003])
-    contacts = list(p.contacts)
-    c = contacts[0]
-    contacts[0] = Contact(c.body_a, None, c.point, c.normal, np.inf, phi=2e-5)
-    state = RobotState(q, v)
-    leg = next(iter(p.robot.leg_joints))                # the leg keeps its swing and lowers the foot
-    desired = Desired(p.desired.q, v[model.actuated_v], _press_foot(p.robot, model, q, leg, 50.0))
+    model, state, desired, contacts = _sliding_touchdown()
     held = controllers.make("lcp-noslip", model, feedback=False, slide_speed=np.inf).compute(state, desired, contacts)
     out = controllers.make("lcp-noslip", model, feedback=False).compute(state, desired, contacts)
     assert out.info.status is Status.SOLVED and out.info.details["slip_released"] >= 1
@@ -437,15 +441,7 @@ def test_qp_noslip_foot_arriving_sliding_is_not_stopped_by_the_actuators():
     for ID_QP,inf: held, the foot is stopped within one step by the actuators (the literal model's
     tangential force is several robot weights); released (``slide_speed``), it lands without
     friction (the other feet, held, keep eq. 101)."""
-    p = standing_problem("links", 4, np.inf)
-    model = p.model
-    q, v = p.state.q, _first_foot_moving(p, [0.65, 0.0, -0.003])
-    contacts = list(p.contacts)
-    c = contacts[0]
-    contacts[0] = Contact(c.body_a, None, c.point, c.normal, np.inf, phi=2e-5)
-    state = RobotState(q, v)
-    leg = next(iter(p.robot.leg_joints))
-    desired = Desired(p.desired.q, v[model.actuated_v], _press_foot(p.robot, model, q, leg, 50.0))
+    model, state, desired, contacts = _sliding_touchdown()
     held = controllers.make("qp-noslip", model, feedback=False, release=False).compute(state, desired, contacts)
     out = controllers.make("qp-noslip", model, feedback=False).compute(state, desired, contacts)
     assert out.info.status is Status.SOLVED and out.info.details["slip_released"] >= 1

@@ -305,17 +305,23 @@ def record(path: Path = DATA) -> None:
     for key, seq in seqs.items():
         arrays.update(seq.pack(key))
         seq = Sequence.unpack(arrays, key)
-        model = seq.model()
-        perturbed = [_perturbed(seq, np.random.default_rng(k)) for k in range(DRAWS)]
-        for name in NAMES:
-            ref = replay(name, model, seq)
-            for field, value in ref.items():
-                arrays[f"out/{key}/{name}/{field}"] = value
-            arrays[f"out/{key}/{name}/roundoff"] = np.max(
-                [deviation(ref, replay(name, model, p), arrays[f"{key}/active_count"]) for p in perturbed], axis=0)
+        _record(arrays, key, seq, NAMES)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, **arrays)
     print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
+
+
+def _record(arrays: dict, key: str, seq, names) -> None:
+    """Into ``arrays``: the outputs of the controllers ``names`` replaying the sequence ``key``,
+    and their round-off, the largest deviation over ``DRAWS`` perturbed replays."""
+    model = seq.model()
+    perturbed = [_perturbed(seq, np.random.default_rng(k)) for k in range(DRAWS)]
+    for name in names:
+        ref = replay(name, model, seq)
+        for field, value in ref.items():
+            arrays[f"out/{key}/{name}/{field}"] = value
+        arrays[f"out/{key}/{name}/roundoff"] = np.max(
+            [deviation(ref, replay(name, model, p), arrays[f"{key}/active_count"]) for p in perturbed], axis=0)
 
 
 def record_outputs(names, path: Path = DATA) -> None:
@@ -325,14 +331,7 @@ def record_outputs(names, path: Path = DATA) -> None:
     data = {k: stored[k] for k in stored.files}
     for key in _keys(stored):
         seq = Sequence.unpack(data, key)
-        model = seq.model()
-        perturbed = [_perturbed(seq, np.random.default_rng(k)) for k in range(DRAWS)]
-        for name in names:
-            ref = replay(name, model, seq)
-            for field, value in ref.items():
-                data[f"out/{key}/{name}/{field}"] = value
-            data[f"out/{key}/{name}/roundoff"] = np.max(
-                [deviation(ref, replay(name, model, p), data[f"{key}/active_count"]) for p in perturbed], axis=0)
+        _record(data, key, seq, names)
     np.savez_compressed(path, **data)
     print(f"wrote the outputs of {', '.join(names)} to {path} ({path.stat().st_size / 1e3:.0f} kB)")
 

@@ -50,6 +50,17 @@ def add_controller(parser) -> None:
                         help="a name of controllers.available(), listed in the README (default: %(default)s)")
 
 
+def add_parallel(parser) -> None:
+    """``--jobs`` and ``--executor``: how a command runs its scenarios in parallel
+    (:func:`idyn.experiments.runner.run_sweep`)."""
+    parser.add_argument("--jobs", type=int, default=2,
+                        help="parallel runs: local processes, or the CPUs of a local Ray instance "
+                             "(default: %(default)s)")
+    parser.add_argument("--executor", choices=("process", "ray"), default="process",
+                        help="local process pool, or Ray (needs the 'ray' extra): the cluster at RAY_ADDRESS, "
+                             "else a local instance (default: %(default)s)")
+
+
 def add_seed(parser) -> None:
     """The ``--seed`` option of the quadruped commands (Scenario.seed: the rough terrain's heights
     and per-cell friction)."""

@@ -9,7 +9,8 @@ Tables 4-6 judged on this sweep, :mod:`idyn.experiments.orderings`), ``DIR/compa
 from __future__ import annotations
 
 from ..metrics import ERROR_COLUMNS
-from . import add_backend, add_friction_limit, add_preset, add_seed, backend_of, parse_names, terrain_names
+from . import (add_backend, add_friction_limit, add_parallel, add_preset, add_seed, backend_of, parse_names,
+                terrain_names)
 
 NAME = "compare"
 HELP = "run controllers x terrains in parallel and print the paper's tables beside ours"
@@ -31,12 +32,7 @@ def add_arguments(parser) -> None:
                         help=f"'all' or a comma-separated subset of {terrain_names()} (default: all)")
     parser.add_argument("--duration", type=float, default=30.0, help="virtual seconds per run (default: %(default)s)")
     add_seed(parser)
-    parser.add_argument("--jobs", type=int, default=2,
-                        help="parallel runs: local processes, or the CPUs of a local Ray instance "
-                             "(default: %(default)s)")
-    parser.add_argument("--executor", choices=("process", "ray"), default="process",
-                        help="local process pool, or Ray (needs the 'ray' extra): the cluster at RAY_ADDRESS, "
-                             "else a local instance (default: %(default)s)")
+    add_parallel(parser)
     add_preset(parser)
     add_backend(parser)
     add_friction_limit(parser)

@@ -9,7 +9,7 @@ read the report.
 """
 from __future__ import annotations
 
-from . import parse_names
+from . import add_parallel, parse_names
 
 NAME = "reproduce"
 HELP = "run both papers' experiments and write one report with the published numbers beside ours"
@@ -35,12 +35,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", choices=PRESETS, default="paper",
                         help="'paper': the published models and protocol; 'idyn': idyn's defaults "
                              "(default: %(default)s)")
-    parser.add_argument("--jobs", type=int, default=2,
-                        help="parallel runs: local processes, or the CPUs of a local Ray instance "
-                             "(default: %(default)s)")
-    parser.add_argument("--executor", choices=("process", "ray"), default="process",
-                        help="local process pool, or Ray (the 'ray' extra; the cluster at RAY_ADDRESS, else "
-                             "a local instance) (default: %(default)s)")
+    add_parallel(parser)
     parser.add_argument("--only", default="all", metavar="KEYS",
                         help=f"'all' or a comma-separated subset of the sections: {', '.join(SECTIONS)} "
                              "(default: all)")
